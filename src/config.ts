@@ -1,0 +1,214 @@
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Forge's own configuration, read once from the environment and validated.
+ *
+ * The Temporal connection is deliberately not here: clients and workers read it through `@temporalio/envconfig`
+ * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, profiles), see src/platform/temporal-connection.ts.
+ * FORGE_TEMPORAL_PORT / FORGE_UI_PORT only say where `forge up` starts its embedded dev server.
+ */
+export interface ForgeConfig {
+  /** Absolute state directory (dev server SQLite file, PGlite data, venv with the temporal CLI). */
+  home: string;
+  temporal: {
+    /** gRPC port of the embedded dev server that `forge up` starts. */
+    port: number;
+    /** Web UI port of that dev server. */
+    uiPort: number;
+  };
+  database:
+    | { kind: 'postgres'; url: string; schema: string }
+    | { kind: 'pglite'; dataDir: string; schema: string };
+  /** Absolute directory of the persisted tool versions that registries load. */
+  agentToolsDir: string;
+  /** Names agent tools cannot take: they belong to the agent's built-in tools. */
+  builtinTools: string[];
+  taskQueues: { control: string; sandbox: string };
+  sandbox: {
+    /** How many sandbox activities one worker runs at once. */
+    concurrency: number;
+    /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this spreads into `resolveLimits`. */
+    limits: {
+      maxTimeoutMs: number;
+      memoryMb: number;
+      outputBytes: number;
+      resultBytes: number;
+      sourceBytes: number;
+      envPassthrough: string[];
+    };
+  };
+  migrations: {
+    /** `lock_timeout` for agent schema migrations: a migration that waits longer for a lock fails instead of queueing. */
+    lockTimeoutMs: number;
+    /** `statement_timeout` for agent schema migrations. */
+    statementTimeoutMs: number;
+  };
+}
+
+/** Thrown when an environment variable Forge reads has a value it cannot use; `variable` names it. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    message: string,
+    readonly variable: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Reserved by default: the agent's own built-ins and names an operator would read as the platform's.
+ * Override with FORGE_BUILTIN_TOOLS (comma list; set but empty reserves nothing, unset means this list).
+ */
+export const DEFAULT_BUILTIN_TOOLS = [
+  'forge',
+  'deploy_tool',
+  'rollback_tool',
+  'delete_tool',
+  'list_tools',
+  'call_tool',
+  'migrate_schema',
+  'promote_builtin',
+  'read_file',
+  'write_file',
+  'shell',
+  'http_fetch',
+  'pay',
+] as const;
+
+const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === '' ? undefined : v.trim());
+
+const commaList = (v: string): string[] =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+
+function int(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+const port = int(1, 65_535);
+const positive = int(1, Number.MAX_SAFE_INTEGER);
+const toolNames = z
+  .string()
+  .transform(commaList)
+  .pipe(z.array(z.string().regex(TOOL_NAME, 'every name must match ^[a-z][a-z0-9_]{0,63}$')));
+const envNames = z
+  .string()
+  .transform(commaList)
+  .pipe(z.array(z.string().regex(ENV_NAME, 'every entry must be an environment variable name')));
+const databaseUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), {
+  message: 'must be a postgres:// or postgresql:// URL',
+});
+
+/** Every environment variable `loadConfig` reads (tests check deployment files against it). */
+export const CONFIG_ENV_NAMES = [
+  'FORGE_HOME',
+  'FORGE_TEMPORAL_PORT',
+  'FORGE_UI_PORT',
+  'DATABASE_URL',
+  'FORGE_AGENT_TOOLS_DIR',
+  'FORGE_BUILTIN_TOOLS',
+  'FORGE_TASK_QUEUE_CONTROL',
+  'FORGE_TASK_QUEUE_SANDBOX',
+  'FORGE_SANDBOX_CONCURRENCY',
+  'FORGE_SANDBOX_MAX_TIMEOUT_MS',
+  'FORGE_SANDBOX_MEMORY_MB',
+  'FORGE_SANDBOX_OUTPUT_BYTES',
+  'FORGE_SANDBOX_RESULT_BYTES',
+  'FORGE_SANDBOX_SOURCE_BYTES',
+  'FORGE_SANDBOX_ENV_PASSTHROUGH',
+  'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
+  'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS',
+  'FORGE_SCHEMA',
+] as const;
+export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
+
+/** Parses one variable; unset or blank means `fallback` (itself parsed, so defaults obey the same rules). */
+function read<S extends z.ZodType<unknown, string>>(
+  env: NodeJS.ProcessEnv,
+  name: ConfigEnvName,
+  schema: S,
+  fallback: string,
+): z.output<S> {
+  return parse(name, schema, nonEmpty(env[name]) ?? fallback);
+}
+
+function readOptional<S extends z.ZodType<unknown, string>>(
+  env: NodeJS.ProcessEnv,
+  name: ConfigEnvName,
+  schema: S,
+): z.output<S> | undefined {
+  const raw = nonEmpty(env[name]);
+  return raw === undefined ? undefined : parse(name, schema, raw);
+}
+
+function parse<S extends z.ZodType<unknown, string>>(name: ConfigEnvName, schema: S, raw: string): z.output<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const why = result.error.issues.map((i) => i.message).join('; ');
+  const shown = name === 'DATABASE_URL' ? '(value hidden: it may hold a password)' : JSON.stringify(raw);
+  throw new ConfigError(`${name}=${shown} is invalid: ${why}`, name, { cause: result.error });
+}
+
+/**
+ * Reads and validates Forge's configuration. Relative paths resolve against the current directory.
+ * @throws ConfigError naming the variable whose value is unusable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
+  const home = path.resolve(read(env, 'FORGE_HOME', z.string(), '.forge'));
+  const temporalPort = read(env, 'FORGE_TEMPORAL_PORT', port, '7233');
+  const uiPort = read(env, 'FORGE_UI_PORT', port, '8233');
+  if (temporalPort === uiPort) {
+    throw new ConfigError(`FORGE_UI_PORT=${uiPort} is invalid: it equals FORGE_TEMPORAL_PORT`, 'FORGE_UI_PORT');
+  }
+  const url = readOptional(env, 'DATABASE_URL', databaseUrl);
+  const schema = read(
+    env,
+    'FORGE_SCHEMA',
+    z.string().regex(SQL_IDENTIFIER, 'must be a lowercase SQL identifier (^[a-z_][a-z0-9_]{0,62}$)'),
+    'public',
+  );
+  return {
+    home,
+    temporal: { port: temporalPort, uiPort },
+    database:
+      url !== undefined
+        ? { kind: 'postgres', url, schema }
+        : { kind: 'pglite', dataDir: path.join(home, 'pgdata'), schema },
+    agentToolsDir: path.resolve(read(env, 'FORGE_AGENT_TOOLS_DIR', z.string(), './agent-tools')),
+    // Set-but-empty is meaningful here (no reserved names), so only an unset variable takes the default.
+    builtinTools: parse('FORGE_BUILTIN_TOOLS', toolNames, env.FORGE_BUILTIN_TOOLS ?? DEFAULT_BUILTIN_TOOLS.join(',')),
+    taskQueues: {
+      control: read(env, 'FORGE_TASK_QUEUE_CONTROL', z.string(), 'forge-control'),
+      sandbox: read(env, 'FORGE_TASK_QUEUE_SANDBOX', z.string(), 'forge-sandbox'),
+    },
+    sandbox: {
+      concurrency: read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism())),
+      limits: {
+        maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),
+        memoryMb: read(env, 'FORGE_SANDBOX_MEMORY_MB', int(16, 1_048_576), '512'),
+        outputBytes: read(env, 'FORGE_SANDBOX_OUTPUT_BYTES', positive, String(1024 * 1024)),
+        resultBytes: read(env, 'FORGE_SANDBOX_RESULT_BYTES', positive, String(4 * 1024 * 1024)),
+        sourceBytes: read(env, 'FORGE_SANDBOX_SOURCE_BYTES', positive, String(10 * 1024 * 1024)),
+        envPassthrough: read(env, 'FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, ''),
+      },
+    },
+    migrations: {
+      lockTimeoutMs: read(env, 'FORGE_MIGRATION_LOCK_TIMEOUT_MS', positive, '5000'),
+      statementTimeoutMs: read(env, 'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS', positive, '60000'),
+    },
+  };
+}
