@@ -1,0 +1,38 @@
+import { basename, extname } from 'node:path';
+import type { Command } from 'commander';
+import { runSandbox, TOOL_NAME_PATTERN, type SandboxVerdict } from '../sandbox';
+import { sandboxLimitsFromEnv } from '../sandbox/limits-from-env';
+import { ExitCode, UsageError } from './exit-codes';
+import { printResult } from './output';
+import { parseJsonOption, readInputFile } from './read-input';
+
+/** `forge sandbox FILE.ts [--name N] [--test-input JSON] [--json]`: the sandbox check alone, no Temporal needed. */
+export function registerSandbox(program: Command): void {
+  program
+    .command('sandbox')
+    .description('Compile and test one tool module in the bounded sandbox (no Temporal needed)')
+    .argument('<file>', 'the tool module (TypeScript)')
+    .option('--name <name>', "the tool's name (default: the file's base name)")
+    .option('--test-input <json>', 'the input execute is called with', '{}')
+    .option('--json', 'print one JSON object')
+    .action(async (file: string, opts: { name?: string; testInput: string; json?: boolean }) => {
+      const name = opts.name ?? basename(file, extname(file));
+      if (!TOOL_NAME_PATTERN.test(name)) {
+        throw new UsageError(`the tool name ${JSON.stringify(name)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter (pass --name)`);
+      }
+      const input = parseJsonOption('--test-input', opts.testInput);
+      const source = await readInputFile(file);
+      const verdict = await runSandbox({ name, source, input, limits: sandboxLimitsFromEnv() });
+      printResult(!!opts.json, verdict, () => describeVerdict(name, verdict));
+      process.exitCode = verdict.status === 'passed' ? ExitCode.ok : ExitCode.refused;
+    });
+}
+
+function describeVerdict(name: string, v: SandboxVerdict): string {
+  const lines = [`${name}: ${v.status} in ${v.durationMs} ms`];
+  if (v.status === 'passed') lines.push(JSON.stringify(v.output, null, 2));
+  if (v.error) lines.push(v.error);
+  for (const e of v.diagnostics?.compileErrors?.slice(1) ?? []) lines.push(e.message);
+  if (v.stderrTail) lines.push('--- stderr (tail) ---', v.stderrTail.trimEnd());
+  return lines.join('\n');
+}

@@ -1,0 +1,44 @@
+import { transform, type Message } from 'esbuild';
+import type { SourceLocation } from './verdict';
+
+export type CompileResult =
+  | { ok: true; code: string; warnings: string[] }
+  | { ok: false; errors: { message: string; location?: SourceLocation }[] };
+
+/**
+ * Compiles one tool module from TypeScript to an ES module in memory (no file is read or written). ESM rather than
+ * CommonJS so that top-level await works as the author wrote it; an inline source map makes stack traces point at the
+ * submitted lines.
+ */
+export async function compileTool(source: string, name: string): Promise<CompileResult> {
+  const file = `${name}.ts`;
+  try {
+    const result = await transform(source, {
+      loader: 'ts',
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      sourcefile: file,
+      sourcemap: 'inline',
+      logLevel: 'silent',
+    });
+    return { ok: true, code: result.code, warnings: result.warnings.map((w) => formatMessage(w)) };
+  } catch (err) {
+    const messages: Message[] = (err as { errors?: Message[] }).errors ?? [];
+    if (messages.length === 0) return { ok: false, errors: [{ message: (err as Error).message }] };
+    return {
+      ok: false,
+      errors: messages.map((m) => ({
+        message: formatMessage(m),
+        location: m.location
+          ? { file, line: m.location.line, column: m.location.column + 1, lineText: m.location.lineText }
+          : undefined,
+      })),
+    };
+  }
+}
+
+function formatMessage(m: Message): string {
+  // esbuild counts columns from 0; editors and agents count from 1.
+  return m.location ? `${m.location.file}:${m.location.line}:${m.location.column + 1}: ${m.text}` : m.text;
+}

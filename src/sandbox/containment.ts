@@ -1,0 +1,164 @@
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { once } from 'node:events';
+
+/**
+ * How the sandbox keeps a tool's whole process tree in hand.
+ *
+ * - `pid-namespace`: the tool runs in a fresh PID namespace (util-linux `unshare --pid --fork`) whose init is a tiny
+ *   `sh`. Killing that init makes the kernel SIGKILL every process in the namespace, including descendants that called
+ *   setsid() or double-forked away from the process group, and its parent (`unshare`) is only reaped after they all
+ *   are. So "the child exited" implies "the whole tree is gone": no race, no /proc scan. Needs root or unprivileged
+ *   user namespaces (`--user --map-root-user`), which most Linux distributions allow.
+ * - `process-group`: the fallback where namespaces are refused. The tool gets its own process group, killed as a
+ *   group, and every process still carrying the run's marker in its environment is hunted down through /proc. A
+ *   descendant that both calls setsid() and scrubs its environment can escape this mode; the startup log says which
+ *   mode is in force.
+ *
+ * In both modes `setpriv --pdeathsig KILL` ties the tree to the worker that started it: a worker killed with SIGKILL
+ * takes its sandboxes with it instead of leaving them orphaned.
+ */
+export type ContainmentMode = 'pid-namespace' | 'user-pid-namespace' | 'process-group';
+
+export interface Launch {
+  command: string;
+  args: string[];
+  /** Spawn in a new session/process group (the process-group mode needs it for group kills). */
+  detached: boolean;
+  mode: ContainmentMode;
+}
+
+let probed: { mode: ContainmentMode; setpriv: boolean } | undefined;
+
+/** Finds out once per process which containment this machine allows (FORGE_SANDBOX_CONTAINMENT forces one). */
+export function containment(): { mode: ContainmentMode; setpriv: boolean } {
+  if (probed) return probed;
+  const ok = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'ignore', timeout: 5000 }).status === 0;
+  const setpriv = ok('setpriv', ['--pdeathsig', 'KILL', '--', 'true']);
+  const forced = process.env.FORGE_SANDBOX_CONTAINMENT as ContainmentMode | undefined;
+  let mode: ContainmentMode;
+  if (forced === 'pid-namespace' || forced === 'user-pid-namespace' || forced === 'process-group') mode = forced;
+  else if (ok('unshare', ['--pid', '--fork', '--kill-child', 'true'])) mode = 'pid-namespace';
+  else if (ok('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', 'true'])) mode = 'user-pid-namespace';
+  else mode = 'process-group';
+  probed = { mode, setpriv };
+  return probed;
+}
+
+/**
+ * The command that starts `node <nodeArgs>` contained, with the tool's stderr on the launcher's fd 4 (so that what
+ * `unshare` or `sh` say on their own stderr never mixes with the tool's), with RLIMIT_AS set to `addressSpaceKb`. The address-space
+ * limit is what makes off-heap allocations (Buffers, typed arrays, native code) fail instead of taking the machine;
+ * V8's own heap is bounded separately with --max-old-space-size by the caller.
+ */
+export function launchCommand(nodeArgs: string[], addressSpaceKb: number): Launch {
+  const { mode, setpriv } = containment();
+  const prefix = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
+  if (mode === 'process-group') {
+    const script = 'ulimit -v "$1" || exit 125; shift; exec "$@" 2>&4 4>&-';
+    const argv = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', String(addressSpaceKb), process.execPath, ...nodeArgs];
+    return { command: argv[0], args: argv.slice(1), detached: true, mode };
+  }
+  // sh is the namespace's init (pid 1): it cannot be killed by the tool from inside, so the tool's own SIGKILL of
+  // itself still ends the tool; when node ends, sh exits with its status and the kernel clears the namespace.
+  const script = 'ulimit -v "$1" || exit 125; shift; "$@" 2>&4 4>&- & wait $!';
+  const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
+  const argv = [
+    ...prefix,
+    'unshare',
+    ...userNs,
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--',
+    '/bin/sh',
+    '-c',
+    script,
+    'forge-sandbox',
+    String(addressSpaceKb),
+    process.execPath,
+    ...nodeArgs,
+  ];
+  return { command: argv[0], args: argv.slice(1), detached: true, mode };
+}
+
+/**
+ * Kills everything the launch started and resolves once it is all dead. `marker` is the value of the
+ * FORGE_SANDBOX_RUN variable the run's processes carry (used by the process-group mode only).
+ */
+export async function killTree(child: ChildProcess, mode: ContainmentMode, marker: string): Promise<void> {
+  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
+  const pid = child.pid;
+  if (pid === undefined) return;
+  if (mode === 'process-group') {
+    signal(-pid);
+    await exited;
+    // Descendants that left the group (setsid, detached spawns) but still carry the marker.
+    for (let round = 0; round < 50; round++) {
+      const strays = processesWithMarker(marker);
+      if (strays.length === 0) return;
+      strays.forEach((p) => signal(p));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return;
+  }
+  // Kill the namespace's init, not `unshare`: unshare reaps it only after the kernel has killed the namespace, so its
+  // exit is our proof that nothing is left. If init does not exist (yet, or any more), killing unshare is enough:
+  // --kill-child takes init down with it, and without init there is no namespace to clear.
+  const init = childrenOf(pid)[0];
+  if (init !== undefined) signal(init);
+  else signal(pid);
+  await exited;
+  if (init !== undefined) await waitGone(init);
+  // The launcher's own group (setpriv/unshare) last, in case the namespace was never created.
+  signal(-pid);
+}
+
+function signal(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // ESRCH: already gone, which is what we want.
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Waits until a process id is no longer a live process (gone, or a zombie its parent has not reaped yet). */
+async function waitGone(pid: number): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    let state: string;
+    try {
+      state = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return;
+    }
+    if (/\) [ZX] /.test(state)) return;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Process ids whose environment holds FORGE_SANDBOX_RUN=<marker>. */
+export function processesWithMarker(marker: string): number[] {
+  const needle = `FORGE_SANDBOX_RUN=${marker}\0`;
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(needle)) found.push(Number(entry));
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
+}

@@ -1,0 +1,48 @@
+import { availableParallelism } from 'node:os';
+
+/** Bounds of one sandbox run. Every one has a default; callers and configuration override them. */
+export interface SandboxLimits {
+  /** Platform maximum wall clock per run; a tool's own `timeoutMs` can only lower it. */
+  maxTimeoutMs: number;
+  /** Memory for the tool process: V8's old space, and (with {@link virtualOverheadMb}) its address space. */
+  memoryMb: number;
+  /**
+   * Address space granted on top of {@link memoryMb}. Node reserves ~0.75 GiB of virtual memory before running any
+   * code (code range, thread stacks), so RLIMIT_AS must leave room for that; off-heap buffers beyond it fail.
+   */
+  virtualOverheadMb: number;
+  /** stdout + stderr bytes; beyond it the process is killed and the run is `output_limit`. */
+  outputBytes: number;
+  /** The serialised result's bytes. */
+  resultBytes: number;
+  /** The TypeScript source's bytes. */
+  sourceBytes: number;
+  /** How much of stderr comes back in the verdict. */
+  stderrTailBytes: number;
+  /** Names of the parent's environment variables the tool may see; nothing else of it is passed on. */
+  envPassthrough: string[];
+}
+
+export const DEFAULT_LIMITS: SandboxLimits = {
+  maxTimeoutMs: 30_000,
+  memoryMb: 512,
+  virtualOverheadMb: 1024,
+  outputBytes: 1024 * 1024,
+  resultBytes: 4 * 1024 * 1024,
+  sourceBytes: 10 * 1024 * 1024,
+  stderrTailBytes: 4096,
+  envPassthrough: [],
+};
+
+export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {
+  const limits = { ...DEFAULT_LIMITS };
+  for (const [key, value] of Object.entries(overrides) as [keyof SandboxLimits, unknown][]) {
+    if (value !== undefined) (limits as Record<string, unknown>)[key] = value;
+  }
+  return limits;
+}
+
+/** A sane default for how many sandboxes run at once on this machine. */
+export function defaultConcurrency(): number {
+  return availableParallelism();
+}

@@ -1,0 +1,333 @@
+import { spawn } from 'node:child_process';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { compileTool } from './compile';
+import { killTree, launchCommand } from './containment';
+import { resolveLimits, type SandboxLimits } from './limits';
+import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
+import { TailBuffer } from './tail-buffer';
+import type { SandboxDiagnostics, SandboxStatus, SandboxVerdict } from './verdict';
+
+/** Tool names of TOOL_CONTRACT.md. */
+export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+
+export interface SandboxRequest {
+  /** The name the tool is deployed under; the module's `name` must equal it. */
+  name: string;
+  /** The TypeScript module's source. */
+  source: string;
+  /** The input `execute` is called with (after `inputSchema` accepts it). */
+  input?: unknown;
+  /** Already-compiled ES module code for `source` (skips the compile step; the registry passes persisted JS). */
+  compiledJs?: string;
+  limits?: Partial<SandboxLimits>;
+  /** Aborting ends the run as `timeout` with the whole tree killed (Temporal cancellation arrives this way). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Compiles, loads and runs one tool module in a fresh, bounded child process and returns its verdict. Never throws:
+ * every way a run can end, including a failure of the sandbox machinery itself, is one of the verdicts, and the whole
+ * process tree and the run's temp directory are gone before it resolves.
+ */
+export async function runSandbox(request: SandboxRequest): Promise<SandboxVerdict> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const limits = resolveLimits(request.limits);
+  try {
+    const refused = checkRequest(request, limits);
+    if (refused) return { status: 'invalid', durationMs: elapsed(), error: refused.error, diagnostics: refused.diagnostics };
+    let code = request.compiledJs;
+    if (code === undefined) {
+      const compiled = await compileTool(request.source, request.name);
+      if (!compiled.ok) {
+        const first = compiled.errors[0];
+        return {
+          status: 'failed',
+          durationMs: elapsed(),
+          error: `the source does not compile: ${first.message}${compiled.errors.length > 1 ? ` (and ${compiled.errors.length - 1} more)` : ''}`,
+          diagnostics: { phase: 'compile', compileErrors: compiled.errors },
+        };
+      }
+      code = compiled.code;
+    }
+    const outcome = await runInChild(request, code, limits);
+    return { ...outcome, durationMs: elapsed() };
+  } catch (err) {
+    // The machinery failed (ENOSPC, EMFILE, a missing binary): still a verdict, and the caller decides whether an
+    // infrastructure failure is worth a retry.
+    return {
+      status: 'crashed',
+      durationMs: elapsed(),
+      error: `the sandbox could not run the tool: ${(err as Error).message}`,
+      diagnostics: { phase: 'process' },
+    };
+  }
+}
+
+function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<SandboxVerdict, 'status' | 'durationMs'> | undefined {
+  if (typeof request.name !== 'string' || !TOOL_NAME_PATTERN.test(request.name)) {
+    return {
+      error: `the tool name ${JSON.stringify(request.name)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter`,
+      diagnostics: { phase: 'request' },
+    };
+  }
+  if (typeof request.source !== 'string') return { error: 'the source must be a string', diagnostics: { phase: 'request' } };
+  const bytes = Buffer.byteLength(request.source, 'utf8');
+  if (bytes > limits.sourceBytes) {
+    return {
+      error: `the source is ${bytes} bytes, over the ${limits.sourceBytes}-byte limit`,
+      diagnostics: { phase: 'request', limit: { kind: 'sourceBytes', value: limits.sourceBytes } },
+    };
+  }
+  if (request.input !== undefined) {
+    try {
+      JSON.stringify(request.input);
+    } catch (err) {
+      return { error: `the test input is not JSON: ${(err as Error).message}`, diagnostics: { phase: 'request' } };
+    }
+  }
+  return undefined;
+}
+
+type Outcome = Omit<SandboxVerdict, 'durationMs'>;
+
+async function runInChild(request: SandboxRequest, code: string, limits: SandboxLimits): Promise<Outcome> {
+  const dir = await mkdtemp(join(sandboxTempRoot(), 'forge-sbx-'));
+  try {
+    const modulePath = join(dir, 'tool.mjs');
+    await writeFile(modulePath, code);
+    // The module resolves bare imports (zod, viem, ...) from the project's installed packages, as the contract says.
+    await symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir');
+    return await superviseChild(request, modulePath, dir, limits);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: dir,
+    TMPDIR: dir,
+    LANG: 'C.UTF-8',
+    FORGE_SANDBOX_RUN: marker,
+  };
+  for (const name of limits.envPassthrough) {
+    if (process.env[name] !== undefined) env[name] = process.env[name];
+  }
+  return env;
+}
+
+/** The stderr patterns of a process that V8 or Node ended because memory ran out. */
+const OOM_PATTERN = /JavaScript heap out of memory|Reached heap limit|Allocation failed - process out of memory|FATAL ERROR: .*[Oo]ut of memory/;
+
+function superviseChild(request: SandboxRequest, modulePath: string, dir: string, limits: SandboxLimits): Promise<Outcome> {
+  const secret = randomBytes(32).toString('hex');
+  const marker = randomBytes(12).toString('hex');
+  const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--enable-source-maps', harnessPath()];
+  const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024);
+  const child = spawn(launch.command, launch.args, {
+    cwd: dir,
+    env: childEnvironment(dir, marker, limits),
+    // 0: none; 1: the tool's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the tool's stderr.
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    detached: launch.detached,
+  });
+  const channel = child.stdio[3] as unknown as Readable & Writable;
+  const toolStderr = child.stdio[4] as Readable;
+  const stderrTail = new TailBuffer(limits.stderrTailBytes);
+  const launcherStderr = new TailBuffer(2048);
+  const spawnedAt = performance.now();
+  let deadline = spawnedAt + limits.maxTimeoutMs;
+  let toolInfo: SandboxDiagnostics['tool'];
+
+  return new Promise<Outcome>((resolve) => {
+    let decided: Outcome | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let exit: { code: number | null; signal: string | null } | undefined;
+
+    const closed = new Promise<void>((r) => child.once('close', () => r()));
+    /**
+     * The first decision wins. The tree is killed and every pipe drained before the verdict is handed back, and only
+     * then is the output counted for good: output a tool wrote before its result still counts against the limit.
+     */
+    const decide = (outcome: Outcome) => {
+      if (decided) return;
+      decided = outcome;
+      if (timer) clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      const finish = () => resolve(withStderr(outcome.status !== 'output_limit' && overLimit() ? outputLimit() : outcome));
+      killTree(child, launch.mode, marker)
+        .then(() => Promise.race([closed, delay(2000)]))
+        .then(finish, finish);
+    };
+    const withStderr = (outcome: Outcome): Outcome => {
+      const tail = stderrTail.text();
+      return tail ? { ...outcome, stderrTail: tail } : outcome;
+    };
+    let deadlineSays = `the platform limit of ${limits.maxTimeoutMs} ms`;
+    const armTimer = () => {
+      if (timer) clearTimeout(timer);
+      const limitMs = Math.round(deadline - spawnedAt);
+      timer = setTimeout(
+        () =>
+          decide({
+            status: 'timeout',
+            error: `no result within ${deadlineSays}; the process tree was killed`,
+            diagnostics: { phase: 'limits', limit: { kind: 'timeMs', value: limitMs }, tool: toolInfo },
+          }),
+        Math.max(0, deadline - performance.now()),
+      );
+    };
+    const onAbort = () =>
+      decide({ status: 'timeout', error: 'the run was cancelled; the process tree was killed', diagnostics: { phase: 'limits' } });
+    if (request.signal?.aborted) onAbort();
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    armTimer();
+
+    let outputBytes = 0;
+    const overLimit = () => outputBytes > limits.outputBytes;
+    const outputLimit = (): Outcome => ({
+      status: 'output_limit',
+      error: `the tool wrote more than ${limits.outputBytes} bytes to stdout and stderr; the rest was dropped and the process killed`,
+      diagnostics: { phase: 'limits', limit: { kind: 'outputBytes', value: limits.outputBytes }, tool: toolInfo },
+    });
+    const countOutput = (chunk: Buffer) => {
+      outputBytes += chunk.length;
+      if (overLimit()) decide(outputLimit());
+    };
+    // Output is counted and dropped (stderr keeps a bounded tail): never parsed, so it cannot carry a verdict.
+    child.stdout?.on('data', countOutput);
+    toolStderr.on('data', (chunk: Buffer) => {
+      stderrTail.push(chunk);
+      countOutput(chunk);
+    });
+    child.stderr?.on('data', (chunk: Buffer) => launcherStderr.push(chunk));
+
+    const frames = new FrameReader(limits.resultBytes + 64 * 1024);
+    channel.on('data', (chunk: Buffer) => {
+      const parsed = frames.push(chunk);
+      if (parsed === 'overflow') {
+        decide({
+          status: 'output_limit',
+          error: `the tool flooded the result channel past ${limits.resultBytes} bytes; the process was killed`,
+          diagnostics: { phase: 'limits', limit: { kind: 'resultBytes', value: limits.resultBytes } },
+        });
+        return;
+      }
+      for (const frame of parsed) {
+        if (!authentic(frame, secret)) continue; // a frame without the run's secret is the tool's, not the harness's
+        if (frame.type === 'ready') {
+          toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs) };
+          const ownDeadline = toolInfo.timeoutMs !== undefined ? performance.now() + toolInfo.timeoutMs : Infinity;
+          if (ownDeadline < deadline) {
+            deadline = ownDeadline;
+            deadlineSays = `the tool's timeoutMs of ${toolInfo.timeoutMs} ms`;
+            armTimer();
+          }
+        } else if (frame.type === 'result') {
+          decide(resultOutcome(frame, toolInfo));
+        }
+      }
+    });
+    channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
+    child.on('error', (err) =>
+      decide({ status: 'crashed', error: `the sandbox process could not start: ${err.message}`, diagnostics: { phase: 'process' } }),
+    );
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+    });
+    // 'close' comes after every pipe has drained, so a result written just before exiting is never lost.
+    child.on('close', (code, signal) => {
+      const status = exit ?? { code, signal };
+      if (decided) return;
+      const oom = OOM_PATTERN.test(stderrTail.text());
+      decide({
+        status: oom ? 'oom' : 'crashed',
+        error: oom
+          ? `the tool passed the ${limits.memoryMb} MiB memory limit and was killed`
+          : `the process ended before it sent a result (${describeExit(status.code, status.signal)})${launcherNote(launcherStderr)}`,
+        diagnostics: {
+          phase: oom ? 'limits' : 'process',
+          exitCode: status.code,
+          signal: status.signal,
+          ...(oom ? { limit: { kind: 'memoryMb' as const, value: limits.memoryMb } } : {}),
+          tool: toolInfo,
+        },
+      });
+    });
+
+    channel.write(
+      JSON.stringify({ secret, modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes }) + '\n',
+    );
+  });
+}
+
+function resultOutcome(frame: Record<string, unknown>, toolInfo: SandboxDiagnostics['tool']): Outcome {
+  const status = frame.status as SandboxStatus;
+  const diagnostics = { ...(frame.diagnostics as SandboxDiagnostics | undefined), tool: toolInfo } as SandboxDiagnostics;
+  if (status === 'passed') return { status, output: JSON.parse(String(frame.outputJson)), diagnostics };
+  return { status, error: String(frame.error), diagnostics };
+}
+
+function authentic(frame: Record<string, unknown>, secret: string): boolean {
+  if (typeof frame.secret !== 'string' || frame.secret.length !== secret.length) return false;
+  return timingSafeEqual(Buffer.from(frame.secret), Buffer.from(secret));
+}
+
+/** What the launcher (unshare, sh) said, when the run never got as far as the tool. */
+function launcherNote(tail: TailBuffer): string {
+  // unshare reports failing to re-raise a SIGKILL on itself; that is our own kill, not news.
+  const lines = tail
+    .text()
+    .split('\n')
+    .filter((l) => /^(unshare|setpriv|forge-sandbox):/.test(l) && !l.includes('sigprocmask'));
+  return lines.length > 0 ? `; the launcher said: ${lines.slice(-3).join(' | ')}` : '';
+}
+
+function describeExit(code: number | null, signal: string | null): string {
+  if (signal) return `killed by ${signal}`;
+  // Through the namespace's sh, a signal death shows as 128 + the signal's number.
+  if (code !== null && code > 128 && code < 160) return `exit code ${code}, i.e. killed by signal ${code - 128}`;
+  return `exit code ${code}`;
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/**
+ * Splits the result channel into newline-delimited JSON frames, holding at most `maxBytes` of an unfinished frame:
+ * a tool that floods fd 3 cannot make the parent buffer without bound.
+ */
+class FrameReader {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  constructor(private readonly maxBytes: number) {}
+
+  push(chunk: Buffer): Record<string, unknown>[] | 'overflow' {
+    const frames: Record<string, unknown>[] = [];
+    let rest = chunk;
+    for (let nl = rest.indexOf(10); nl >= 0; nl = rest.indexOf(10)) {
+      const line = Buffer.concat([...this.pending, rest.subarray(0, nl)]).toString('utf8');
+      this.pending = [];
+      this.pendingBytes = 0;
+      rest = rest.subarray(nl + 1);
+      try {
+        const value: unknown = JSON.parse(line);
+        if (value && typeof value === 'object' && !Array.isArray(value)) frames.push(value as Record<string, unknown>);
+      } catch {
+        // Not JSON: not a harness frame.
+      }
+    }
+    if (rest.length > 0) {
+      this.pending.push(rest);
+      this.pendingBytes += rest.length;
+      if (this.pendingBytes > this.maxBytes) return 'overflow';
+    }
+    return frames;
+  }
+}

@@ -1,0 +1,182 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { runSandbox, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
+import { processesMarkedWith } from '../helpers/processes';
+
+const FIXTURES = join(__dirname, '..', 'fixtures', 'tools');
+const source = (name: string) => readFileSync(join(FIXTURES, `${name}.ts`), 'utf8');
+
+// Every run's private directory goes here, so that "no temp file is left" can be checked exactly.
+const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-test-'));
+beforeAll(() => {
+  process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
+});
+afterAll(() => {
+  delete process.env.FORGE_SANDBOX_TMPDIR;
+  rmSync(tempRoot, { recursive: true, force: true });
+});
+
+interface Case {
+  fixture: string;
+  status: SandboxStatus;
+  /** Upper bound on the run's wall time, generous for a loaded 2-core CI machine. */
+  maxMs: number;
+  input?: (marker: string) => unknown;
+  limits?: Partial<SandboxLimits>;
+  name?: string;
+  check?: (v: SandboxVerdict) => void;
+}
+
+/**
+ * Runs one fixture with a fresh marker that its processes carry (environment passthrough, and the command line of the
+ * fixtures that spawn), then asserts the verdict, the time bound, and that no process or temp file is left.
+ */
+async function runCase(c: Case): Promise<SandboxVerdict> {
+  const marker = `forge-test-${randomBytes(6).toString('hex')}`;
+  process.env.FORGE_TEST_MARKER = marker;
+  const started = Date.now();
+  const verdict = await runSandbox({
+    name: c.name ?? c.fixture,
+    source: source(c.fixture),
+    input: c.input ? c.input(marker) : {},
+    limits: { envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits },
+  });
+  const wall = Date.now() - started;
+  expect({ fixture: c.fixture, status: verdict.status, error: verdict.error }).toMatchObject({ fixture: c.fixture, status: c.status });
+  expect(wall).toBeLessThan(c.maxMs);
+  expect(verdict.durationMs).toBeLessThanOrEqual(wall + 5);
+  expect(processesMarkedWith(marker)).toEqual([]);
+  expect(readdirSync(tempRoot)).toEqual([]);
+  c.check?.(verdict);
+  return verdict;
+}
+
+const cases: Case[] = [
+  { fixture: 'celsius_to_fahrenheit', status: 'passed', maxMs: 5000, input: () => ({ celsius: 100 }), check: (v) => expect(v.output).toEqual({ fahrenheit: 212 }) },
+  { fixture: 'uses_node_crypto', status: 'passed', maxMs: 5000, input: () => ({ text: 'abc' }), check: (v) => expect(v.output).toEqual({ sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' }) },
+  { fixture: 'sync_loop', status: 'timeout', maxMs: 4000, check: (v) => expect(v.error).toMatch(/timeoutMs of 1000 ms/) },
+  { fixture: 'never_settles', status: 'timeout', maxMs: 4000 },
+  // The module never finishes loading, so the tool's own timeoutMs is never read: the platform maximum applies.
+  { fixture: 'hanging_tla', status: 'timeout', maxMs: 5000, limits: { maxTimeoutMs: 1500 } },
+  { fixture: 'heap_bomb', status: 'oom', maxMs: 20000, limits: { memoryMb: 128 } },
+  { fixture: 'offheap_bomb', status: 'oom', maxMs: 5000, check: (v) => expect(v.error).toMatch(/memory/) },
+  { fixture: 'offheap_creep', status: 'oom', maxMs: 10000 },
+  { fixture: 'stdout_flood', status: 'output_limit', maxMs: 5000 },
+  { fixture: 'stderr_flood', status: 'output_limit', maxMs: 5000, check: (v) => expect(v.stderrTail!.length).toBeLessThanOrEqual(4096) },
+  { fixture: 'exit_zero', status: 'crashed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/before it sent a result/) },
+  { fixture: 'exit_one', status: 'crashed', maxMs: 5000 },
+  { fixture: 'self_kill', status: 'crashed', maxMs: 5000 },
+  { fixture: 'throws', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/TypeError: boom from execute/) },
+  { fixture: 'rejects', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/rejected on purpose/) },
+  { fixture: 'rejects_undefined', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/undefined/) },
+  { fixture: 'bigint_result', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/result\.total: a BigInt/) },
+  { fixture: 'circular_result', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/result\.self: a circular reference/) },
+  { fixture: 'function_result', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/result\.callback: a function/) },
+  { fixture: 'missing_export', status: 'invalid', maxMs: 5000, check: (v) => expect(v.error).toMatch(/exports no tool/) },
+  { fixture: 'wrong_name', status: 'invalid', maxMs: 5000, check: (v) => expect(v.error).toMatch(/"a_different_name".*"wrong_name"/) },
+  { fixture: 'wrong_shape', status: 'invalid', maxMs: 5000, check: (v) => expect(v.error).toMatch(/inputSchema/) },
+  {
+    fixture: 'schema_fails',
+    status: 'invalid',
+    maxMs: 5000,
+    input: () => ({ celsius: 'hot' }),
+    check: (v) => expect(v.diagnostics?.schemaIssues?.map((i) => i.path.join('.'))).toEqual(['celsius', 'unit']),
+  },
+  { fixture: 'missing_package', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/forge-no-such-package-anywhere/) },
+  { fixture: 'detached_grandchild', status: 'passed', maxMs: 5000, input: (m) => ({ marker: m }) },
+  { fixture: 'interval_after_return', status: 'passed', maxMs: 5000, check: (v) => expect(v.output).toEqual({ ok: true }) },
+  { fixture: 'many_children', status: 'passed', maxMs: 8000, input: (m) => ({ marker: m, count: 100 }) },
+  { fixture: 'forged_verdict', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/I failed, whatever I printed/) },
+  { fixture: 'forged_then_exit', status: 'crashed', maxMs: 5000 },
+  {
+    fixture: 'big_result',
+    status: 'passed',
+    maxMs: 5000,
+    input: () => ({ bytes: 1024 * 1024 }),
+    check: (v) => {
+      const out = v.output as { blob: string; end: string };
+      expect(out.blob.length).toBe(1024 * 1024);
+      expect(out.end).toBe('END');
+    },
+  },
+  { fixture: 'big_result', status: 'failed', maxMs: 5000, input: () => ({ bytes: 5 * 1024 * 1024 }), check: (v) => expect(v.error).toMatch(/over the 4194304-byte limit/) },
+  { fixture: 'chatty_valid', status: 'passed', maxMs: 5000, input: () => ({ lines: 5000 }), check: (v) => expect(v.stderrTail).toMatch(/a warning/) },
+  {
+    fixture: 'syntax_error',
+    status: 'failed',
+    maxMs: 2000,
+    check: (v) => {
+      expect(v.diagnostics?.compileErrors?.[0].location).toMatchObject({ line: 5, column: 36 });
+      expect(v.error).toMatch(/syntax_error\.ts:5:36/);
+    },
+  },
+];
+
+describe('sandbox verdicts on hostile tools', () => {
+  test.each(cases.map((c) => [`${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
+    await runCase(c);
+  });
+});
+
+describe('sandbox limits and environment', () => {
+  test('a 5 MB source compiles and runs; one over the source limit is invalid before anything starts', async () => {
+    const padding = `\n// ${'p'.repeat(100)}`.repeat(50_000); // ~5 MB of comment around a valid tool
+    const big = source('celsius_to_fahrenheit') + padding;
+    expect(Buffer.byteLength(big)).toBeGreaterThan(5_000_000);
+    const ok = await runSandbox({ name: 'celsius_to_fahrenheit', source: big, input: { celsius: 0 } });
+    expect(ok).toMatchObject({ status: 'passed', output: { fahrenheit: 32 } });
+    const tooBig = await runSandbox({ name: 'celsius_to_fahrenheit', source: big, input: { celsius: 0 }, limits: { sourceBytes: 1_000_000 } });
+    expect(tooBig.status).toBe('invalid');
+    expect(tooBig.error).toMatch(/over the 1000000-byte limit/);
+    expect(readdirSync(tempRoot)).toEqual([]);
+  });
+
+  test('the tool sees none of the parent environment but what is passed through, and a private cwd', async () => {
+    process.env.FORGE_TEST_SECRET_TOKEN = 'sk-do-not-leak';
+    process.env.FORGE_TEST_ALLOWED = 'visible';
+    try {
+      const v = await runSandbox({ name: 'reads_env', source: source('reads_env'), input: {}, limits: { envPassthrough: ['FORGE_TEST_ALLOWED'] } });
+      expect(v.status).toBe('passed');
+      const { env, cwd } = v.output as { env: Record<string, string>; cwd: string };
+      expect(JSON.stringify(env)).not.toContain('sk-do-not-leak');
+      expect(env.FORGE_TEST_ALLOWED).toBe('visible');
+      expect(env.NODE_OPTIONS).toBeUndefined();
+      expect(cwd.startsWith(join(tempRoot, 'forge-sbx-'))).toBe(true);
+    } finally {
+      delete process.env.FORGE_TEST_SECRET_TOKEN;
+      delete process.env.FORGE_TEST_ALLOWED;
+    }
+  });
+
+  test('an invalid name is refused before compiling', async () => {
+    const v = await runSandbox({ name: '../etc', source: source('celsius_to_fahrenheit') });
+    expect(v).toMatchObject({ status: 'invalid', diagnostics: { phase: 'request' } });
+  });
+
+  test('cancellation through an AbortSignal kills the tree and ends as timeout', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    const v = await runSandbox({ name: 'never_settles', source: source('never_settles'), input: {}, signal: controller.signal, limits: { maxTimeoutMs: 20_000 } });
+    expect(v.status).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  test('several sandboxes at once do not interfere', async () => {
+    const marker = `forge-test-${randomBytes(6).toString('hex')}`;
+    process.env.FORGE_TEST_MARKER = marker;
+    const limits = { envPassthrough: ['FORGE_TEST_MARKER'] };
+    const runs = await Promise.all([
+      ...[0, 10, 20, 30, 40, 50].map((c) => runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: c }, limits })),
+      runSandbox({ name: 'throws', source: source('throws'), input: {}, limits }),
+      runSandbox({ name: 'many_children', source: source('many_children'), input: { marker, count: 20 }, limits }),
+      runSandbox({ name: 'sync_loop', source: source('sync_loop'), input: {}, limits }),
+    ]);
+    expect(runs.map((r) => r.status)).toEqual(['passed', 'passed', 'passed', 'passed', 'passed', 'passed', 'failed', 'passed', 'timeout']);
+    expect(runs.slice(0, 6).map((r) => (r.output as { fahrenheit: number }).fahrenheit)).toEqual([32, 50, 68, 86, 104, 122]);
+    expect(processesMarkedWith(marker)).toEqual([]);
+    expect(readdirSync(tempRoot)).toEqual([]);
+  });
+});
