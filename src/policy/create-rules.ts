@@ -1,0 +1,137 @@
+import type {
+  CompositeTypeStmt,
+  CreateEnumStmt,
+  CreateRangeStmt,
+  CreateSeqStmt,
+  CreateStmt,
+  IndexStmt,
+  RangeVar,
+  ViewStmt,
+} from 'libpg-query';
+import { checkColumnDef, checkConstraintName } from './column-rules';
+import { refusals } from './forbidden-kinds';
+import { isAgentName, namesOf, showIdent, showQualified, suggestAgentName } from './names';
+import type { RuleContext, Verdict } from './verdict';
+import { accept, reject } from './verdict';
+
+/** Refuses creating `what` named `name` outside the agent namespace, suggesting the name to use instead. */
+export function outsideNamespace(what: string, name: string): Verdict {
+  return reject(
+    'agent-namespace',
+    `${what} ${showIdent(name)} is outside the agent namespace: every object a migration creates must be named ` +
+      `agent_... Name it ${suggestAgentName(name)} (unquoted names fold to lower case; a quoted "AGENT_..." ` +
+      'does not count).',
+  );
+}
+
+function temporary(what: string): Verdict {
+  return reject(
+    'temporary-object',
+    `A temporary ${what} disappears with the session that applies the migration. Create a permanent agent_ ${what}.`,
+  );
+}
+
+/** CREATE TABLE: agent namespace only, plain tables (no INHERITS, PARTITION OF, OF type, tablespace). */
+export function checkCreateTable(s: CreateStmt): Verdict {
+  const rel = s.relation ?? {};
+  const name = rel.relname ?? '';
+  if (!isAgentName(name)) return outsideNamespace('Table', name);
+  if (rel.relpersistence === 't') return temporary('table');
+  if ((s.inhRelations?.length ?? 0) > 0 || s.partbound !== undefined) {
+    return reject(
+      'create-table-option-forbidden',
+      `INHERITS / PARTITION OF makes ${showIdent(name)} part of another table, so queries on that table change. ` +
+        'Create a standalone table and reference the other one with REFERENCES instead.',
+    );
+  }
+  if (s.ofTypename !== undefined || s.tablespacename !== undefined || s.accessMethod !== undefined) {
+    return reject(
+      'create-table-option-forbidden',
+      `CREATE TABLE ${showIdent(name)} OF type / TABLESPACE / USING is not allowed; declare the columns in a plain CREATE TABLE.`,
+    );
+  }
+  const display = showIdent(name);
+  for (const elt of s.tableElts ?? []) {
+    const problem =
+      'ColumnDef' in elt
+        ? checkColumnDef(elt.ColumnDef, display, false)
+        : 'Constraint' in elt
+          ? checkConstraintName(elt.Constraint, display)
+          : undefined;
+    if (problem) return problem;
+  }
+  return accept('create-agent-table', `Creates agent table ${display}.`);
+}
+
+/** CREATE [UNIQUE] INDEX: named agent_..., on agent or core tables, never CONCURRENTLY. */
+export function checkCreateIndex(s: IndexStmt): Verdict {
+  const table = showRelation(s.relation);
+  if (s.concurrent) return refusals.nonTransactional('CREATE INDEX CONCURRENTLY');
+  if (s.idxname === undefined) {
+    return reject(
+      'index-unnamed',
+      `An unnamed index on ${table} would be named by PostgreSQL after ${table}, outside the agent namespace. ` +
+        `Name it: CREATE INDEX agent_${(s.relation?.relname ?? 'table').toLowerCase()}_..._idx ON ${table} (...).`,
+    );
+  }
+  if (!isAgentName(s.idxname)) return outsideNamespace('Index', s.idxname);
+  if (s.tableSpace !== undefined) {
+    return reject('create-index-option-forbidden', 'CREATE INDEX ... TABLESPACE is not allowed; leave the tablespace out.');
+  }
+  const where = isAgentName(s.relation?.relname) ? 'agent table' : 'core table';
+  return accept('create-agent-index', `Creates index ${showIdent(s.idxname)} on ${where} ${table}.`);
+}
+
+/** CREATE [OR REPLACE] VIEW: agent namespace only. */
+export function checkCreateView(s: ViewStmt): Verdict {
+  const name = s.view?.relname ?? '';
+  if (!isAgentName(name)) return outsideNamespace('View', name);
+  if (s.view?.relpersistence === 't') return temporary('view');
+  return accept(s.replace ? 'replace-agent-view' : 'create-agent-view', `Creates view ${showIdent(name)}.`);
+}
+
+/** CREATE SEQUENCE: agent namespace only. */
+export function checkCreateSequence(s: CreateSeqStmt): Verdict {
+  const name = s.sequence?.relname ?? '';
+  if (!isAgentName(name)) return outsideNamespace('Sequence', name);
+  if (s.sequence?.relpersistence === 't') return temporary('sequence');
+  return accept('create-agent-sequence', `Creates sequence ${showIdent(name)}.`);
+}
+
+/** CREATE TYPE ... AS (...), AS ENUM, AS RANGE: agent namespace only. */
+export function checkCreateType(s: CompositeTypeStmt | CreateEnumStmt | CreateRangeStmt, ctx: RuleContext): Verdict {
+  const names =
+    'typevar' in s
+      ? [s.typevar?.schemaname, s.typevar?.relname ?? ''].filter((n): n is string => n !== undefined)
+      : namesOf((s as CreateEnumStmt | CreateRangeStmt).typeName);
+  const name = names[names.length - 1] ?? '';
+  const foreign = qualifierProblem(names, 1, ctx);
+  if (foreign) return foreign;
+  if (!isAgentName(name)) return outsideNamespace('Type', name);
+  return accept('create-agent-type', `Creates type ${showIdent(name)}.`);
+}
+
+/** Refuses a name qualified with a schema other than the configured one. */
+export function foreignSchema(qualified: string, ctx: RuleContext): Verdict {
+  return reject(
+    'foreign-schema',
+    `${qualified} names a schema other than "${ctx.schema}": a migration may only touch schema "${ctx.schema}". ` +
+      `Drop the qualifier or write ${ctx.schema}.<name>.`,
+  );
+}
+
+/**
+ * Refuses a qualified name list (`[schema, ]...name`) whose schema part is not the configured schema; `depth` is the
+ * number of trailing parts that are not schema (1 for `schema.table`, 2 for `schema.table.column`).
+ */
+export function qualifierProblem(names: string[], depth: number, ctx: RuleContext): Verdict | undefined {
+  if (names.length <= depth) return undefined;
+  const qualifier = names[names.length - depth - 1];
+  if (names.length > depth + 1 || qualifier !== ctx.schema) return foreignSchema(showQualified(names), ctx);
+  return undefined;
+}
+
+/** How a relation is shown in messages: schema-qualified when it was written so. */
+export function showRelation(rel: RangeVar | undefined): string {
+  return showQualified([rel?.catalogname, rel?.schemaname, rel?.relname ?? '?']);
+}

@@ -1,0 +1,5 @@
+export { checkMigration, checkMigrationSync } from './check-migration';
+export { ParserNotLoadedError } from './errors';
+export { AGENT_PREFIX, MAX_IDENTIFIER_BYTES } from './names';
+export { isPolicyParserLoaded, loadPolicyParser } from './parser';
+export type { PolicyOptions, PolicyReport, StatementLocation, StatementVerdict } from './types';

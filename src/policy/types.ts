@@ -1,0 +1,34 @@
+/** Options of {@link checkMigration}. */
+export interface PolicyOptions {
+  /** The one schema a qualified name may name (SCHEMA_POLICY.md "Names"); default `public`. */
+  schema?: string;
+}
+
+/** Where a statement sits in the migration text: 0-based UTF-16 offset, 1-based line and column. */
+export interface StatementLocation {
+  offset: number;
+  line: number;
+  column: number;
+}
+
+/** The verdict on one statement; the shape of one entry of `forge lint-sql --json`. */
+export interface StatementVerdict {
+  /** 0-based position of the statement in the migration. */
+  index: number;
+  /** Parse-tree node name (`CreateStmt`, `AlterTableStmt`, ...), or `ParseError` when it does not parse. */
+  kind: string;
+  accepted: boolean;
+  /** Stable machine id of the rule that decided (accepting rules too, e.g. `create-agent-table`). */
+  rule?: string;
+  /** A sentence an agent can act on. */
+  message?: string;
+  /** The statement's text as PostgreSQL would see it (leading comments and the `;` left out). */
+  text: string;
+  location?: StatementLocation;
+}
+
+/** The verdict on a whole migration: accepted only when every statement is. */
+export interface PolicyReport {
+  accepted: boolean;
+  statements: StatementVerdict[];
+}
