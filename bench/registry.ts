@@ -1,4 +1,5 @@
 import type { Bench } from './types';
+import { sandboxBench } from './sandbox';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [];
+export const benches: Bench[] = [sandboxBench];

@@ -64,7 +64,8 @@ function flushStdio() {
     (stream) =>
       new Promise((resolve) => {
         try {
-          if (stream.destroyed || !stream.writable) return resolve(undefined);
+          // Nothing queued (the usual case) means nothing to wait for: a write callback costs a few ms of latency.
+          if (stream.destroyed || !stream.writable || stream.writableLength === 0) return resolve(undefined);
           stream.write('', () => resolve(undefined));
         } catch {
           resolve(undefined);

@@ -98,10 +98,13 @@ async function runInChild(request: SandboxRequest, code: string, limits: Sandbox
   const dir = await mkdtemp(join(sandboxTempRoot(), 'forge-sbx-'));
   try {
     const modulePath = join(dir, 'tool.mjs');
-    await writeFile(modulePath, code);
-    // The module resolves bare imports (zod, viem, ...) from the project's installed packages, as the contract says.
-    await symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir');
-    return await superviseChild(request, modulePath, dir, limits);
+    // Written while node boots: the harness learns the module's path only from the init line, sent once this is done.
+    const moduleReady = Promise.all([
+      writeFile(modulePath, code),
+      // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
+      symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir'),
+    ]);
+    return await superviseChild(request, modulePath, dir, limits, moduleReady);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -124,7 +127,13 @@ function childEnvironment(dir: string, marker: string, limits: SandboxLimits): N
 /** The stderr patterns of a process that V8 or Node ended because memory ran out. */
 const OOM_PATTERN = /JavaScript heap out of memory|Reached heap limit|Allocation failed - process out of memory|FATAL ERROR: .*[Oo]ut of memory/;
 
-function superviseChild(request: SandboxRequest, modulePath: string, dir: string, limits: SandboxLimits): Promise<Outcome> {
+function superviseChild(
+  request: SandboxRequest,
+  modulePath: string,
+  dir: string,
+  limits: SandboxLimits,
+  moduleReady: Promise<unknown>,
+): Promise<Outcome> {
   const secret = randomBytes(32).toString('hex');
   const marker = randomBytes(12).toString('hex');
   const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--enable-source-maps', harnessPath()];
@@ -260,8 +269,11 @@ function superviseChild(request: SandboxRequest, modulePath: string, dir: string
       });
     });
 
-    channel.write(
-      JSON.stringify({ secret, modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes }) + '\n',
+    const init = JSON.stringify({ secret, modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes });
+    moduleReady.then(
+      () => channel.write(init + '\n'),
+      (err: Error) =>
+        decide({ status: 'crashed', error: `the sandbox could not write the module: ${err.message}`, diagnostics: { phase: 'process' } }),
     );
   });
 }
