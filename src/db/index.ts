@@ -1,0 +1,22 @@
+export { TOOLS_CHANNEL } from './channels';
+export { DatabaseOpenError, MigrationError, ToolVersionNotFoundError } from './errors';
+export { migrationsFolder } from './migrate';
+export { openDatabase } from './open-database';
+export { openPglite } from './pglite';
+export { openPostgres } from './postgres';
+export * as tables from './schema';
+export { createToolStore } from './tool-store';
+export type {
+  ActivationResult,
+  ActiveTool,
+  DeactivationResult,
+  InsertVersionResult,
+  NewEvent,
+  NewToolVersion,
+  RemovalResult,
+  ToolEvent,
+  ToolStore,
+  ToolVersion,
+  WorkflowRef,
+} from './tool-store';
+export type { ForgeDatabase, ForgeDb, ForgeTx, NotificationListener } from './types';

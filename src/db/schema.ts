@@ -1,0 +1,67 @@
+import { bigserial, index, integer, jsonb, pgTable, text, timestamp, unique } from 'drizzle-orm/pg-core';
+
+// Tables are unqualified (no pgSchema): FORGE_SCHEMA is applied through search_path, so the same generated
+// migrations serve every schema.
+
+/** Every persisted tool version. Rows are immutable once written; (name, content_hash) makes persisting idempotent. */
+export const toolVersions = pgTable(
+  'tool_versions',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    name: text('name').notNull(),
+    version: integer('version').notNull(),
+    contentHash: text('content_hash').notNull(),
+    sourceTs: text('source_ts').notNull(),
+    compiledJs: text('compiled_js').notNull(),
+    testInput: jsonb('test_input').$type<unknown>(),
+    description: text('description').notNull().default(''),
+    verdict: jsonb('verdict').$type<unknown>().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    workflowId: text('workflow_id'),
+  },
+  (t) => [
+    unique('tool_versions_name_version_key').on(t.name, t.version),
+    unique('tool_versions_name_content_hash_key').on(t.name, t.contentHash),
+  ],
+);
+
+/**
+ * The last version number handed out per tool. Kept apart from tool_versions so numbers never repeat after a
+ * tool's versions are deleted, and its row is the per-tool lock that serialises inserts and activations.
+ */
+export const toolVersionCounters = pgTable('tool_version_counters', {
+  name: text('name').primaryKey(),
+  lastVersion: integer('last_version').notNull().default(0),
+});
+
+/** The one active version per tool; no row means the tool is not active. */
+export const activeTools = pgTable('active_tools', {
+  name: text('name').primaryKey(),
+  version: integer('version').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+});
+
+/** Append-only log of what happened to tools (and later migrations and promotions), for operators and audits. */
+export const events = pgTable(
+  'events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    kind: text('kind').notNull(),
+    subject: text('subject').notNull(),
+    detail: jsonb('detail').$type<unknown>().notNull().default({}),
+    workflowId: text('workflow_id'),
+  },
+  // Operators read the history of one subject, newest first.
+  (t) => [index('events_subject_id_idx').on(t.subject, t.id)],
+);
+
+/** Agent schema migrations applied through the migration workflow (not Forge's own drizzle migrations). */
+export const agentMigrations = pgTable('agent_migrations', {
+  name: text('name').primaryKey(),
+  checksum: text('checksum').notNull(),
+  sql: text('sql').notNull(),
+  appliedAt: timestamp('applied_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  workflowId: text('workflow_id'),
+  runId: text('run_id'),
+});

@@ -1,0 +1,279 @@
+import { and, asc, desc, eq, max, sql } from 'drizzle-orm';
+import { TOOLS_CHANNEL } from './channels';
+import { ToolVersionNotFoundError } from './errors';
+import { activeTools, events, toolVersionCounters, toolVersions } from './schema';
+import type { ForgeDatabase, ForgeDb, ForgeTx } from './types';
+
+/** A persisted tool version, as stored. */
+export type ToolVersion = typeof toolVersions.$inferSelect;
+/** One active pointer: which version of a tool registries load. */
+export type ActiveTool = typeof activeTools.$inferSelect;
+/** One row of the event log. */
+export type ToolEvent = typeof events.$inferSelect;
+
+/** What the deployment persists once the sandbox passed. `version` is allocated by the store. */
+export interface NewToolVersion {
+  name: string;
+  contentHash: string;
+  sourceTs: string;
+  compiledJs: string;
+  testInput?: unknown;
+  description?: string;
+  verdict: unknown;
+  workflowId?: string;
+}
+
+export interface InsertVersionResult {
+  /** The version number: new, or the one already stored for this (name, contentHash). */
+  version: number;
+  /** False when this content was already persisted (a retried activity): nothing was written. */
+  created: boolean;
+  row: ToolVersion;
+}
+
+export interface ActivationResult {
+  name: string;
+  version: number;
+  /** The version that was active before, if any. */
+  previousVersion: number | undefined;
+  /** False when `version` was already active: nothing was written and nothing notified. */
+  changed: boolean;
+}
+
+export interface DeactivationResult {
+  name: string;
+  /** The version that was active, or undefined when the tool was not active (then nothing changed). */
+  previousVersion: number | undefined;
+}
+
+export interface RemovalResult extends DeactivationResult {
+  /** How many stored versions were deleted. */
+  removedVersions: number;
+}
+
+export interface NewEvent {
+  /** Dotted kind, e.g. `tool.activated`. */
+  kind: string;
+  /** What it is about, e.g. the tool name. */
+  subject: string;
+  detail?: Record<string, unknown>;
+  workflowId?: string;
+}
+
+export interface WorkflowRef {
+  workflowId?: string;
+}
+
+/**
+ * Tool versions, active pointers and the event log over one ForgeDatabase.
+ *
+ * Every write that concerns one tool first locks that tool's row in `tool_version_counters` (inserting it if
+ * needed), so on PostgreSQL concurrent inserts and activations of one tool are serialised, while different tools
+ * proceed in parallel. Version numbers come from that counter: they only increase, also after `removeTool`.
+ * Activation, deactivation and removal notify {@link TOOLS_CHANNEL} with the tool name from inside their
+ * transaction, so a listener hears of a change exactly when it is committed.
+ */
+export interface ToolStore {
+  /** Persists a version; idempotent on (name, contentHash), which returns the existing version unchanged. */
+  insertVersion(input: NewToolVersion): Promise<InsertVersionResult>;
+  getVersion(name: string, version: number): Promise<ToolVersion | undefined>;
+  getVersionByHash(name: string, contentHash: string): Promise<ToolVersion | undefined>;
+  /** All stored versions of a tool, oldest first. */
+  listVersions(name: string): Promise<ToolVersion[]>;
+  getActive(name: string): Promise<ActiveTool | undefined>;
+  /** Every active pointer, by name. */
+  listActive(): Promise<ActiveTool[]>;
+  /** Moves the active pointer, logs `tool.activated` and notifies, in one transaction. Idempotent. */
+  activate(name: string, version: number, ref?: WorkflowRef): Promise<ActivationResult>;
+  /** Removes the active pointer (versions stay), logs `tool.deactivated` and notifies. Idempotent. */
+  deactivate(name: string, ref?: WorkflowRef): Promise<DeactivationResult>;
+  /** Deactivates and deletes every stored version (the counter stays), logs `tool.removed`, notifies. Idempotent. */
+  removeTool(name: string, ref?: WorkflowRef): Promise<RemovalResult>;
+  appendEvent(event: NewEvent): Promise<ToolEvent>;
+  /** Newest first. */
+  listEvents(filter?: { subject?: string; limit?: number }): Promise<ToolEvent[]>;
+}
+
+/** Locks the tool's counter row for the rest of the transaction and returns the last version handed out. */
+async function lockTool(tx: ForgeTx, name: string): Promise<number> {
+  const [row] = await tx
+    .insert(toolVersionCounters)
+    .values({ name, lastVersion: 0 })
+    // A no-op update still takes the row lock, which is the point.
+    .onConflictDoUpdate({ target: toolVersionCounters.name, set: { name: sql`excluded.name` } })
+    .returning({ lastVersion: toolVersionCounters.lastVersion });
+  return row.lastVersion;
+}
+
+async function insertEvent(tx: ForgeDb | ForgeTx, event: NewEvent): Promise<ToolEvent> {
+  const [row] = await tx
+    .insert(events)
+    .values({ kind: event.kind, subject: event.subject, detail: event.detail ?? {}, workflowId: event.workflowId })
+    .returning();
+  return row;
+}
+
+async function notifyTools(tx: ForgeTx, name: string): Promise<void> {
+  await tx.execute(sql`SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
+}
+
+/** Builds the store over an open database (see {@link ToolStore} for the guarantees). */
+export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore {
+  const { db } = database;
+
+  return {
+    insertVersion(input) {
+      return db.transaction(async (tx) => {
+        const last = await lockTool(tx, input.name);
+        const [existing] = await tx
+          .select()
+          .from(toolVersions)
+          .where(and(eq(toolVersions.name, input.name), eq(toolVersions.contentHash, input.contentHash)))
+          .limit(1);
+        if (existing) return { version: existing.version, created: false, row: existing };
+        // The counter is the source of truth; max() only guards against rows written around the store.
+        const [{ highest }] = await tx
+          .select({ highest: max(toolVersions.version) })
+          .from(toolVersions)
+          .where(eq(toolVersions.name, input.name));
+        const version = Math.max(last, highest ?? 0) + 1;
+        await tx
+          .update(toolVersionCounters)
+          .set({ lastVersion: version })
+          .where(eq(toolVersionCounters.name, input.name));
+        const [row] = await tx
+          .insert(toolVersions)
+          .values({
+            name: input.name,
+            version,
+            contentHash: input.contentHash,
+            sourceTs: input.sourceTs,
+            compiledJs: input.compiledJs,
+            testInput: input.testInput ?? null,
+            description: input.description ?? '',
+            verdict: input.verdict,
+            workflowId: input.workflowId,
+          })
+          .returning();
+        await insertEvent(tx, {
+          kind: 'tool.version_created',
+          subject: input.name,
+          detail: { version, contentHash: input.contentHash },
+          workflowId: input.workflowId,
+        });
+        return { version, created: true, row };
+      });
+    },
+
+    async getVersion(name, version) {
+      const [row] = await db
+        .select()
+        .from(toolVersions)
+        .where(and(eq(toolVersions.name, name), eq(toolVersions.version, version)))
+        .limit(1);
+      return row;
+    },
+
+    async getVersionByHash(name, contentHash) {
+      const [row] = await db
+        .select()
+        .from(toolVersions)
+        .where(and(eq(toolVersions.name, name), eq(toolVersions.contentHash, contentHash)))
+        .limit(1);
+      return row;
+    },
+
+    listVersions(name) {
+      return db.select().from(toolVersions).where(eq(toolVersions.name, name)).orderBy(asc(toolVersions.version));
+    },
+
+    async getActive(name) {
+      const [row] = await db.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
+      return row;
+    },
+
+    listActive() {
+      return db.select().from(activeTools).orderBy(asc(activeTools.name));
+    },
+
+    activate(name, version, ref = {}) {
+      return db.transaction(async (tx) => {
+        await lockTool(tx, name);
+        const [target] = await tx
+          .select({ id: toolVersions.id })
+          .from(toolVersions)
+          .where(and(eq(toolVersions.name, name), eq(toolVersions.version, version)))
+          .limit(1);
+        if (!target) throw new ToolVersionNotFoundError(name, version);
+        const [current] = await tx.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
+        if (current?.version === version) {
+          return { name, version, previousVersion: version, changed: false };
+        }
+        await tx
+          .insert(activeTools)
+          .values({ name, version, updatedAt: sql`now()` })
+          .onConflictDoUpdate({ target: activeTools.name, set: { version, updatedAt: sql`now()` } });
+        await insertEvent(tx, {
+          kind: 'tool.activated',
+          subject: name,
+          detail: { version, previousVersion: current?.version ?? null },
+          workflowId: ref.workflowId,
+        });
+        await notifyTools(tx, name);
+        return { name, version, previousVersion: current?.version, changed: true };
+      });
+    },
+
+    deactivate(name, ref = {}) {
+      return db.transaction(async (tx) => {
+        await lockTool(tx, name);
+        const [removed] = await tx
+          .delete(activeTools)
+          .where(eq(activeTools.name, name))
+          .returning({ version: activeTools.version });
+        if (!removed) return { name, previousVersion: undefined };
+        await insertEvent(tx, {
+          kind: 'tool.deactivated',
+          subject: name,
+          detail: { previousVersion: removed.version },
+          workflowId: ref.workflowId,
+        });
+        await notifyTools(tx, name);
+        return { name, previousVersion: removed.version };
+      });
+    },
+
+    removeTool(name, ref = {}) {
+      return db.transaction(async (tx) => {
+        await lockTool(tx, name);
+        const [active] = await tx
+          .delete(activeTools)
+          .where(eq(activeTools.name, name))
+          .returning({ version: activeTools.version });
+        const deleted = await tx
+          .delete(toolVersions)
+          .where(eq(toolVersions.name, name))
+          .returning({ version: toolVersions.version });
+        if (!active && deleted.length === 0) return { name, previousVersion: undefined, removedVersions: 0 };
+        await insertEvent(tx, {
+          kind: 'tool.removed',
+          subject: name,
+          detail: { previousVersion: active?.version ?? null, removedVersions: deleted.map((d) => d.version) },
+          workflowId: ref.workflowId,
+        });
+        await notifyTools(tx, name);
+        return { name, previousVersion: active?.version, removedVersions: deleted.length };
+      });
+    },
+
+    appendEvent(event) {
+      return insertEvent(db, event);
+    },
+
+    listEvents(filter = {}) {
+      const query = db.select().from(events);
+      const filtered = filter.subject === undefined ? query : query.where(eq(events.subject, filter.subject));
+      return filtered.orderBy(desc(events.id)).limit(filter.limit ?? 100);
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import type * as schema from './schema';
+
+/** The drizzle database over either backend; queries written against it run on PGlite and PostgreSQL alike. */
+export type ForgeDb = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+/** A transaction handed to `ForgeDb.transaction` callbacks. */
+export type ForgeTx = Parameters<Parameters<ForgeDb['transaction']>[0]>[0];
+
+/** Called with the payload of each notification on a channel. */
+export type NotificationListener = (payload: string) => void;
+
+/**
+ * An open database: the drizzle handle plus what the two backends do differently (closing, LISTEN/NOTIFY).
+ * With PGlite only one process may hold this (the worker); everything else reaches state through Temporal.
+ */
+export interface ForgeDatabase {
+  db: ForgeDb;
+  kind: 'pglite' | 'postgres';
+  /** The schema Forge's tables live in (FORGE_SCHEMA). */
+  schema: string;
+  /** Closes the pool / the embedded instance and every listener. Idempotent. */
+  close(): Promise<void>;
+  /**
+   * Subscribes to a channel (a lowercase identifier). Resolves once LISTEN is in effect; the returned function
+   * unsubscribes. Delivery is at most once: on PostgreSQL a dropped listener connection reconnects, but
+   * notifications sent while it was down are lost, so consumers should also re-read state in `onListenerReconnect`.
+   */
+  listen(channel: string, listener: NotificationListener): Promise<() => Promise<void>>;
+  /** Called after the PostgreSQL listener connection was lost and re-established (never on PGlite). */
+  onListenerReconnect(callback: () => void): () => void;
+  /** Sends a notification outside any transaction (inside one, use `pg_notify` in the transaction). */
+  notify(channel: string, payload: string): Promise<void>;
+}

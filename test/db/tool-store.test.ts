@@ -1,0 +1,237 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { sql } from 'drizzle-orm';
+import { DatabaseOpenError, ToolVersionNotFoundError } from '../../src/db/errors';
+import { migrationsFolder } from '../../src/db/migrate';
+import { openPostgres } from '../../src/db/postgres';
+import { createToolStore, type NewToolVersion, type ToolStore } from '../../src/db/tool-store';
+import { TOOLS_CHANNEL } from '../../src/db/channels';
+import type { ForgeDatabase } from '../../src/db/types';
+import { PlatformUnreachableError } from '../../src/platform/errors';
+import { backendKinds, nextNotification, pgliteBackend, type TestBackend } from './backends';
+
+function version(name: string, source: string, extra: Partial<NewToolVersion> = {}): NewToolVersion {
+  return {
+    name,
+    contentHash: createHash('sha256').update(source).digest('hex'),
+    sourceTs: source,
+    compiledJs: `/* compiled */ ${source}`,
+    testInput: { n: 1 },
+    description: `tool ${name}`,
+    verdict: { status: 'passed', durationMs: 3 },
+    ...extra,
+  };
+}
+
+async function rows<T>(database: ForgeDatabase, query: ReturnType<typeof sql>): Promise<T[]> {
+  const result = (await database.db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}
+
+const journalEntries = (): number =>
+  (JSON.parse(readFileSync(path.join(migrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] })
+    .entries.length;
+
+describe.each(backendKinds())('tool store on $kind', ({ make }) => {
+  let backend: TestBackend;
+  let database: ForgeDatabase;
+  let store: ToolStore;
+
+  beforeAll(async () => {
+    backend = make();
+    database = await backend.open();
+    store = createToolStore(database);
+  });
+
+  afterAll(async () => {
+    await database?.close();
+    await backend?.dispose();
+  });
+
+  test('migrations create the tables, and re-applying them is a no-op', async () => {
+    const tables = await rows<{ table_name: string }>(
+      database,
+      sql`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(
+      expect.arrayContaining(['active_tools', 'agent_migrations', 'events', 'tool_version_counters', 'tool_versions']),
+    );
+    await store.insertVersion(version('survives_reopen', 'a'));
+
+    if (backend.kind === 'pglite') {
+      // PGlite is single-process and single-handle: close, then reopen the same data directory.
+      await database.close();
+      database = await backend.open();
+      store = createToolStore(database);
+    } else {
+      // Two more handles migrating concurrently, as two workers starting together would.
+      const [a, b] = await Promise.all([backend.open(), backend.open()]);
+      await Promise.all([a.close(), b.close()]);
+    }
+    const applied = await rows<{ n: number | string }>(
+      database,
+      sql`SELECT count(*) AS n FROM drizzle.__drizzle_migrations`,
+    );
+    expect(Number(applied[0].n)).toBe(journalEntries());
+    expect((await store.getVersion('survives_reopen', 1))?.sourceTs).toBe('a');
+  });
+
+  test('insertVersion is idempotent on (name, content hash)', async () => {
+    const first = await store.insertVersion(version('idem', 'export default 1'));
+    const again = await store.insertVersion(version('idem', 'export default 1', { workflowId: 'other-run' }));
+    const second = await store.insertVersion(version('idem', 'export default 2'));
+    expect(first).toMatchObject({ version: 1, created: true });
+    expect(again).toMatchObject({ version: 1, created: false });
+    expect(again.row.workflowId).toBeNull(); // the retried call wrote nothing
+    expect(second).toMatchObject({ version: 2, created: true });
+    const listed = await store.listVersions('idem');
+    expect(listed.map((v) => v.version)).toEqual([1, 2]);
+    expect(listed[0]).toMatchObject({ testInput: { n: 1 }, verdict: { status: 'passed', durationMs: 3 } });
+    expect(listed[0].createdAt).toBeInstanceOf(Date);
+    expect((await store.getVersionByHash('idem', second.row.contentHash))?.version).toBe(2);
+  });
+
+  test('20 concurrent inserts of distinct content for one tool get versions 1..20', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.insertVersion(version('racer', `export default ${i}`))),
+    );
+    expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(results.every((r) => r.created)).toBe(true);
+    const stored = await store.listVersions('racer');
+    expect(new Set(stored.map((v) => v.contentHash)).size).toBe(20);
+  });
+
+  test('concurrent inserts of the same content persist it once', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => store.insertVersion(version('same', 'export default "same"'))),
+    );
+    expect(new Set(results.map((r) => r.version))).toEqual(new Set([1]));
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+  });
+
+  test('activate moves the pointer in one step, logs it and notifies forge_tools', async () => {
+    await store.insertVersion(version('act', 'v1'));
+    await store.insertVersion(version('act', 'v2'));
+    const heard: string[] = [];
+    const unlisten = await database.listen(TOOLS_CHANNEL, (name) => heard.push(name));
+    const first = await nextNotification(database, TOOLS_CHANNEL);
+    const result = await store.activate('act', 1, { workflowId: 'tool-deploy/act/1' });
+    expect(await first.payload).toBe('act');
+    expect(result).toEqual({ name: 'act', version: 1, previousVersion: undefined, changed: true });
+    expect(await store.getActive('act')).toMatchObject({ name: 'act', version: 1 });
+
+    const moved = await store.activate('act', 2);
+    expect(moved).toMatchObject({ version: 2, previousVersion: 1, changed: true });
+    const same = await store.activate('act', 2);
+    expect(same).toMatchObject({ version: 2, changed: false });
+
+    await expect(store.activate('act', 99)).rejects.toBeInstanceOf(ToolVersionNotFoundError);
+    expect((await store.getActive('act'))?.version).toBe(2);
+
+    await waitUntil(() => heard.length >= 2);
+    await new Promise((r) => setTimeout(r, 100)); // a no-op activation must not notify
+    expect(heard).toEqual(['act', 'act']);
+    await Promise.all([unlisten(), first.stop()]);
+
+    const log = await store.listEvents({ subject: 'act' });
+    expect(log.map((e) => e.kind)).toEqual([
+      'tool.activated',
+      'tool.activated',
+      'tool.version_created',
+      'tool.version_created',
+    ]);
+    expect(log[1]).toMatchObject({ detail: { version: 1, previousVersion: null }, workflowId: 'tool-deploy/act/1' });
+    expect((await store.listActive()).map((a) => a.name)).toContain('act');
+  });
+
+  test('deactivate removes the pointer, keeps the versions and notifies; a second call changes nothing', async () => {
+    await store.insertVersion(version('deact', 'v1'));
+    await store.activate('deact', 1);
+    const heard = await nextNotification(database, TOOLS_CHANNEL);
+    expect(await store.deactivate('deact')).toEqual({ name: 'deact', previousVersion: 1 });
+    expect(await heard.payload).toBe('deact');
+    await heard.stop();
+    expect(await store.getActive('deact')).toBeUndefined();
+    expect(await store.listVersions('deact')).toHaveLength(1);
+    expect(await store.deactivate('deact')).toEqual({ name: 'deact', previousVersion: undefined });
+  });
+
+  test('versions only increase, also after the tool was removed', async () => {
+    await store.insertVersion(version('phoenix', 'v1'));
+    await store.insertVersion(version('phoenix', 'v2'));
+    await store.activate('phoenix', 2);
+    expect(await store.removeTool('phoenix')).toEqual({ name: 'phoenix', previousVersion: 2, removedVersions: 2 });
+    expect(await store.listVersions('phoenix')).toEqual([]);
+    expect(await store.getActive('phoenix')).toBeUndefined();
+    const reborn = await store.insertVersion(version('phoenix', 'v1'));
+    expect(reborn).toMatchObject({ version: 3, created: true });
+    expect(await store.removeTool('never_existed')).toMatchObject({ removedVersions: 0 });
+  });
+
+  test('notify and listen work outside the store too', async () => {
+    const heard = await nextNotification(database, 'forge_test_channel');
+    await database.notify('forge_test_channel', 'hello');
+    expect(await heard.payload).toBe('hello');
+    await heard.stop();
+    await expect(database.listen('Bad Channel', () => undefined)).rejects.toThrow(TypeError);
+  });
+
+  test('FORGE_SCHEMA puts the tables in their own schema', async () => {
+    let other: ForgeDatabase;
+    let otherBackend: TestBackend | undefined;
+    if (backend.kind === 'pglite') {
+      // PGlite allows one handle per directory, so use a second data directory.
+      otherBackend = pgliteBackend();
+      other = await otherBackend.open('forge_custom');
+    } else {
+      other = await backend.open('forge_custom');
+    }
+    try {
+      const otherStore = createToolStore(other);
+      await otherStore.insertVersion(version('schema_check', 'x'));
+      const found = await rows<{ table_schema: string }>(
+        other,
+        sql`SELECT table_schema FROM information_schema.tables WHERE table_name = 'tool_versions' ORDER BY 1`,
+      );
+      expect(found.map((f) => f.table_schema)).toContain('forge_custom');
+      // The default-schema store does not see the other schema's rows.
+      expect(await store.listVersions('schema_check')).toEqual([]);
+    } finally {
+      await other.close();
+      await otherBackend?.dispose();
+    }
+  });
+});
+
+describe('opening a database', () => {
+  test('a second handle on the same PGlite directory is refused with a clear error', async () => {
+    const backend = pgliteBackend();
+    const first = await backend.open();
+    try {
+      const second = backend.open();
+      await expect(second).rejects.toBeInstanceOf(DatabaseOpenError);
+      await expect(second).rejects.toThrow(/already open/);
+    } finally {
+      await first.close();
+    }
+    const reopened = await backend.open(); // the lock is released on close
+    await reopened.close();
+    await backend.dispose();
+  });
+
+  test('an unreachable PostgreSQL is a PlatformUnreachableError naming the address, not the password', async () => {
+    const opened = openPostgres('postgres://forge:secret@127.0.0.1:1/forge', 'public');
+    await expect(opened).rejects.toBeInstanceOf(PlatformUnreachableError);
+    await expect(opened).rejects.toThrow(/127\.0\.0\.1:1/);
+    await expect(opened).rejects.not.toThrow(/secret/);
+  });
+});
+
+async function waitUntil(check: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
