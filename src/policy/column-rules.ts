@@ -39,7 +39,7 @@ export function checkConstraintName(c: Constraint, where: string): Verdict | und
 }
 
 /**
- * Checks a column definition. On a core table only plain columns pass (defaults, NOT NULL with a DEFAULT, CHECK,
+ * Checks a column definition. On a core table only plain columns named agent_... pass (defaults, NOT NULL with a DEFAULT, CHECK,
  * REFERENCES): anything that would create an index or sequence named after the core table, rewrite it, or fail on a
  * table that has rows is refused with the way around it.
  */
@@ -51,6 +51,15 @@ export function checkColumnDef(col: ColumnDef, table: string, core: boolean): Ve
   }
   if (!core) return undefined;
   const column = showIdent(col.colname ?? '?');
+  // The column is the object this statement creates on someone else's table: it must be recognisably the agent's,
+  // and cannot then collide with a column the application adds later.
+  if (!isAgentName(col.colname)) {
+    return reject(
+      'agent-namespace',
+      `Column ${column} would be added to core table ${table} outside the agent namespace: columns a migration ` +
+        `adds to a core table must be named agent_... Name it ${suggestAgentName(col.colname ?? 'column')}.`,
+    );
+  }
   const typeNames = namesOf(col.typeName?.names);
   const typeName = typeNames[typeNames.length - 1];
   if (typeNames.length === 1 && typeName !== undefined && SERIAL_TYPES.has(typeName)) {
