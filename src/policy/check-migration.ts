@@ -4,11 +4,17 @@ import { loadPolicyParser } from './parser';
 import type { RawStatement } from './read-statements';
 import { readStatements } from './read-statements';
 import { TextIndex } from './text-index';
-import type { TreeFacts } from './tree-scan';
-import { scanTree } from './tree-scan';
+import { identifiersOf } from './identifiers';
+import type { TreeFacts } from './foreign-schema';
+import { findForeignSchema } from './foreign-schema';
 import type { PolicyOptions, PolicyReport, StatementVerdict } from './types';
 import type { RuleContext, Verdict } from './verdict';
 import { reject } from './verdict';
+
+/** What the tree walk and the lexer found in one parsed statement. */
+interface StatementFacts extends TreeFacts {
+  identifiers: string[];
+}
 
 /**
  * Judges a migration against SCHEMA_POLICY.md with the real PostgreSQL parser. Loads the parser on first use;
@@ -27,7 +33,11 @@ export function checkMigrationSync(sql: string, opts: PolicyOptions = {}): Polic
   const ctx: RuleContext = { schema: opts.schema ?? 'public' };
   const index = new TextIndex(sql);
   const raws = readStatements(sql);
-  const facts = raws.map((raw) => (raw.node ? scanTree(raw.node, ctx) : undefined));
+  const facts = raws.map((raw): StatementFacts | undefined =>
+    raw.node
+      ? { ...findForeignSchema(raw.node, ctx), identifiers: identifiersOf(sql.slice(raw.start, raw.end)) }
+      : undefined,
+  );
   const truncated = truncationMap(facts);
   const statements = raws.map((raw, i): StatementVerdict => {
     const verdict = judge(raw, facts[i], truncated, ctx, index);
@@ -47,7 +57,7 @@ export function checkMigrationSync(sql: string, opts: PolicyOptions = {}): Polic
 
 function judge(
   raw: RawStatement,
-  facts: TreeFacts | undefined,
+  facts: StatementFacts | undefined,
   truncated: Map<string, Set<string>>,
   ctx: RuleContext,
   index: TextIndex,
@@ -66,8 +76,8 @@ function judge(
   return identifierProblem(facts.identifiers, truncated) ?? verdict;
 }
 
-/** Truncated form of every identifier of the migration → the distinct identifiers that become it. */
-function truncationMap(facts: (TreeFacts | undefined)[]): Map<string, Set<string>> {
+/** Truncated form of every identifier written in the migration → the distinct identifiers that become it. */
+function truncationMap(facts: (StatementFacts | undefined)[]): Map<string, Set<string>> {
   const map = new Map<string, Set<string>>();
   for (const f of facts) {
     for (const name of f?.identifiers ?? []) {

@@ -20,8 +20,8 @@ interface Token {
 
 /** Recovery steps before the rest of a text that the lexer cannot read is given up as one unparseable statement. */
 const MAX_RECOVERY_STEPS = 2000;
-/** Lines tried when extending a prefix past a lexer problem before giving up on the rest. */
-const MAX_LINES_PER_STEP = 500;
+/** Cut points tried when moving past a statement the parser stops at, before giving up on the rest. */
+const MAX_CUTS_PER_STEP = 500;
 
 /**
  * Splits SQL into statements the way psql does, over the tokens of PostgreSQL's own lexer: a `;` ends a statement
@@ -108,24 +108,31 @@ function tokenize(sql: string): Token[] {
       }
     }
     if (failure?.lexical && failure.cursor === 0) break;
-    // The parser stopped at the first token of `rest`; take whole lines until they lex, to get past it.
-    const lines = scanWholeLines(rest, pos);
-    if (!lines) break;
-    out.push(...lines.tokens);
-    pos += lines.length;
+    // The parser stopped at the first token of `rest`: move on by the shortest prefix that lexes.
+    const prefix = scanShortPrefix(rest, pos);
+    if (!prefix) break;
+    out.push(...prefix.tokens);
+    pos += prefix.length;
   }
   if (pos < sql.length) out.push({ kind: 'other', start: pos, end: sql.length });
   return out;
 }
 
-function scanWholeLines(text: string, base: number): { tokens: Token[]; length: number } | undefined {
-  let cut = 0;
-  for (let i = 0; i < MAX_LINES_PER_STEP; i++) {
-    const newline = text.indexOf('\n', cut);
-    if (newline < 0) return undefined;
-    cut = newline + 1;
-    const tokens = tryScan(text.slice(0, cut), base);
-    if (tokens && tokens.length > 0) return { tokens, length: cut };
+/**
+ * Tokens of the shortest prefix of `text` that ends after a `;` or a newline and lexes on its own. A cut inside a
+ * literal or block comment leaves it unterminated and fails; a cut after a `;` inside a `--` comment would lex but
+ * split the comment, so it is skipped.
+ */
+function scanShortPrefix(text: string, base: number): { tokens: Token[]; length: number } | undefined {
+  let tries = 0;
+  for (let i = 0; i < text.length && tries < MAX_CUTS_PER_STEP; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 59 && c !== 10) continue;
+    tries++;
+    const tokens = tryScan(text.slice(0, i + 1), base);
+    if (!tokens || tokens.length === 0) continue;
+    if (c === 59 && tokens[tokens.length - 1].kind === 'comment') continue;
+    return { tokens, length: i + 1 };
   }
   return undefined;
 }
