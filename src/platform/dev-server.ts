@@ -1,0 +1,220 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { DevServerError } from './errors';
+import { isPortFree } from './free-port';
+import { requireTemporalBinary } from './temporal-binary';
+
+/** Forge's typed search attributes, registered on the dev server at start (workflows upsert them). */
+export const FORGE_SEARCH_ATTRIBUTES = {
+  ForgeKind: 'Keyword',
+  ForgeSubject: 'Keyword',
+  ForgeOutcome: 'Keyword',
+} as const;
+
+export interface DevServerOptions {
+  /** FORGE_HOME: the SQLite file (`temporal.sqlite`) and the server log (`temporal-server.log`) live here. */
+  home: string;
+  /** Frontend gRPC port (FORGE_TEMPORAL_PORT). */
+  port: number;
+  /** Web UI port (FORGE_UI_PORT). */
+  uiPort: number;
+  /** Interface to bind; loopback by default because the dev server has no authentication. */
+  ip?: string;
+  /** Namespace that must answer before the server counts as ready (always created). */
+  namespace?: string;
+  /** The temporal CLI; by default the one setup installed (findTemporalBinary). */
+  binary?: string;
+  /** How long to wait for the server to answer (default 30 s). */
+  readyTimeoutMs?: number;
+  /** Server log level (default warn). */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** A running dev server that this process started. */
+export interface DevServer {
+  /** gRPC address for clients and workers, e.g. `127.0.0.1:7233`. */
+  address: string;
+  uiUrl: string;
+  namespace: string;
+  /** Process id of the server, also the id of its process group. */
+  pid: number;
+  /** Where its output goes. */
+  logFile: string;
+  /** Stops the server and everything in its process group; resolves once it exited. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const TAIL_LINES = 40;
+const STOP_GRACE_MS = 10_000;
+
+/** Keeps the last lines of the server's output for error messages. */
+class OutputTail {
+  private lines: string[] = [];
+  private partial = '';
+  push(chunk: Buffer): void {
+    const parts = (this.partial + chunk.toString('utf8')).split('\n');
+    this.partial = parts.pop() ?? '';
+    this.lines.push(...parts);
+    if (this.lines.length > TAIL_LINES) this.lines = this.lines.slice(-TAIL_LINES);
+  }
+  toString(): string {
+    return [...this.lines, this.partial].filter((l) => l.trim() !== '').join('\n');
+  }
+}
+
+function exitOf(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+/** True while any process of the group still exists. */
+export function processGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function waitUntilReady(
+  address: string,
+  namespace: string,
+  deadline: number,
+  exited: () => boolean,
+): Promise<void> {
+  let lastError: unknown;
+  while (Date.now() < deadline && !exited()) {
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      // The namespace answering means the server finished its own start-up (system namespaces, search attributes).
+      await connection.workflowService.describeNamespace({ namespace });
+      return;
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await connection?.close().catch(() => undefined);
+    }
+  }
+  throw lastError ?? new Error('server exited');
+}
+
+/**
+ * Starts `temporal server start-dev` with its state in `$FORGE_HOME/temporal.sqlite` (so runs survive a restart)
+ * and Forge's search attributes, in its own process group, and waits until the namespace answers.
+ * @throws DevServerError with the server's last output when it exits early or does not answer in time.
+ */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const ip = options.ip ?? '127.0.0.1';
+  const namespace = options.namespace ?? 'default';
+  const binary = options.binary ?? requireTemporalBinary();
+  // Checked up front: otherwise the readiness probe could be answered by whatever already listens there.
+  for (const [name, port] of [
+    ['gRPC', options.port],
+    ['Web UI', options.uiPort],
+  ] as const) {
+    if (!(await isPortFree(port, ip))) {
+      throw new DevServerError(
+        `Cannot start the Temporal dev server: the ${name} port ${ip}:${port} is already in use (set FORGE_TEMPORAL_PORT / FORGE_UI_PORT, or stop what listens there).`,
+        '',
+      );
+    }
+  }
+  mkdirSync(options.home, { recursive: true });
+  const logFile = path.join(options.home, 'temporal-server.log');
+  const args = [
+    'server',
+    'start-dev',
+    '--db-filename',
+    path.join(options.home, 'temporal.sqlite'),
+    '--ip',
+    ip,
+    '--port',
+    String(options.port),
+    '--ui-port',
+    String(options.uiPort),
+    '--namespace',
+    namespace,
+    '--log-level',
+    options.logLevel ?? 'warn',
+    '--ui-disable-news-fetch', // no network beyond this machine is assumed
+    ...Object.entries(FORGE_SEARCH_ATTRIBUTES).flatMap(([key, type]) => ['--search-attribute', `${key}=${type}`]),
+  ];
+  const child = spawn(binary, args, {
+    // Own process group: stop() signals the group, so nothing the server spawned outlives it.
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail = new OutputTail();
+  const log = createWriteStream(logFile, { flags: 'a' });
+  log.on('error', () => undefined); // a full disk must not crash the platform over a log line
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.on('data', (chunk: Buffer) => {
+      tail.push(chunk);
+      log.write(chunk);
+    });
+  }
+  const spawned = new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  });
+  const exited = exitOf(child);
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+  });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      const pid = child.pid;
+      if (pid !== undefined && !hasExited) {
+        killGroup(pid, 'SIGTERM');
+        const timer = setTimeout(() => killGroup(pid, 'SIGKILL'), STOP_GRACE_MS);
+        await exited;
+        clearTimeout(timer);
+      }
+      // The server is gone; take down anything left in its group too.
+      if (pid !== undefined) killGroup(pid, 'SIGKILL');
+      await new Promise<void>((resolve) => log.end(resolve));
+    })();
+    return stopping;
+  };
+
+  try {
+    await spawned;
+  } catch (err) {
+    await stop();
+    throw new DevServerError(`Could not start ${binary}: ${String(err)}`, '', { cause: err });
+  }
+  const address = `${ip}:${options.port}`;
+  try {
+    await waitUntilReady(address, namespace, Date.now() + (options.readyTimeoutMs ?? 30_000), () => hasExited);
+  } catch (err) {
+    const why = hasExited
+      ? `The Temporal dev server exited during start-up (code ${child.exitCode ?? child.signalCode}).`
+      : `The Temporal dev server did not answer at ${address} in time.`;
+    await stop();
+    throw new DevServerError(`${why} Its log: ${logFile}`, tail.toString(), { cause: err });
+  }
+  return {
+    address,
+    uiUrl: `http://${ip}:${options.uiPort}`,
+    namespace,
+    pid: child.pid as number,
+    logFile,
+    stop,
+  };
+}
