@@ -1,5 +1,6 @@
 import type { Bench } from './types';
 import { sandboxBench } from './sandbox';
+import { policyCheck } from './policy-check';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench];
+export const benches: Bench[] = [sandboxBench, policyCheck];
