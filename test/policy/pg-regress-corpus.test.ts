@@ -112,3 +112,29 @@ it('sees the whole corpus', () => {
   expect(all.filter((s) => s.kind === 'ParseError')).toHaveLength(31);
   expect(all.filter((s) => s.accepted)).toHaveLength(0);
 });
+
+describe('stripPsql (README step 1)', () => {
+  it('drops meta-commands, ends the query before \\gexec, splits \\; and removes COPY data blocks only', async () => {
+    const script = [
+      '\\set ECHO none',
+      "SELECT 'CREATE TABLE x (a int);'",
+      '\\gexec',
+      'SELECT 1\\; SELECT 2;',
+      'COPY t FROM stdin;',
+      '1\tone',
+      '\\.',
+      'COPY t FROM stdin; -- fail',
+      'DROP TABLE t;',
+      '\\.',
+    ].join('\n');
+    const report = await checkMigration(stripPsql(script));
+    expect(report.statements.map((s) => [s.kind, s.location?.line])).toEqual([
+      ['SelectStmt', 2],
+      ['SelectStmt', 4],
+      ['SelectStmt', 4],
+      ['CopyStmt', 5],
+      ['CopyStmt', 8],
+      ['DropStmt', 9],
+    ]);
+  });
+});
