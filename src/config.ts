@@ -29,6 +29,8 @@ export interface ForgeConfig {
   sandbox: {
     /** How many sandbox activities one worker runs at once. */
     concurrency: number;
+    /** Where per-run private directories go (FORGE_SANDBOX_TMPDIR); unset lets the sandbox pick /dev/shm or tmp. */
+    tmpDir: string | undefined;
     /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this spreads into `resolveLimits`. */
     limits: {
       maxTimeoutMs: number;
@@ -40,7 +42,7 @@ export interface ForgeConfig {
     };
   };
   migrations: {
-    /** `lock_timeout` for agent schema migrations: a migration that waits longer for a lock fails instead of queueing. */
+    /** `lock_timeout` for agent schema migrations: one that waits longer for a lock fails instead of queueing. */
     lockTimeoutMs: number;
     /** `statement_timeout` for agent schema migrations. */
     statementTimeoutMs: number;
@@ -83,7 +85,8 @@ const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
 
-const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === '' ? undefined : v.trim());
+const nonEmpty = (v: string | undefined): string | undefined =>
+  v === undefined || v.trim() === '' ? undefined : v.trim();
 
 const commaList = (v: string): string[] =>
   v
@@ -130,6 +133,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_SANDBOX_RESULT_BYTES',
   'FORGE_SANDBOX_SOURCE_BYTES',
   'FORGE_SANDBOX_ENV_PASSTHROUGH',
+  'FORGE_SANDBOX_TMPDIR',
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
   'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS',
   'FORGE_SCHEMA',
@@ -197,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     sandbox: {
       concurrency: read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism())),
+      tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
       limits: {
         maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),
         memoryMb: read(env, 'FORGE_SANDBOX_MEMORY_MB', int(16, 1_048_576), '512'),

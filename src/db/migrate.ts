@@ -35,7 +35,9 @@ export async function migratePglite(db: PgliteDatabase<Record<string, unknown>>,
   try {
     await migratePgliteDb(db, { migrationsFolder: migrationsFolder(), migrationsSchema: migrationsSchemaFor(schema) });
   } catch (err) {
-    throw err instanceof MigrationError ? err : new MigrationError(`Migrating PGlite failed: ${String(err)}`, { cause: err });
+    throw err instanceof MigrationError
+      ? err
+      : new MigrationError(`Migrating PGlite failed: ${String(err)}`, { cause: err });
   }
 }
 

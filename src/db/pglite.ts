@@ -27,7 +27,9 @@ export async function openPglite(dataDir: string, schema: string): Promise<Forge
   }
   try {
     // One connection, so a session-level search_path holds for the migrations and every later query.
-    if (schema !== 'public') await client.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}"`);
+    if (schema !== 'public') {
+      await client.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}"`);
+    }
     const db = drizzle(client, { schema: tables });
     await migratePglite(db, schema);
     let closed = false;

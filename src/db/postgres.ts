@@ -8,7 +8,14 @@ import { PgListener } from './pg-listener';
 import * as tables from './schema';
 import type { ForgeDatabase, ForgeDb } from './types';
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ECONNRESET',
+]);
 
 /** host:port of a postgres URL, for messages (never the password). */
 export function describePostgresUrl(url: string): string {

@@ -58,7 +58,7 @@ export function isUnreachableError(err: unknown): boolean {
   return false;
 }
 
-/** Wraps an unreachable-type error in a PlatformUnreachableError with one clear sentence; returns others as they are. */
+/** Wraps an unreachable-type error in a PlatformUnreachableError with one clear sentence; returns others as is. */
 export function toPlatformError(err: unknown, address: string): unknown {
   if (err instanceof PlatformUnreachableError || !isUnreachableError(err)) return err;
   return new PlatformUnreachableError(

@@ -1,7 +1,12 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FORGE_SEARCH_ATTRIBUTES, processGroupAlive, startDevServer, type DevServer } from '../../src/platform/dev-server';
+import {
+  FORGE_SEARCH_ATTRIBUTES,
+  processGroupAlive,
+  startDevServer,
+  type DevServer,
+} from '../../src/platform/dev-server';
 import { DevServerError, PlatformUnreachableError } from '../../src/platform/errors';
 import { findFreePort } from '../../src/platform/free-port';
 import { findTemporalBinary } from '../../src/platform/temporal-binary';
@@ -45,7 +50,8 @@ describe('Temporal dev server', () => {
       const { customAttributes } = await client.connection.operatorService.listSearchAttributes({
         namespace: 'default',
       });
-      for (const name of Object.keys(FORGE_SEARCH_ATTRIBUTES)) expect(Object.keys(customAttributes ?? {})).toContain(name);
+      const registered = Object.keys(customAttributes ?? {});
+      for (const name of Object.keys(FORGE_SEARCH_ATTRIBUTES)) expect(registered).toContain(name);
       const ui = await fetch(server.uiUrl);
       expect(ui.status).toBe(200);
     } finally {

@@ -1,0 +1,26 @@
+# Forge worker image (docker-compose.yml's forge-worker). Build stage compiles TypeScript; the runtime stage keeps
+# production dependencies, the compiled code and the drizzle migrations that openDatabase applies at start-up.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY bench ./bench
+RUN npm run build
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+# The sandbox runs its plain-JS harness from src/sandbox (nothing in the child compiles TypeScript).
+COPY src ./src
+COPY drizzle ./drizzle
+# Sandbox processes run as this unprivileged user too.
+RUN mkdir -p /var/lib/forge && chown node:node /var/lib/forge
+USER node
+ENV FORGE_HOME=/var/lib/forge
+CMD ["node", "bin/forge.js", "worker"]

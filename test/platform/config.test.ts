@@ -1,0 +1,96 @@
+import path from 'node:path';
+import { CONFIG_ENV_NAMES, ConfigError, DEFAULT_BUILTIN_TOOLS, loadConfig } from '../../src/config';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('loadConfig accepted the environment');
+}
+
+describe('loadConfig', () => {
+  test('defaults: embedded PGlite under ./.forge, the dev server ports, the task queues and sandbox limits', () => {
+    const config = loadConfig({});
+    expect(config.home).toBe(path.resolve('.forge'));
+    expect(config.temporal).toEqual({ port: 7233, uiPort: 8233 });
+    expect(config.database).toEqual({
+      kind: 'pglite',
+      dataDir: path.resolve('.forge', 'pgdata'),
+      schema: 'public',
+    });
+    expect(config.agentToolsDir).toBe(path.resolve('agent-tools'));
+    expect(config.builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS]);
+    expect(config.taskQueues).toEqual({ control: 'forge-control', sandbox: 'forge-sandbox' });
+    expect(config.sandbox.concurrency).toBeGreaterThanOrEqual(1);
+    expect(config.sandbox.limits).toEqual({
+      maxTimeoutMs: 30_000,
+      memoryMb: 512,
+      outputBytes: 1024 * 1024,
+      resultBytes: 4 * 1024 * 1024,
+      sourceBytes: 10 * 1024 * 1024,
+      envPassthrough: [],
+    });
+    expect(config.migrations).toEqual({ lockTimeoutMs: 5_000, statementTimeoutMs: 60_000 });
+  });
+
+  test('DATABASE_URL selects PostgreSQL; values are parsed and paths resolved', () => {
+    const config = loadConfig({
+      FORGE_HOME: '/srv/forge',
+      DATABASE_URL: 'postgres://forge:pw@db:5432/forge',
+      FORGE_SCHEMA: 'forge',
+      FORGE_BUILTIN_TOOLS: 'search, fetch_page',
+      FORGE_SANDBOX_ENV_PASSTHROUGH: 'LANG,TZ',
+      FORGE_SANDBOX_CONCURRENCY: '3',
+      FORGE_TEMPORAL_PORT: '7300',
+      FORGE_UI_PORT: '8300',
+    });
+    expect(config.database).toEqual({ kind: 'postgres', url: 'postgres://forge:pw@db:5432/forge', schema: 'forge' });
+    expect(config.builtinTools).toEqual(['search', 'fetch_page']);
+    expect(config.sandbox.limits.envPassthrough).toEqual(['LANG', 'TZ']);
+    expect(config.sandbox.concurrency).toBe(3);
+    expect(config.temporal).toEqual({ port: 7300, uiPort: 8300 });
+  });
+
+  test('an empty FORGE_BUILTIN_TOOLS reserves nothing; blank numeric values take the default', () => {
+    const config = loadConfig({ FORGE_BUILTIN_TOOLS: '', FORGE_SANDBOX_MEMORY_MB: ' ' });
+    expect(config.builtinTools).toEqual([]);
+    expect(config.sandbox.limits.memoryMb).toBe(512);
+  });
+
+  test.each([
+    ['FORGE_TEMPORAL_PORT', 'abc'],
+    ['FORGE_TEMPORAL_PORT', '70000'],
+    ['FORGE_UI_PORT', '7233'],
+    ['FORGE_SANDBOX_CONCURRENCY', '0'],
+    ['FORGE_SANDBOX_MAX_TIMEOUT_MS', '-5'],
+    ['FORGE_SANDBOX_MEMORY_MB', '1.5'],
+    ['FORGE_BUILTIN_TOOLS', 'ok,Not-OK'],
+    ['FORGE_SANDBOX_ENV_PASSTHROUGH', 'PATH,1BAD'],
+    ['FORGE_SCHEMA', 'Robert"; DROP'],
+    ['DATABASE_URL', 'mysql://root@db/forge'],
+  ])('%s=%j is a ConfigError naming the variable', (name, value) => {
+    const err = configError({ [name]: value });
+    expect(err.variable).toBe(name);
+    expect(err.message).toContain(name);
+  });
+
+  test('a bad DATABASE_URL is reported without echoing it (it may hold a password)', () => {
+    const err = configError({ DATABASE_URL: 'http://user:hunter2@db/forge' });
+    expect(err.message).not.toContain('hunter2');
+  });
+
+  test('CONFIG_ENV_NAMES is exactly what loadConfig reads', () => {
+    const read = new Set<string>();
+    const env = new Proxy({} as NodeJS.ProcessEnv, {
+      get(_target, key) {
+        if (typeof key === 'string') read.add(key);
+        return undefined;
+      },
+    });
+    loadConfig(env);
+    expect([...read].sort()).toEqual([...CONFIG_ENV_NAMES].sort());
+  });
+});
