@@ -9,6 +9,7 @@ export { createToolStore } from './tool-store';
 export type {
   ActivationResult,
   ActiveTool,
+  CommitVersionResult,
   DeactivationResult,
   InsertVersionResult,
   NewEvent,

@@ -40,6 +40,14 @@ export interface ActivationResult {
   changed: boolean;
 }
 
+/** What {@link ToolStore.commitVersion} did: the insert's outcome and the activation's. */
+export interface CommitVersionResult extends InsertVersionResult {
+  /** The version that was active before, if any (equal to `version` when it already was active). */
+  previousVersion: number | undefined;
+  /** False when this version was already active: no pointer move, no event, no notification. */
+  changed: boolean;
+}
+
 export interface DeactivationResult {
   name: string;
   /** The version that was active, or undefined when the tool was not active (then nothing changed). */
@@ -83,6 +91,12 @@ export interface ToolStore {
   getActive(name: string): Promise<ActiveTool | undefined>;
   /** Every active pointer, by name. */
   listActive(): Promise<ActiveTool[]>;
+  /**
+   * insertVersion + activate in ONE transaction under the tool's lock: a deployment's state change either happens
+   * whole or not at all, and concurrent deployments of one tool never interleave. Idempotent on (name, contentHash):
+   * a retry finds the version stored and active and changes nothing.
+   */
+  commitVersion(input: NewToolVersion, ref?: WorkflowRef): Promise<CommitVersionResult>;
   /** Moves the active pointer, logs `tool.activated` and notifies, in one transaction. Idempotent. */
   activate(name: string, version: number, ref?: WorkflowRef): Promise<ActivationResult>;
   /** Removes the active pointer (versions stay), logs `tool.deactivated` and notifies. Idempotent. */
@@ -117,51 +131,82 @@ async function notifyTools(tx: ForgeTx, name: string): Promise<void> {
   await tx.execute(sql`SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
 }
 
+/** The insert half of insertVersion/commitVersion; the caller holds the tool's lock (`last` from lockTool). */
+async function insertLocked(tx: ForgeTx, input: NewToolVersion, last: number): Promise<InsertVersionResult> {
+  const [existing] = await tx
+    .select()
+    .from(toolVersions)
+    .where(and(eq(toolVersions.name, input.name), eq(toolVersions.contentHash, input.contentHash)))
+    .limit(1);
+  if (existing) return { version: existing.version, created: false, row: existing };
+  // The counter is the source of truth; max() only guards against rows written around the store.
+  const [{ highest }] = await tx
+    .select({ highest: max(toolVersions.version) })
+    .from(toolVersions)
+    .where(eq(toolVersions.name, input.name));
+  const version = Math.max(last, highest ?? 0) + 1;
+  await tx.update(toolVersionCounters).set({ lastVersion: version }).where(eq(toolVersionCounters.name, input.name));
+  const [row] = await tx
+    .insert(toolVersions)
+    .values({
+      name: input.name,
+      version,
+      contentHash: input.contentHash,
+      sourceTs: input.sourceTs,
+      compiledJs: input.compiledJs,
+      testInput: input.testInput ?? null,
+      description: input.description ?? '',
+      verdict: input.verdict,
+      workflowId: input.workflowId,
+    })
+    .returning();
+  await insertEvent(tx, {
+    kind: 'tool.version_created',
+    subject: input.name,
+    detail: { version, contentHash: input.contentHash },
+    workflowId: input.workflowId,
+  });
+  return { version, created: true, row };
+}
+
+/** The pointer move of activate/commitVersion; the caller holds the tool's lock. */
+async function activateLocked(tx: ForgeTx, name: string, version: number, ref: WorkflowRef): Promise<ActivationResult> {
+  const [target] = await tx
+    .select({ id: toolVersions.id })
+    .from(toolVersions)
+    .where(and(eq(toolVersions.name, name), eq(toolVersions.version, version)))
+    .limit(1);
+  if (!target) throw new ToolVersionNotFoundError(name, version);
+  const [current] = await tx.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
+  if (current?.version === version) return { name, version, previousVersion: version, changed: false };
+  await tx
+    .insert(activeTools)
+    .values({ name, version, updatedAt: sql`now()` })
+    .onConflictDoUpdate({ target: activeTools.name, set: { version, updatedAt: sql`now()` } });
+  await insertEvent(tx, {
+    kind: 'tool.activated',
+    subject: name,
+    detail: { version, previousVersion: current?.version ?? null },
+    workflowId: ref.workflowId,
+  });
+  await notifyTools(tx, name);
+  return { name, version, previousVersion: current?.version, changed: true };
+}
+
 /** Builds the store over an open database (see {@link ToolStore} for the guarantees). */
 export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore {
   const { db } = database;
 
   return {
     insertVersion(input) {
+      return db.transaction(async (tx) => insertLocked(tx, input, await lockTool(tx, input.name)));
+    },
+
+    commitVersion(input, ref = {}) {
       return db.transaction(async (tx) => {
-        const last = await lockTool(tx, input.name);
-        const [existing] = await tx
-          .select()
-          .from(toolVersions)
-          .where(and(eq(toolVersions.name, input.name), eq(toolVersions.contentHash, input.contentHash)))
-          .limit(1);
-        if (existing) return { version: existing.version, created: false, row: existing };
-        // The counter is the source of truth; max() only guards against rows written around the store.
-        const [{ highest }] = await tx
-          .select({ highest: max(toolVersions.version) })
-          .from(toolVersions)
-          .where(eq(toolVersions.name, input.name));
-        const version = Math.max(last, highest ?? 0) + 1;
-        await tx
-          .update(toolVersionCounters)
-          .set({ lastVersion: version })
-          .where(eq(toolVersionCounters.name, input.name));
-        const [row] = await tx
-          .insert(toolVersions)
-          .values({
-            name: input.name,
-            version,
-            contentHash: input.contentHash,
-            sourceTs: input.sourceTs,
-            compiledJs: input.compiledJs,
-            testInput: input.testInput ?? null,
-            description: input.description ?? '',
-            verdict: input.verdict,
-            workflowId: input.workflowId,
-          })
-          .returning();
-        await insertEvent(tx, {
-          kind: 'tool.version_created',
-          subject: input.name,
-          detail: { version, contentHash: input.contentHash },
-          workflowId: input.workflowId,
-        });
-        return { version, created: true, row };
+        const inserted = await insertLocked(tx, input, await lockTool(tx, input.name));
+        const activated = await activateLocked(tx, input.name, inserted.version, ref);
+        return { ...inserted, previousVersion: activated.previousVersion, changed: activated.changed };
       });
     },
 
@@ -199,28 +244,7 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
     activate(name, version, ref = {}) {
       return db.transaction(async (tx) => {
         await lockTool(tx, name);
-        const [target] = await tx
-          .select({ id: toolVersions.id })
-          .from(toolVersions)
-          .where(and(eq(toolVersions.name, name), eq(toolVersions.version, version)))
-          .limit(1);
-        if (!target) throw new ToolVersionNotFoundError(name, version);
-        const [current] = await tx.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
-        if (current?.version === version) {
-          return { name, version, previousVersion: version, changed: false };
-        }
-        await tx
-          .insert(activeTools)
-          .values({ name, version, updatedAt: sql`now()` })
-          .onConflictDoUpdate({ target: activeTools.name, set: { version, updatedAt: sql`now()` } });
-        await insertEvent(tx, {
-          kind: 'tool.activated',
-          subject: name,
-          detail: { version, previousVersion: current?.version ?? null },
-          workflowId: ref.workflowId,
-        });
-        await notifyTools(tx, name);
-        return { name, version, previousVersion: current?.version, changed: true };
+        return activateLocked(tx, name, version, ref);
       });
     },
 

@@ -145,6 +145,29 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     expect((await store.listActive()).map((a) => a.name)).toContain('act');
   });
 
+  test('commitVersion stores and activates in one step; concurrent commits end on the highest version', async () => {
+    const heard: string[] = [];
+    const unlisten = await database.listen(TOOLS_CHANNEL, (name) => heard.push(name));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        store.commitVersion(version('committer', `export default ${i}`), { workflowId: `wf-${i}` }),
+      ),
+    );
+    expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // Insert and activation share the lock, so each commit moved the pointer from the version just before it.
+    for (const r of results) expect(r.previousVersion).toBe(r.version === 1 ? undefined : r.version - 1);
+    expect((await store.getActive('committer'))?.version).toBe(20);
+
+    // A retried commit of the content that is active now changes nothing.
+    const latest = results.findIndex((r) => r.version === 20);
+    const retry = await store.commitVersion(version('committer', `export default ${latest}`));
+    expect(retry).toMatchObject({ version: 20, created: false, changed: false, previousVersion: 20 });
+    await waitUntil(() => heard.length >= 20);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(heard.filter((n) => n === 'committer')).toHaveLength(20);
+    await unlisten();
+  });
+
   test('deactivate removes the pointer, keeps the versions and notifies; a second call changes nothing', async () => {
     await store.insertVersion(version('deact', 'v1'));
     await store.activate('deact', 1);
