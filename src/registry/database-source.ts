@@ -1,0 +1,52 @@
+// Not '../db': its index pulls in both database drivers, which an agent process in directory mode never needs.
+import { TOOLS_CHANNEL } from '../db/channels';
+import { createToolStore } from '../db/tool-store';
+import type { ForgeDatabase } from '../db/types';
+import { memo, type LoadedTool, type Snapshot, type ToolSource } from './source';
+
+/**
+ * Loads from the database: the active pointers and each active version's row (compiled module included). Reloads on
+ * every notification on TOOLS_CHANNEL, and re-reads after the listener reconnected, since notifications sent while it
+ * was down are lost.
+ */
+export function databaseSource(database: ForgeDatabase): ToolSource {
+  const store = createToolStore(database);
+  return {
+    label: `database (${database.kind})`,
+
+    async load(previous) {
+      const pointers = await store.listActive();
+      const tools = new Map<string, LoadedTool>();
+      let changed = !previous || previous.tools.size !== pointers.length;
+      for (const pointer of pointers) {
+        const old = previous?.tools.get(pointer.name);
+        // A stored version never changes, so (name, version) identifies the entry.
+        if (old && old.descriptor.version === pointer.version) {
+          tools.set(pointer.name, old);
+          continue;
+        }
+        changed = true;
+        const row = await store.getVersion(pointer.name, pointer.version);
+        if (!row) continue; // removed since listActive; its removal notified, so another reload follows
+        const compiledJs = row.compiledJs;
+        tools.set(pointer.name, {
+          descriptor: { name: row.name, version: row.version, contentHash: row.contentHash, description: row.description },
+          compiledJs: memo(() => Promise.resolve(compiledJs)),
+        });
+      }
+      if (!changed) return 'unchanged';
+      // The database has no generation of its own to offer here; a local counter is enough to order this
+      // registry's own snapshots.
+      return { generation: (previous?.generation ?? 0) + 1, tools } satisfies Snapshot;
+    },
+
+    async watch(changed) {
+      const unlisten = await database.listen(TOOLS_CHANNEL, () => changed());
+      const stopReconnect = database.onListenerReconnect(changed);
+      return async () => {
+        stopReconnect();
+        await unlisten();
+      };
+    },
+  };
+}

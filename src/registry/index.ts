@@ -1,0 +1,38 @@
+export { writeFileAtomic, writeFileOnce, type WriteOnceResult } from './atomic-file';
+export {
+  InvalidToolNameError,
+  RegistryClosedError,
+  RegistryLoadError,
+  RegistryWaitTimeoutError,
+  ToolFileConflictError,
+  ToolFileFormatError,
+} from './errors';
+export { childPerCallInvoker, type InvocationRequest, type Invoker } from './invoker';
+export { materializeActiveTools, writeToolVersion } from './materialize';
+export {
+  ACTIVE_INDEX_FILE,
+  TOOL_NAME_PATTERN,
+  assertToolName,
+  filesFromRow,
+  listToolDirectories,
+  readActiveIndex,
+  readCompiledJs,
+  readManifest,
+  removeToolDirectory,
+  versionPaths,
+  writeActiveIndex,
+  writeToolVersionFiles,
+  type ToolVersionFiles,
+  type VersionPaths,
+  type WriteVersionResult,
+} from './tool-files';
+export {
+  ToolRegistry,
+  type InvokeFailureStatus,
+  type InvokeOptions,
+  type InvokeResult,
+  type RegistryChange,
+  type ToolRegistryOptions,
+  type ToolRegistrySource,
+} from './tool-registry';
+export type { ActiveEntry, ActiveIndex, ToolDescriptor, ToolManifest } from './types';

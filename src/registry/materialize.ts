@@ -1,0 +1,128 @@
+import path from 'node:path';
+import type { ToolStore, ToolVersion } from '../db';
+import { Mutex } from './mutex';
+import {
+  filesFromRow,
+  listToolDirectories,
+  readActiveIndex,
+  readManifest,
+  removeToolDirectory,
+  writeActiveIndex,
+  writeToolVersionFiles,
+  versionPaths,
+  type WriteVersionResult,
+} from './tool-files';
+import { ToolFileConflictError } from './errors';
+import type { ActiveEntry, ActiveIndex } from './types';
+
+/**
+ * Writes the files of one stored version under `dir` (source, compiled module, manifest last). The deploy activity
+ * calls it after persisting the version and before activating it, so the files exist before any pointer names them.
+ * Idempotent; throws ToolFileConflictError if different bytes already claim this version.
+ */
+export function writeToolVersion(
+  dir: string,
+  row: ToolVersion,
+  options: { inputJsonSchema?: unknown } = {},
+): Promise<WriteVersionResult> {
+  // Under the directory's lock, so that the cleanup of a deleted tool cannot remove files of a re-created one while
+  // they are being written.
+  return stateFor(dir).lock.run(() => writeToolVersionFiles(dir, filesFromRow(row, options)));
+}
+
+interface DirectoryState {
+  /**
+   * Every materialisation reads the database, writes files and active.json as one step under this lock, so the last
+   * one to run also read the newest state.
+   */
+  lock: Mutex;
+  /**
+   * `name@version` → content hash of manifests already checked against the database by this process. Files are
+   * immutable, so one check per version is enough; it catches an agent-tools directory left over from another
+   * database whose version numbers mean other code.
+   */
+  verified: Map<string, string>;
+}
+
+const directories = new Map<string, DirectoryState>();
+function stateFor(dir: string): DirectoryState {
+  const key = path.resolve(dir);
+  let state = directories.get(key);
+  if (!state) directories.set(key, (state = { lock: new Mutex(), verified: new Map() }));
+  return state;
+}
+
+/**
+ * Brings `dir` in line with the database's active pointers: first makes sure every active version's files exist
+ * (writing missing ones from the stored rows; this is how a worker on another host materialises agent-tools/), then
+ * replaces active.json, so no registry ever reads a pointer to a file that is not there; then removes the directories of
+ * tools that are neither active nor stored any more (deleted tools). Returns the index now on disk.
+ *
+ * Generations only increase: the new one is the newest event id, or one more than the current file's if that is not
+ * higher (a transaction with a lower event id may commit after one with a higher id), and active.json is not rewritten
+ * when neither pointers nor events moved. Calls in one process are serialised per directory; the current generation is
+ * re-read right before the rename, so an older materialisation never replaces a newer file.
+ */
+export function materializeActiveTools(store: ToolStore, dir: string): Promise<ActiveIndex> {
+  const state = stateFor(dir);
+  return state.lock.run(() => materializeLocked(store, dir, state.verified));
+}
+
+async function materializeLocked(store: ToolStore, dir: string, verified: Map<string, string>): Promise<ActiveIndex> {
+  // The event id is read before the pointers, so the pointers are at least as new as the generation they get.
+  const [newest] = await store.listEvents({ limit: 1 });
+  const eventId = newest?.id ?? 0;
+  const pointers = await store.listActive();
+
+  const tools: Record<string, ActiveEntry> = {};
+  for (const pointer of pointers) {
+    const key = `${pointer.name}@${pointer.version}`;
+    const manifest = await readManifest(dir, pointer.name, pointer.version);
+    if (manifest && verified.get(key) === manifest.contentHash) {
+      tools[pointer.name] = { version: pointer.version, contentHash: manifest.contentHash };
+      continue;
+    }
+    const row = await store.getVersion(pointer.name, pointer.version);
+    // Removed since listActive: its removal notified, and the materialisation that follows will drop it.
+    if (!row) continue;
+    if (manifest && manifest.contentHash !== row.contentHash) {
+      throw new ToolFileConflictError(versionPaths(dir, row.name, row.version).manifest, row.name, row.version);
+    }
+    // The manifest is written last, so when it exists the source and module beside it do too.
+    if (!manifest) await writeToolVersionFiles(dir, filesFromRow(row));
+    verified.set(key, row.contentHash);
+    tools[pointer.name] = { version: row.version, contentHash: row.contentHash };
+  }
+
+  const index = await replaceIndex(dir, eventId, tools);
+  await removeDeletedTools(store, dir, index);
+  return index;
+}
+
+/** Writes active.json unless nothing moved, never with a generation at or below the one on disk. */
+async function replaceIndex(dir: string, eventId: number, tools: Record<string, ActiveEntry>): Promise<ActiveIndex> {
+  const current = await readActiveIndex(dir);
+  if (current && eventId <= current.generation && sameTools(current.tools, tools)) return current;
+  const generation = Math.max(eventId, (current?.generation ?? -1) + 1);
+  // Another process sharing the directory may have written meanwhile; never go back past what it wrote.
+  const latest = await readActiveIndex(dir);
+  if (latest && latest.generation >= generation) return latest;
+  const next: ActiveIndex = { generation, updatedAt: new Date().toISOString(), tools };
+  await writeActiveIndex(dir, next);
+  return next;
+}
+
+/** Deletes directories of tools that active.json no longer lists and the database no longer stores. */
+async function removeDeletedTools(store: ToolStore, dir: string, index: ActiveIndex): Promise<void> {
+  for (const name of await listToolDirectories(dir)) {
+    if (index.tools[name]) continue;
+    const versions = await store.listVersions(name);
+    if (versions.length === 0) await removeToolDirectory(dir, name);
+  }
+}
+
+function sameTools(a: Record<string, ActiveEntry>, b: Record<string, ActiveEntry>): boolean {
+  const names = Object.keys(a);
+  if (names.length !== Object.keys(b).length) return false;
+  return names.every((n) => b[n] !== undefined && b[n].version === a[n].version && b[n].contentHash === a[n].contentHash);
+}

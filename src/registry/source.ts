@@ -1,0 +1,39 @@
+import type { ToolDescriptor } from './types';
+
+/** One loaded tool version. Immutable: a reload that changes a tool replaces its entry. */
+export interface LoadedTool {
+  descriptor: ToolDescriptor;
+  /** The compiled ES module, read when first needed and kept (version files never change). */
+  compiledJs(): Promise<string>;
+}
+
+/** Everything a registry holds at one moment; swapped as a whole on reload. */
+export interface Snapshot {
+  generation: number;
+  tools: ReadonlyMap<string, LoadedTool>;
+}
+
+/** Where a registry loads from: the agent-tools directory or the database. */
+export interface ToolSource {
+  /** For messages: the directory, or `database (pglite)`. */
+  readonly label: string;
+  /**
+   * Loads the current active versions, reusing entries of `previous` whose version did not change. `unchanged` when
+   * nothing moved since `previous`. Throws when the state cannot be read completely (the caller keeps `previous`).
+   */
+  load(previous: Snapshot | undefined): Promise<Snapshot | 'unchanged'>;
+  /** Calls `changed` whenever the state may have changed (spurious calls are fine); resolves to a stop function. */
+  watch(changed: () => void): Promise<() => Promise<void>>;
+}
+
+/** Caches the first successful read; a failed read is retried by the next caller. */
+export function memo(read: () => Promise<string>): () => Promise<string> {
+  let pending: Promise<string> | undefined;
+  return () => {
+    pending ??= read().catch((err: unknown) => {
+      pending = undefined;
+      throw err;
+    });
+    return pending;
+  };
+}

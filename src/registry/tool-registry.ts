@@ -1,0 +1,295 @@
+import type { ForgeDatabase } from '../db/types';
+import type { SandboxLimits, SandboxStatus } from '../sandbox';
+import { sandboxLimitsFromEnv } from '../sandbox/limits-from-env';
+import { databaseSource } from './database-source';
+import { directorySource } from './directory-source';
+import { RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError } from './errors';
+import { childPerCallInvoker, type Invoker } from './invoker';
+import type { Snapshot, ToolSource } from './source';
+import type { ToolDescriptor } from './types';
+
+/** How a registry is tuned; every field has a default. */
+export interface ToolRegistryOptions {
+  /** Sandbox limits for every call (default: `sandboxLimitsFromEnv()`). Ignored when `invoker` is given. */
+  limits?: Partial<SandboxLimits>;
+  /** Calls running at once with the default invoker (default: the core count). */
+  concurrency?: number;
+  /** Replaces the child-per-call invoker (a pooled runner, for instance). */
+  invoker?: Invoker;
+  /** Directory mode: how often active.json is checked besides fs.watch (default 500 ms). */
+  pollIntervalMs?: number;
+  /** Told about reloads that failed (the registry keeps its tools and retries); default: one line on stderr. */
+  onReloadError?: (error: unknown) => void;
+}
+
+/** Where to load from: the agent-tools directory (no database needed), or the database itself. */
+export type ToolRegistrySource = { dir: string } | { database: ForgeDatabase };
+
+/** A tool call's outcome. Tool failures are results, never exceptions. */
+export type InvokeResult =
+  | { ok: true; name: string; version: number; output: unknown; durationMs: number }
+  | {
+      ok: false;
+      name: string;
+      version?: number;
+      status: InvokeFailureStatus;
+      error: string;
+      durationMs: number;
+      /** The sandbox's details (schema issues, limit hit, stack), when the call got that far. */
+      diagnostics?: unknown;
+      stderrTail?: string;
+    };
+
+/**
+ * A sandbox verdict other than `passed`, or: `not_found` (no such active tool), `unavailable` (its files could not be
+ * read), `closed` (the registry was closed).
+ */
+export type InvokeFailureStatus = Exclude<SandboxStatus, 'passed'> | 'not_found' | 'unavailable' | 'closed';
+
+export interface InvokeOptions {
+  /** Aborting ends the call as `timeout` and kills its process tree. */
+  signal?: AbortSignal;
+  /** Lowers the platform's time limit for this call. */
+  timeoutMs?: number;
+}
+
+/** What one reload changed, as told to `onChange` listeners. */
+export interface RegistryChange {
+  generation: number;
+  added: string[];
+  updated: string[];
+  removed: string[];
+}
+
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+/**
+ * The active tool versions, as an agent process sees them: loaded at startup, reloaded when they change, invoked in a
+ * bounded sandbox child process per call (see {@link childPerCallInvoker} for why).
+ *
+ * A reload swaps the whole set at once, so a caller never sees half of a change; a reload that fails keeps the tools
+ * loaded before and retries with backoff.
+ */
+export class ToolRegistry {
+  private snapshot: Snapshot;
+  private closed = false;
+  private stopWatching: (() => Promise<void>) | undefined;
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = RETRY_MIN_MS;
+  private readonly listeners = new Set<(change: RegistryChange) => void>();
+  private readonly inFlight = new Set<AbortController>();
+  private readonly closeWaiters = new Set<(err: Error) => void>();
+
+  private constructor(
+    private readonly source: ToolSource,
+    private readonly invoker: Invoker,
+    private readonly onReloadError: (error: unknown) => void,
+  ) {
+    this.snapshot = { generation: Number.NEGATIVE_INFINITY, tools: new Map() };
+  }
+
+  /**
+   * Opens a registry and loads the active versions. With `{ dir }` it reads `<dir>/active.json` and the manifests and
+   * follows changes through fs.watch plus a poll; with `{ database }` it reads the store and reloads on TOOLS_CHANNEL
+   * notifications. The database handle stays the caller's to close.
+   * @throws RegistryLoadError when the first load fails.
+   */
+  static async open(options: ToolRegistrySource & ToolRegistryOptions): Promise<ToolRegistry> {
+    const source = 'dir' in options ? directorySource(options.dir, options.pollIntervalMs ?? 500) : databaseSource(options.database);
+    const invoker =
+      options.invoker ?? childPerCallInvoker({ limits: options.limits ?? sandboxLimitsFromEnv(), concurrency: options.concurrency });
+    const onReloadError =
+      options.onReloadError ??
+      ((err: unknown) => process.stderr.write(`forge registry: reload failed, keeping the loaded tools: ${(err as Error)?.message ?? String(err)}\n`));
+    const registry = new ToolRegistry(source, invoker, onReloadError);
+    try {
+      // Watch first, so a change landing during the first load is not missed (at worst it causes one extra reload).
+      registry.stopWatching = await source.watch(() => registry.scheduleReload());
+      const first = await source.load(undefined);
+      if (first !== 'unchanged') registry.snapshot = first;
+    } catch (err) {
+      await registry.close();
+      throw new RegistryLoadError(source.label, { cause: err });
+    }
+    return registry;
+  }
+
+  /** The generation of the loaded state (active.json's in directory mode, a local counter in database mode). */
+  get generation(): number {
+    return this.snapshot.generation;
+  }
+
+  /** The active version of `name`, or undefined when no such tool is active. */
+  get(name: string): ToolDescriptor | undefined {
+    return this.snapshot.tools.get(name)?.descriptor;
+  }
+
+  /** Every active tool, by name. */
+  list(): ToolDescriptor[] {
+    return [...this.snapshot.tools.values()].map((t) => t.descriptor).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  /**
+   * Calls the active version of `name` with `input`, in a bounded sandbox child: the tool's own schema validates the
+   * input there (`invalid` when it fails), and time, memory and output are limited. Never throws for what the tool does;
+   * an unknown tool is `not_found` with the available names in `error`.
+   */
+  async invoke(name: string, input: unknown, options: InvokeOptions = {}): Promise<InvokeResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    if (this.closed) return { ok: false, name, status: 'closed', error: 'the tool registry is closed', durationMs: elapsed() };
+    const tool = this.snapshot.tools.get(name);
+    if (!tool) return { ok: false, name, status: 'not_found', error: this.notFoundMessage(name), durationMs: elapsed() };
+    const { version } = tool.descriptor;
+    let compiledJs: string;
+    try {
+      compiledJs = await tool.compiledJs();
+    } catch (err) {
+      const error = `the compiled module of ${name} v${version} could not be read: ${(err as Error).message}`;
+      return { ok: false, name, version, status: 'unavailable', error, durationMs: elapsed() };
+    }
+    // Our own controller, so that close() can end calls still running.
+    const controller = new AbortController();
+    const forward = () => controller.abort();
+    if (options.signal?.aborted) controller.abort();
+    options.signal?.addEventListener('abort', forward, { once: true });
+    this.inFlight.add(controller);
+    try {
+      const verdict = await this.invoker.invoke({ name, version, compiledJs, input, signal: controller.signal, timeoutMs: options.timeoutMs });
+      if (verdict.status === 'passed') return { ok: true, name, version, output: verdict.output, durationMs: elapsed() };
+      return {
+        ok: false,
+        name,
+        version,
+        status: verdict.status,
+        error: verdict.error ?? `the call ended ${verdict.status}`,
+        durationMs: elapsed(),
+        ...(verdict.diagnostics ? { diagnostics: verdict.diagnostics } : {}),
+        ...(verdict.stderrTail ? { stderrTail: verdict.stderrTail } : {}),
+      };
+    } catch (err) {
+      // A custom invoker broke its contract; still a result, not an exception.
+      return { ok: false, name, version, status: 'crashed', error: `the invoker failed: ${(err as Error).message}`, durationMs: elapsed() };
+    } finally {
+      this.inFlight.delete(controller);
+      options.signal?.removeEventListener('abort', forward);
+    }
+  }
+
+  /** Calls `listener` after every reload that changed something; returns the unsubscribe function. */
+  onChange(listener: (change: RegistryChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Resolves once `name`'s loaded state satisfies `predicate` (given the descriptor, or undefined when the tool is not
+   * active), or once version `version` is loaded. Checks the current state first.
+   * @throws RegistryWaitTimeoutError after `timeoutMs`; RegistryClosedError if the registry closes meanwhile.
+   */
+  waitFor(
+    name: string,
+    expected: number | ((tool: ToolDescriptor | undefined) => boolean),
+    timeoutMs = 10_000,
+  ): Promise<ToolDescriptor | undefined> {
+    const matches = typeof expected === 'number' ? (t: ToolDescriptor | undefined) => t?.version === expected : expected;
+    if (matches(this.get(name))) return Promise.resolve(this.get(name));
+    if (this.closed) return Promise.reject(new RegistryClosedError());
+    return new Promise((resolve, reject) => {
+      const finish = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        this.closeWaiters.delete(onClose);
+      };
+      const onClose = (err: Error) => {
+        finish();
+        reject(err);
+      };
+      const timer = setTimeout(() => onClose(new RegistryWaitTimeoutError(name, timeoutMs, this.get(name)?.version)), timeoutMs);
+      const unsubscribe = this.onChange(() => {
+        const now = this.get(name);
+        if (!matches(now)) return;
+        finish();
+        resolve(now);
+      });
+      this.closeWaiters.add(onClose);
+    });
+  }
+
+  /** Stops watching, ends calls still running (their process trees are killed) and rejects pending waits. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    for (const controller of this.inFlight) controller.abort();
+    for (const reject of [...this.closeWaiters]) reject(new RegistryClosedError());
+    this.listeners.clear();
+    await this.stopWatching?.().catch(() => undefined);
+    await this.reloading?.catch(() => undefined);
+  }
+
+  private notFoundMessage(name: string): string {
+    const names = [...this.snapshot.tools.keys()].sort();
+    const shown = names.length > 50 ? `${names.slice(0, 50).join(', ')} and ${names.length - 50} more` : names.join(', ');
+    return `no active tool named ${JSON.stringify(name)}; available: ${names.length === 0 ? '(none)' : shown}`;
+  }
+
+  /** Coalesces change signals: one reload at a time, plus one more if a signal came in while it ran. */
+  private scheduleReload(): void {
+    if (this.closed) return;
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return;
+    }
+    this.reloading = this.reloadLoop().finally(() => {
+      this.reloading = undefined;
+    });
+  }
+
+  private async reloadLoop(): Promise<void> {
+    do {
+      this.reloadAgain = false;
+      try {
+        await this.reloadOnce();
+        this.retryDelayMs = RETRY_MIN_MS;
+      } catch (err) {
+        if (this.closed) return;
+        this.onReloadError(err);
+        if (this.retryTimer) clearTimeout(this.retryTimer);
+        this.retryTimer = setTimeout(() => this.scheduleReload(), this.retryDelayMs);
+        this.retryTimer.unref();
+        this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_MS);
+        return;
+      }
+    } while (this.reloadAgain && !this.closed);
+  }
+
+  private async reloadOnce(): Promise<void> {
+    const previous = this.snapshot;
+    const next = await this.source.load(previous);
+    if (next === 'unchanged' || this.closed) return;
+    this.snapshot = next;
+    const change = diff(previous, next);
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(change);
+      } catch {
+        // A listener's bug must not stop the others or the reload loop.
+      }
+    }
+  }
+}
+
+function diff(before: Snapshot, after: Snapshot): RegistryChange {
+  const change: RegistryChange = { generation: after.generation, added: [], updated: [], removed: [] };
+  for (const [name, tool] of after.tools) {
+    const old = before.tools.get(name);
+    if (!old) change.added.push(name);
+    else if (old !== tool) change.updated.push(name);
+  }
+  for (const name of before.tools.keys()) if (!after.tools.has(name)) change.removed.push(name);
+  return change;
+}
