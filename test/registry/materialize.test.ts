@@ -1,0 +1,172 @@
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { ToolStore } from '../../src/db';
+import {
+  materializeActiveTools,
+  readActiveIndex,
+  readManifest,
+  ToolFileConflictError,
+  versionPaths,
+  writeActiveIndex,
+  writeToolVersion,
+  writeToolVersionFiles,
+} from '../../src/registry';
+import { greeterSource, scratchDatabase, scratchDir, storeVersion } from './helpers';
+
+describe('materializeActiveTools', () => {
+  let db: Awaited<ReturnType<typeof scratchDatabase>>;
+  let store: ToolStore;
+  let dir: string;
+
+  beforeAll(async () => {
+    db = await scratchDatabase();
+    store = db.store;
+  });
+  afterAll(() => db.dispose());
+  beforeEach(() => {
+    // A fresh agent-tools directory per test: like a worker on a host that has never seen these tools.
+    dir = scratchDir('forge-materialize-');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('writes the files of every active version from the database, then active.json', async () => {
+    const row = await storeVersion(store, 'mat_basic', greeterSource('mat_basic', 'hello'));
+    await store.activate('mat_basic', row.version);
+    const index = await materializeActiveTools(store, dir);
+
+    expect(index.tools.mat_basic).toEqual({ version: row.version, contentHash: row.contentHash });
+    expect(index.generation).toBeGreaterThan(0);
+    expect(await readActiveIndex(dir)).toEqual(index);
+    const paths = versionPaths(dir, 'mat_basic', row.version);
+    expect(readFileSync(paths.source, 'utf8')).toBe(row.sourceTs);
+    expect(readFileSync(paths.compiled, 'utf8')).toBe(row.compiledJs);
+    expect(await readManifest(dir, 'mat_basic', row.version)).toMatchObject({ contentHash: row.contentHash, description: row.description });
+  });
+
+  it('does not rewrite active.json when nothing changed', async () => {
+    const first = await materializeActiveTools(store, dir);
+    const stamp = statSync(path.join(dir, 'active.json')).ino;
+    const second = await materializeActiveTools(store, dir);
+    expect(second).toEqual(first);
+    expect(statSync(path.join(dir, 'active.json')).ino).toBe(stamp);
+  });
+
+  it('never lets active.json name a version whose files are not there yet', async () => {
+    const violations: string[] = [];
+    let watching = true;
+    // Another process's registry, reading as fast as it can while versions are activated and materialised.
+    const watcher = (async () => {
+      while (watching) {
+        const index = await readActiveIndex(dir).catch(() => undefined);
+        for (const [name, entry] of Object.entries(index?.tools ?? {})) {
+          const paths = versionPaths(dir, name, entry.version);
+          for (const file of [paths.manifest, paths.compiled, paths.source]) {
+            if (!existsSync(file)) violations.push(`${name} v${entry.version}: ${path.basename(file)} missing`);
+          }
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    for (let i = 0; i < 8; i++) {
+      const row = await storeVersion(store, 'mat_order', greeterSource('mat_order', `v${i}`));
+      await store.activate('mat_order', row.version);
+      await materializeActiveTools(store, dir);
+    }
+    watching = false;
+    await watcher;
+    expect(violations).toEqual([]);
+  });
+
+  it('serialises concurrent calls, and the generation on disk never goes down', async () => {
+    const seen: number[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const index = await readActiveIndex(dir).catch(() => undefined);
+        if (index) seen.push(index.generation);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const tools = ['mat_conc_a', 'mat_conc_b', 'mat_conc_c'];
+    const work: Promise<unknown>[] = [];
+    for (let round = 0; round < 4; round++) {
+      for (const name of tools) {
+        work.push(
+          (async () => {
+            const row = await storeVersion(store, name, greeterSource(name, `r${round}`));
+            await store.activate(name, row.version);
+          })(),
+        );
+        work.push(materializeActiveTools(store, dir), materializeActiveTools(store, dir));
+      }
+    }
+    const results = await Promise.all(work);
+    // Once every activation has committed, one more call settles the directory on the database's state.
+    const final = await materializeActiveTools(store, dir);
+    watching = false;
+    await watcher;
+
+    for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThanOrEqual(seen[i - 1]);
+    const returned = results.filter((r): r is { generation: number } => typeof r === 'object' && r !== null && 'generation' in r);
+    // Calls complete in call order (the mutex), so their generations are non-decreasing too.
+    for (let i = 1; i < returned.length; i++) expect(returned[i].generation).toBeGreaterThanOrEqual(returned[i - 1].generation);
+    expect(final.generation).toBeGreaterThanOrEqual(returned[returned.length - 1].generation);
+    for (const name of tools) {
+      const active = await store.getActive(name);
+      expect(final.tools[name]?.version).toBe(active?.version);
+    }
+    expect(await readActiveIndex(dir)).toEqual(final);
+  });
+
+  it('moves the generation up even when no newer event id exists', async () => {
+    const before = await materializeActiveTools(store, dir);
+    // A pointer file from an older round, hand-edited to lose a tool, with the newest generation: the database still
+    // says the tool is active, so the next call must rewrite it, and with a higher generation.
+    const name = Object.keys(before.tools)[0];
+    const tampered = { ...before, tools: { ...before.tools } };
+    delete tampered.tools[name];
+    await writeActiveIndex(dir, tampered);
+    const after = await materializeActiveTools(store, dir);
+    expect(after.generation).toBeGreaterThan(before.generation);
+    expect(after.tools[name]).toEqual(before.tools[name]);
+  });
+
+  it('removes the directory of a deleted tool, and keeps that of a deactivated one', async () => {
+    const gone = await storeVersion(store, 'mat_gone', greeterSource('mat_gone', 'bye'));
+    const kept = await storeVersion(store, 'mat_kept', greeterSource('mat_kept', 'still'));
+    await store.activate('mat_gone', gone.version);
+    await store.activate('mat_kept', kept.version);
+    await materializeActiveTools(store, dir);
+    expect(existsSync(path.join(dir, 'mat_gone'))).toBe(true);
+
+    await store.removeTool('mat_gone');
+    await store.deactivate('mat_kept');
+    const index = await materializeActiveTools(store, dir);
+    expect(index.tools.mat_gone).toBeUndefined();
+    expect(index.tools.mat_kept).toBeUndefined();
+    expect(existsSync(path.join(dir, 'mat_gone'))).toBe(false);
+    expect(existsSync(versionPaths(dir, 'mat_kept', kept.version).manifest)).toBe(true);
+  });
+
+  it('writes one version ahead of activation, idempotently (the deploy activity retried)', async () => {
+    const row = await storeVersion(store, 'mat_ahead', greeterSource('mat_ahead', 'early'));
+    await expect(writeToolVersion(dir, row, { inputJsonSchema: { type: 'object' } })).resolves.toMatchObject({ created: true });
+    await expect(writeToolVersion(dir, row, { inputJsonSchema: { type: 'object' } })).resolves.toMatchObject({ created: false });
+    // Not active yet: no registry may see it.
+    expect((await materializeActiveTools(store, dir)).tools.mat_ahead).toBeUndefined();
+    expect((await readManifest(dir, 'mat_ahead', row.version))?.inputJsonSchema).toEqual({ type: 'object' });
+  });
+
+  it('refuses a directory whose version files hold other code than the database (immutable versions)', async () => {
+    const row = await storeVersion(store, 'mat_clash', greeterSource('mat_clash', 'db'));
+    await store.activate('mat_clash', row.version);
+    // Left behind by another database whose v<N> meant something else.
+    await writeToolVersionFiles(dir, {
+      manifest: { name: 'mat_clash', version: row.version, contentHash: 'other', description: '', createdAt: '', workflowId: null },
+      sourceTs: '// other',
+      compiledJs: '// other',
+    });
+    await expect(materializeActiveTools(store, dir)).rejects.toBeInstanceOf(ToolFileConflictError);
+    expect((await readActiveIndex(dir))?.tools.mat_clash).toBeUndefined();
+  });
+});
