@@ -21,7 +21,12 @@ export const registryLoad: Bench = {
       const tools: Record<string, ActiveEntry> = {};
       for (let i = 0; i < TOOLS; i++) {
         const name = `tool_${String(i).padStart(4, '0')}`;
-        const source = `import { z } from 'zod';\nexport default { name: '${name}', description: 'Tool ${i}.', inputSchema: z.object({ n: z.number() }), async execute(input: { n: number }) { return { n: input.n + ${i} }; } };\n`;
+        const source = [
+          `import { z } from 'zod';`,
+          `export default { name: '${name}', description: 'Tool ${i}.', inputSchema: z.object({ n: z.number() }),`,
+          `  async execute(input: { n: number }) { return { n: input.n + ${i} }; } };`,
+          '',
+        ].join('\n');
         const contentHash = `${i.toString(16).padStart(8, '0')}${'0'.repeat(56)}`;
         await writeToolVersionFiles(dir, {
           manifest: { name, version: 1, contentHash, description: `Tool ${i}.`, createdAt: new Date().toISOString(), workflowId: null },

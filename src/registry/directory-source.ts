@@ -21,6 +21,21 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return results;
 }
 
+/** Calls `changed` on every event about active.json in `dir`; undefined where fs.watch cannot be had. */
+function watchIndex(dir: string, changed: () => void): FSWatcher | undefined {
+  try {
+    // active.json is replaced by rename, which shows as an event on the directory (a watch on the file itself would
+    // follow the old inode).
+    const watcher = watch(dir, { persistent: false }, (_event, filename) => {
+      if (filename === null || filename === ACTIVE_INDEX_FILE) changed();
+    });
+    watcher.on('error', () => watcher.close()); // the poll carries on alone
+    return watcher;
+  } catch {
+    return undefined; // no inotify (or out of watches): the poll still sees every change
+  }
+}
+
 /** Generation of a registry that found no active.json yet: below every generation a worker writes. */
 const NO_INDEX = -1;
 
@@ -28,7 +43,8 @@ const NO_INDEX = -1;
  * Loads from the agent-tools directory: active.json for the pointers, each version's manifest for its descriptor, and
  * the compiled module on first call. Needs no database, which is the point for agent processes.
  */
-export function directorySource(dir: string, pollIntervalMs: number): ToolSource {
+export function directorySource(dir: string, options: { pollIntervalMs: number; fsWatch: boolean }): ToolSource {
+  const { pollIntervalMs } = options;
   const indexFile = path.join(dir, ACTIVE_INDEX_FILE);
   return {
     label: dir,
@@ -47,9 +63,10 @@ export function directorySource(dir: string, pollIntervalMs: number): ToolSource
         const manifest = await readManifest(dir, name, entry.version);
         // The worker writes files before pointers, so this is a directory tampered with or copied half-way: fail the
         // reload (the old tools stay) rather than drop the tool or load something else.
-        if (!manifest) throw new ToolFileFormatError(indexFile, `${name} v${entry.version} is active but its manifest is missing`);
+        const which = `${name} v${entry.version}`;
+        if (!manifest) throw new ToolFileFormatError(indexFile, `${which} is active but its manifest is missing`);
         if (manifest.contentHash !== entry.contentHash) {
-          throw new ToolFileFormatError(indexFile, `${name} v${entry.version}: active.json and the manifest disagree on the content hash`);
+          throw new ToolFileFormatError(indexFile, `${which}: active.json and the manifest disagree on the content hash`);
         }
         return {
           descriptor: {
@@ -69,20 +86,7 @@ export function directorySource(dir: string, pollIntervalMs: number): ToolSource
     async watch(changed) {
       // fs.watch needs the directory; an agent started before the first deployment creates it (empty, harmless).
       await mkdir(dir, { recursive: true });
-      let watcher: FSWatcher | undefined;
-      try {
-        // active.json is replaced by rename, which shows as an event on the directory (a watch on the file itself
-        // would follow the old inode).
-        watcher = watch(dir, { persistent: false }, (_event, filename) => {
-          if (filename === null || filename === ACTIVE_INDEX_FILE) changed();
-        });
-        watcher.on('error', () => {
-          watcher?.close();
-          watcher = undefined;
-        });
-      } catch {
-        watcher = undefined; // no inotify (or out of watches): the poll below still sees every change
-      }
+      const watcher = options.fsWatch ? watchIndex(dir, changed) : undefined;
       // fs.watch is not reliable everywhere (network file systems, containers' bind mounts, exhausted inotify
       // watches), so a cheap stat poll backs it up: a rename changes the inode, a rewrite the mtime or size.
       const fingerprint = () =>

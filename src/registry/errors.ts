@@ -51,9 +51,8 @@ export class RegistryWaitTimeoutError extends Error {
     /** The version the registry held when the wait gave up, if any. */
     readonly lastSeenVersion: number | undefined,
   ) {
-    super(
-      `Tool ${tool} did not reach the awaited state within ${timeoutMs} ms (last seen: ${lastSeenVersion === undefined ? 'not loaded' : `v${lastSeenVersion}`}).`,
-    );
+    const seen = lastSeenVersion === undefined ? 'not loaded' : `v${lastSeenVersion}`;
+    super(`Tool ${tool} did not reach the awaited state within ${timeoutMs} ms (last seen: ${seen}).`);
   }
 }
 

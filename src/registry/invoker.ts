@@ -55,8 +55,8 @@ export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; 
         };
       }
       try {
-        const maxTimeoutMs =
-          request.timeoutMs !== undefined && request.timeoutMs > 0 ? Math.min(limits.maxTimeoutMs, request.timeoutMs) : limits.maxTimeoutMs;
+        const { timeoutMs } = request;
+        const maxTimeoutMs = timeoutMs !== undefined && timeoutMs > 0 ? Math.min(limits.maxTimeoutMs, timeoutMs) : limits.maxTimeoutMs;
         return await runSandbox({
           name: request.name,
           // The source is not needed when the compiled module is given; the sandbox checks only that it is a string.

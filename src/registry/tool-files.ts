@@ -17,7 +17,9 @@ export function assertToolName(name: unknown): asserts name is string {
 }
 
 function assertVersion(name: string, version: number): void {
-  if (!Number.isSafeInteger(version) || version < 1) throw new ToolFileFormatError(name, `version ${version} is not a positive integer`);
+  if (!Number.isSafeInteger(version) || version < 1) {
+    throw new ToolFileFormatError(name, `version ${version} is not a positive integer`);
+  }
 }
 
 /** The three files of one version. */

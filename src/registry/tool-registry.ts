@@ -18,6 +18,8 @@ export interface ToolRegistryOptions {
   invoker?: Invoker;
   /** Directory mode: how often active.json is checked besides fs.watch (default 500 ms). */
   pollIntervalMs?: number;
+  /** Directory mode: false relies on the poll alone (where fs.watch misbehaves, e.g. some network file systems). */
+  fsWatch?: boolean;
   /** Told about reloads that failed (the registry keeps its tools and retries); default: one line on stderr. */
   onReloadError?: (error: unknown) => void;
 }
@@ -98,12 +100,16 @@ export class ToolRegistry {
    * @throws RegistryLoadError when the first load fails.
    */
   static async open(options: ToolRegistrySource & ToolRegistryOptions): Promise<ToolRegistry> {
-    const source = 'dir' in options ? directorySource(options.dir, options.pollIntervalMs ?? 500) : databaseSource(options.database);
+    const source =
+      'dir' in options
+        ? directorySource(options.dir, { pollIntervalMs: options.pollIntervalMs ?? 500, fsWatch: options.fsWatch ?? true })
+        : databaseSource(options.database);
     const invoker =
       options.invoker ?? childPerCallInvoker({ limits: options.limits ?? sandboxLimitsFromEnv(), concurrency: options.concurrency });
     const onReloadError =
       options.onReloadError ??
-      ((err: unknown) => process.stderr.write(`forge registry: reload failed, keeping the loaded tools: ${(err as Error)?.message ?? String(err)}\n`));
+      ((err: unknown) =>
+        process.stderr.write(`forge registry: reload failed, keeping the loaded tools: ${(err as Error)?.message ?? String(err)}\n`));
     const registry = new ToolRegistry(source, invoker, onReloadError);
     try {
       // Watch first, so a change landing during the first load is not missed (at worst it causes one extra reload).
@@ -158,7 +164,8 @@ export class ToolRegistry {
     options.signal?.addEventListener('abort', forward, { once: true });
     this.inFlight.add(controller);
     try {
-      const verdict = await this.invoker.invoke({ name, version, compiledJs, input, signal: controller.signal, timeoutMs: options.timeoutMs });
+      const { timeoutMs } = options;
+      const verdict = await this.invoker.invoke({ name, version, compiledJs, input, signal: controller.signal, timeoutMs });
       if (verdict.status === 'passed') return { ok: true, name, version, output: verdict.output, durationMs: elapsed() };
       return {
         ok: false,
@@ -172,7 +179,8 @@ export class ToolRegistry {
       };
     } catch (err) {
       // A custom invoker broke its contract; still a result, not an exception.
-      return { ok: false, name, version, status: 'crashed', error: `the invoker failed: ${(err as Error).message}`, durationMs: elapsed() };
+      const error = `the invoker failed: ${(err as Error).message}`;
+      return { ok: false, name, version, status: 'crashed', error, durationMs: elapsed() };
     } finally {
       this.inFlight.delete(controller);
       options.signal?.removeEventListener('abort', forward);

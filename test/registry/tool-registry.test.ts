@@ -116,6 +116,13 @@ describe('ToolRegistry', () => {
       expect(registry.list().map((t) => t.name)).toEqual(['greeter']);
     });
 
+    it('hot-reloads through the poll alone when fs.watch is off', async () => {
+      const registry = await open({ dir, fsWatch: false, pollIntervalMs: 100 });
+      const v = await deploy('greeter', 'polled');
+      await registry.waitFor('greeter', v, 5_000);
+      expect(await registry.invoke('greeter', { who: 'poll' })).toMatchObject({ ok: true, output: { greeting: 'polled poll' } });
+    });
+
     it('keeps the loaded tools when a reload fails, and recovers on the next good index', async () => {
       const errors: unknown[] = [];
       const registry = await open({ dir, onReloadError: (e) => errors.push(e) });
