@@ -39,6 +39,9 @@ function findTemporalBinary(env = process.env) {
   const dirs = (env.PATH || '').split(path.delimiter).filter(Boolean);
   const home = forgeHome(env);
   dirs.push(path.join(home, 'bin'), path.join(home, 'venv', 'bin'));
+  // The project's own state directory last: a FORGE_HOME elsewhere (tests, a second platform) reuses its binary.
+  const own = path.resolve(__dirname, '..', '.forge');
+  dirs.push(path.join(own, 'bin'), path.join(own, 'venv', 'bin'));
   for (const dir of dirs) {
     const candidate = path.resolve(dir, exe);
     if (isExecutable(candidate)) return candidate;

@@ -1,7 +1,17 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode, UsageError } from './commands/exit-codes';
 import { printError } from './commands/output';
+import { ForgeInputError } from './errors';
+import { ConfigError } from './config';
+import { PlatformUnreachableError } from './platform/errors';
+import { registerCall } from './commands/call';
+import { registerDelete } from './commands/delete';
+import { registerDeploy } from './commands/deploy';
+import { registerLintSql } from './commands/lint-sql';
+import { registerRollback } from './commands/rollback';
 import { registerSandbox } from './commands/sandbox';
+import { registerTools } from './commands/tools';
+import { registerUp } from './commands/up';
 
 /** Builds the `forge` program; each command lives in src/commands/<name>.ts and sets process.exitCode. */
 export function buildProgram(): Command {
@@ -10,7 +20,14 @@ export function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .showHelpAfterError();
+  registerUp(program);
   registerSandbox(program);
+  registerDeploy(program);
+  registerTools(program);
+  registerRollback(program);
+  registerDelete(program);
+  registerCall(program);
+  registerLintSql(program);
   return program;
 }
 
@@ -27,9 +44,13 @@ export async function main(argv: string[]): Promise<number> {
       // --help and --version end here with code 0; everything else commander rejects is bad usage.
       return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof ForgeInputError || err instanceof ConfigError) {
       printError(json, err.message);
       return ExitCode.usage;
+    }
+    if (err instanceof PlatformUnreachableError) {
+      printError(json, err.message, { unreachable: err.address });
+      return ExitCode.unreachable;
     }
     throw err;
   }

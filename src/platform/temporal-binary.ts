@@ -1,14 +1,19 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from '../sandbox/paths';
 import { TemporalBinaryNotFoundError } from './errors';
 
 const EXE = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
 
-/** Where setup may have put the binary, after PATH: `$FORGE_HOME/bin` (go install), `$FORGE_HOME/venv/bin` (pip). */
+/**
+ * Where setup may have put the binary, after PATH: `$FORGE_HOME/bin` (go install), `$FORGE_HOME/venv/bin` (pip), and
+ * last the project's own `.forge/`, so that a FORGE_HOME elsewhere (tests, a second platform) reuses its binary.
+ */
 export function temporalBinarySearchPath(env: NodeJS.ProcessEnv = process.env): string[] {
   const home = path.resolve(env.FORGE_HOME?.trim() ? env.FORGE_HOME : '.forge');
+  const own = path.join(packageRoot(), '.forge');
   const dirs = (env.PATH ?? '').split(path.delimiter).filter((d) => d !== '');
-  return [...dirs, path.join(home, 'bin'), path.join(home, 'venv', 'bin')];
+  return [...new Set([...dirs, path.join(home, 'bin'), path.join(home, 'venv', 'bin'), path.join(own, 'bin'), path.join(own, 'venv', 'bin')])];
 }
 
 function isExecutableFile(file: string): boolean {

@@ -1,0 +1,201 @@
+import type { ToolStore, ToolVersion } from '../db';
+import { toolContentHash } from '../registry/content-hash';
+import { compileTool, TOOL_NAME_PATTERN } from '../sandbox';
+import type {
+  DeployToolWorkflowInput,
+  ListToolsResult,
+  ToolSummary,
+  VerdictSummary,
+} from '../workflows/types';
+import { notFound, toolRejected } from './failures';
+
+/** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
+export interface ToolActivityDeps {
+  store: ToolStore;
+  /** Names that belong to the agent's built-in tools. */
+  builtinTools: readonly string[];
+  /** Largest source a deployment accepts. */
+  maxSourceBytes: number;
+  /** Writes the files of one stored version under agent-tools/ (atomic, never overwriting). */
+  writeVersionFiles(row: ToolVersion): Promise<void>;
+  /** Makes agent-tools/active.json match the database's active pointers (files first, then the index). */
+  publish(): Promise<{ generation: number; tools: number }>;
+  /** Where and how long this platform runs sandbox tests (the worker's configuration is the authority). */
+  sandbox: { taskQueue: string; maxTimeoutMs: number };
+}
+
+export interface ValidateResult {
+  /** The sandbox task queue and time limit of this platform, recorded in the history so the run replays alike. */
+  sandbox: { taskQueue: string; maxTimeoutMs: number };
+  activeVersion?: number;
+  /** The content equals the active version's: the deployment is a no-op. */
+  unchanged: boolean;
+}
+
+export interface CommitInput {
+  name: string;
+  source: string;
+  testInput: unknown;
+  description?: string;
+  contentHash: string;
+  verdict: VerdictSummary;
+  workflowId: string;
+}
+
+export interface CommitResult {
+  version: number;
+  previousVersion?: number;
+  /** False when this exact content was already stored (a retried activity, or redeploying an earlier version). */
+  created: boolean;
+}
+
+/**
+ * The control-queue activities of tool deployment, rollback and deletion. Each is a thin adapter over the store and
+ * the sandbox's compiler; each is idempotent as its TSDoc says, so Temporal may retry any of them.
+ */
+export function createToolActivities(deps: ToolActivityDeps) {
+  const { store } = deps;
+
+  return {
+    /**
+     * Checks what can be checked without running anything: the name, reserved names, size, the content hash, and
+     * whether the content is already the active version. Idempotent (reads only); nothing to compensate.
+     */
+    async validateDeployment(input: DeployToolWorkflowInput): Promise<ValidateResult> {
+      const refuse = (message: string) => toolRejected({ stage: 'validate', verdict: 'refused', message });
+      if (!TOOL_NAME_PATTERN.test(input.name)) {
+        throw refuse(`the tool name ${JSON.stringify(input.name)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter`);
+      }
+      if (deps.builtinTools.includes(input.name)) {
+        throw refuse(`"${input.name}" is the name of a built-in tool; choose another name`);
+      }
+      if (input.source.trim() === '') throw refuse('the source is empty');
+      const bytes = Buffer.byteLength(input.source, 'utf8');
+      if (bytes > deps.maxSourceBytes) throw refuse(`the source is ${bytes} bytes, over the ${deps.maxSourceBytes}-byte limit`);
+      if (toolContentHash(input) !== input.contentHash) {
+        throw refuse('the content hash does not match the submission; resubmit through the Forge client');
+      }
+      const active = await store.getActive(input.name);
+      if (!active) return { sandbox: deps.sandbox, unchanged: false };
+      const row = await store.getVersion(input.name, active.version);
+      return { sandbox: deps.sandbox, activeVersion: active.version, unchanged: row?.contentHash === input.contentHash };
+    },
+
+    /** Compiles the source in memory to find syntax and transform errors early. Idempotent; nothing to compensate. */
+    async compileCheck(input: { name: string; source: string }): Promise<{ compiledBytes: number; warnings: string[] }> {
+      const compiled = await compileTool(input.source, input.name);
+      if (!compiled.ok) {
+        throw toolRejected({
+          stage: 'compile',
+          verdict: 'failed',
+          message: `the source does not compile: ${compiled.errors[0].message}`,
+          compileErrors: compiled.errors,
+        });
+      }
+      return { compiledBytes: Buffer.byteLength(compiled.code), warnings: compiled.warnings };
+    },
+
+    /**
+     * Persists the tested version and makes it active in ONE transaction under the tool's row lock, then writes its
+     * files. The single transaction is what serialises deployments of one tool: they may test concurrently, but their
+     * state changes never interleave, and versions only go up. Idempotent on (name, content hash): a retry finds the
+     * version stored and active and changes nothing. Compensated by `restoreActive` with the version active before.
+     */
+    async commitVersion(input: CommitInput): Promise<CommitResult> {
+      // Compiled again rather than carried from the compile step: esbuild is deterministic and fast, and this keeps
+      // megabytes of JavaScript out of the workflow history.
+      const compiled = await compileTool(input.source, input.name);
+      if (!compiled.ok) throw new Error(`compiling ${input.name} failed at commit although it passed before: ${compiled.errors[0].message}`);
+      const result = await store.commitVersion(
+        {
+          name: input.name,
+          contentHash: input.contentHash,
+          sourceTs: input.source,
+          compiledJs: compiled.code,
+          testInput: input.testInput,
+          description: input.description,
+          verdict: input.verdict,
+          workflowId: input.workflowId,
+        },
+        { workflowId: input.workflowId },
+      );
+      await deps.writeVersionFiles(result.row);
+      return { version: result.version, previousVersion: result.previousVersion, created: result.created };
+    },
+
+    /**
+     * Brings agent-tools/ up to date with the database (files, then active.json); the database has already sent
+     * its NOTIFY with the commit. Idempotent; nothing to compensate.
+     */
+    async publishTools(): Promise<{ generation: number; tools: number }> {
+      return deps.publish();
+    },
+
+    /**
+     * Compensation: makes `version` active again, or deactivates the tool when there was none, then publishes.
+     * Idempotent.
+     */
+    async restoreActive(input: { name: string; version?: number; workflowId: string }): Promise<void> {
+      if (input.version !== undefined) await store.activate(input.name, input.version, { workflowId: input.workflowId });
+      else await store.deactivate(input.name, { workflowId: input.workflowId });
+      await deps.publish();
+    },
+
+    /**
+     * Makes an earlier version active: `toVersion`, or the newest stored version below the active one. Idempotent:
+     * a retry finds the target active already.
+     */
+    async activateEarlierVersion(input: {
+      name: string;
+      toVersion?: number;
+      workflowId: string;
+    }): Promise<{ version: number; previousVersion?: number }> {
+      const versions = await store.listVersions(input.name);
+      if (versions.length === 0) throw notFound(`there is no tool named "${input.name}"`);
+      const active = await store.getActive(input.name);
+      let target: number;
+      if (input.toVersion !== undefined) {
+        if (!versions.some((v) => v.version === input.toVersion)) {
+          throw notFound(`"${input.name}" has no version ${input.toVersion}; stored versions: ${versions.map((v) => v.version).join(', ')}`);
+        }
+        target = input.toVersion;
+      } else {
+        const below = versions.filter((v) => active === undefined || v.version < active.version);
+        if (below.length === 0) {
+          throw notFound(`"${input.name}" has no version older than the active v${active?.version}; pass --to to choose one`);
+        }
+        target = below[below.length - 1].version;
+      }
+      const result = await store.activate(input.name, target, { workflowId: input.workflowId });
+      return { version: target, previousVersion: result.changed ? result.previousVersion : active?.version };
+    },
+
+    /** Deactivates the tool and deletes its stored versions (the version counter stays). Idempotent. */
+    async removeTool(input: { name: string; workflowId: string }): Promise<{ previousVersion?: number; removedVersions: number }> {
+      const result = await store.removeTool(input.name, { workflowId: input.workflowId });
+      return { previousVersion: result.previousVersion, removedVersions: result.removedVersions };
+    },
+
+    /** The active tools with their versions. Read-only. */
+    async listTools(): Promise<ListToolsResult> {
+      const active = await store.listActive();
+      const tools: ToolSummary[] = [];
+      for (const pointer of active) {
+        const versions = await store.listVersions(pointer.name);
+        const row = versions.find((v) => v.version === pointer.version);
+        tools.push({
+          name: pointer.name,
+          activeVersion: pointer.version,
+          status: 'active',
+          updatedAt: new Date(pointer.updatedAt).toISOString(),
+          description: row?.description || undefined,
+          contentHash: row?.contentHash ?? '',
+          versions: versions.length,
+        });
+      }
+      return { tools };
+    },
+  };
+}
+
+export type ToolActivities = ReturnType<typeof createToolActivities>;

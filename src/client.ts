@@ -1,0 +1,306 @@
+import { randomBytes } from 'node:crypto';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { z } from 'zod';
+import { loadConfig } from './config';
+import { ForgeInputError, RunNotFoundError } from './errors';
+import {
+  connectClient,
+  resolveTemporalConnection,
+  toPlatformError,
+  type TemporalConnectOptions,
+} from './platform/temporal-connection';
+import { canonicalJson, toolContentHash } from './registry/content-hash';
+import { TOOL_NAME_PATTERN } from './sandbox/run';
+import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './workflows/search-attributes';
+import type {
+  DeleteToolResult,
+  DeployToolInput,
+  DeployToolResult,
+  ForgeKind,
+  ListToolsResult,
+  RollbackToolResult,
+  RunProgress,
+} from './workflows/types';
+
+export { ForgeInputError, RunNotFoundError } from './errors';
+export { PlatformUnreachableError } from './platform/errors';
+export type * from './workflows/types';
+
+/**
+ * The largest tool source a deployment takes. Workflow inputs travel through Temporal, whose default payload limit is
+ * 2 MiB; 1.5 MiB leaves room for the rest of the input. (The sandbox alone, `forge sandbox`, takes up to 10 MiB.)
+ */
+export const MAX_DEPLOY_SOURCE_BYTES = 1.5 * 1024 * 1024;
+
+const toolName = z
+  .string()
+  .regex(TOOL_NAME_PATTERN, 'a tool name is 1-64 characters of a-z, 0-9 and _, starting with a letter (no uppercase, dots or slashes)');
+
+const jsonValue = z.unknown().superRefine((value, ctx) => {
+  try {
+    const text = canonicalJson(value);
+    if (text === undefined) ctx.addIssue({ code: 'custom', message: 'must be a JSON value (not undefined or a function)' });
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `must be a JSON value: ${(err as Error).message}` });
+  }
+});
+
+const deployInputSchema = z.object({
+  name: toolName,
+  source: z
+    .string()
+    .refine((s) => s.trim().length > 0, 'the source is empty')
+    .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_DEPLOY_SOURCE_BYTES, `the source is over ${MAX_DEPLOY_SOURCE_BYTES} bytes`),
+  testInput: jsonValue.default({}),
+  description: z.string().max(2000).optional(),
+});
+
+/** Called with each change of a run's progress while the client waits for it. */
+export type ProgressListener = (progress: RunProgress) => void;
+
+export interface ForgeClientOptions extends TemporalConnectOptions {
+  /** The control task queue the workers poll (default: FORGE_TASK_QUEUE_CONTROL or `forge-control`). */
+  taskQueue?: string;
+}
+
+/** A started deployment: its ID, its live progress, and its result. */
+export interface DeployHandle {
+  workflowId: string;
+  runId: string;
+  /** True when this call joined a run already under way for the same content. */
+  joined: boolean;
+  progress(): Promise<RunProgress | undefined>;
+  result(options?: { onProgress?: ProgressListener }): Promise<DeployToolResult>;
+}
+
+/** What `getRun` tells about any Forge run. */
+export interface RunInfo {
+  workflowId: string;
+  runId: string;
+  type: string;
+  status: string;
+  kind?: string;
+  subject?: string;
+  outcome?: string;
+  startTime: string;
+  closeTime?: string;
+  progress?: RunProgress;
+  result?: unknown;
+  failure?: string;
+}
+
+/**
+ * The SDK an agent uses: typed methods that start Forge's workflows and wait for their results. Inputs are checked
+ * before anything starts; a platform that cannot be reached is one `PlatformUnreachableError`.
+ */
+export class ForgeClient {
+  private constructor(
+    /** The underlying Temporal client, for anything this SDK does not wrap. */
+    readonly temporal: Client,
+    private readonly taskQueue: string,
+    private readonly address: string,
+  ) {}
+
+  /** Connects through the standard Temporal environment configuration (TEMPORAL_ADDRESS, ..., or `options`). */
+  static async connect(options: ForgeClientOptions = {}): Promise<ForgeClient> {
+    const taskQueue = options.taskQueue ?? loadConfig(options.env ?? process.env).taskQueues.control;
+    const client = await connectClient(options);
+    return new ForgeClient(client, taskQueue, resolveTemporalConnection(options).address);
+  }
+
+  /** Wraps an existing Temporal client (tests, or an application that already holds one). */
+  static fromClient(client: Client, options: { taskQueue?: string } = {}): ForgeClient {
+    return new ForgeClient(client, options.taskQueue ?? loadConfig().taskQueues.control, 'the configured address');
+  }
+
+  async close(): Promise<void> {
+    await this.temporal.connection.close();
+  }
+
+  /** Deploys a tool and waits: `active` with its version, or `rejected` with the verdict and diagnostics. */
+  async deployTool(input: DeployToolInput, options: { onProgress?: ProgressListener } = {}): Promise<DeployToolResult> {
+    const handle = await this.startDeployTool(input);
+    return handle.result(options);
+  }
+
+  /**
+   * Starts a deployment and returns at once. The run's ID is derived from the content, and a start for content
+   * already being deployed joins that run instead of starting another.
+   */
+  async startDeployTool(input: DeployToolInput): Promise<DeployHandle> {
+    const parsed = parseInput(deployInputSchema, input, 'deployTool');
+    const contentHash = toolContentHash(parsed);
+    const workflowId = `tool-deploy/${parsed.name}/${contentHash.slice(0, 16)}`;
+    const handle = await this.call(() =>
+      this.temporal.workflow.start('deployToolWorkflow', {
+        taskQueue: this.taskQueue,
+        workflowId,
+        args: [{ ...parsed, contentHash }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: searchAttributes('deploy', parsed.name),
+        staticSummary: `Deploy tool ${parsed.name}`,
+        staticDetails: [
+          `**tool:** ${parsed.name}`,
+          `**content hash:** \`${contentHash}\``,
+          `**source:** ${Buffer.byteLength(parsed.source)} bytes`,
+          parsed.description ? `**description:** ${parsed.description}` : '',
+        ]
+          .filter(Boolean)
+          .join('\n'),
+      }),
+    );
+    const runId = handle.firstExecutionRunId;
+    const joined = await this.call(async () => (await handle.describe()).runId !== runId).catch(() => false);
+    return {
+      workflowId,
+      runId,
+      joined,
+      progress: () => this.progressOf(handle),
+      result: (opts = {}) => this.waitWithProgress<DeployToolResult>(handle, opts.onProgress),
+    };
+  }
+
+  /** Makes an earlier version active (`toVersion`, or the newest below the active one) and waits. */
+  async rollbackTool(name: string, options: { toVersion?: number } = {}): Promise<RollbackToolResult> {
+    const input = parseInput(
+      z.object({ name: toolName, toVersion: z.number().int().positive().optional() }),
+      { name, toVersion: options.toVersion },
+      'rollbackTool',
+    );
+    const workflowId = `tool-rollback/${input.name}/${input.toVersion !== undefined ? `v${input.toVersion}` : 'previous'}-${shortId()}`;
+    return this.run<RollbackToolResult>('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`);
+  }
+
+  /** Deactivates a tool and removes its versions, and waits. */
+  async deleteTool(name: string): Promise<DeleteToolResult> {
+    const input = parseInput(z.object({ name: toolName }), { name }, 'deleteTool');
+    return this.run<DeleteToolResult>('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`);
+  }
+
+  /** The active tools, read by the worker that holds the database. */
+  async listTools(): Promise<ListToolsResult> {
+    return this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
+  }
+
+  /** Everything Temporal knows of one Forge run: status, search attributes, live progress, result or failure. */
+  async getRun(workflowId: string): Promise<RunInfo> {
+    const handle = this.temporal.workflow.getHandle(workflowId);
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await this.call(() => handle.describe());
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new RunNotFoundError(workflowId, { cause: err });
+      throw err;
+    }
+    const attrs = description.typedSearchAttributes;
+    const info: RunInfo = {
+      workflowId,
+      runId: description.runId,
+      type: description.type,
+      status: description.status.name,
+      kind: attrs.get(ForgeKindKey),
+      subject: attrs.get(ForgeSubjectKey),
+      outcome: attrs.get(ForgeOutcomeKey),
+      startTime: description.startTime.toISOString(),
+      closeTime: description.closeTime?.toISOString(),
+    };
+    info.progress = await this.progressOf(handle);
+    if (description.status.name === 'COMPLETED') info.result = await handle.result();
+    else if (description.status.name !== 'RUNNING') {
+      info.failure = await handle.result().then(
+        () => undefined,
+        (err: Error) => (err.cause instanceof Error ? err.cause.message : err.message),
+      );
+    }
+    return info;
+  }
+
+  /** Starts a workflow that answers quickly and waits for its result. */
+  private async run<T>(type: string, workflowId: string, kind: ForgeKind, subject: string, args: unknown[], summary: string): Promise<T> {
+    const handle = await this.call(() =>
+      this.temporal.workflow.start(type, {
+        taskQueue: this.taskQueue,
+        workflowId,
+        args,
+        typedSearchAttributes: searchAttributes(kind, subject),
+        staticSummary: summary,
+      }),
+    );
+    return this.call(() => handle.result() as Promise<T>);
+  }
+
+  private async waitWithProgress<T>(handle: WorkflowHandle, onProgress?: ProgressListener): Promise<T> {
+    if (!onProgress) return this.call(() => handle.result() as Promise<T>);
+    let last = '';
+    let done = false;
+    const poll = async () => {
+      while (!done) {
+        const progress = await this.progressOf(handle);
+        const key = progress ? JSON.stringify(progress.stages.map((s) => [s.status, s.durationMs])) + progress.stage : '';
+        if (progress && key !== last && !done) {
+          last = key;
+          onProgress(progress);
+        }
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    };
+    const polling = poll();
+    try {
+      const result = await this.call(() => handle.result() as Promise<T>);
+      done = true;
+      await polling;
+      const final = await this.progressOf(handle);
+      if (final && JSON.stringify(final.stages.map((s) => [s.status, s.durationMs])) + final.stage !== last) onProgress(final);
+      return result;
+    } finally {
+      done = true;
+    }
+  }
+
+  /** The run's `progress` query; undefined while no worker answers it. */
+  private async progressOf(handle: WorkflowHandle): Promise<RunProgress | undefined> {
+    try {
+      return await handle.query<RunProgress>('progress');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Runs a Temporal call, turning "nothing answers there" into one clear PlatformUnreachableError. */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
+      throw toPlatformError(err, this.address);
+    }
+  }
+}
+
+function searchAttributes(kind: ForgeKind, subject: string) {
+  return [
+    { key: ForgeKindKey, value: kind },
+    { key: ForgeSubjectKey, value: subject },
+  ];
+}
+
+function parseInput<S extends z.ZodType>(schema: S, input: unknown, method: string): z.output<S> {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+  throw new ForgeInputError(
+    `${method}: ${issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`,
+    issues,
+  );
+}
+
+/** A short, sortable suffix for run IDs that are not derived from content (time, then randomness). */
+function shortId(): string {
+  return `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+}

@@ -1,0 +1,34 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config';
+import { ToolRegistry } from '../registry';
+import { ExitCode } from './exit-codes';
+import { printResult } from './output';
+import { parseJsonOption } from './read-input';
+
+/**
+ * `forge call NAME --input JSON [--json]`: invokes the active version exactly as an agent's registry would — from
+ * agent-tools/, in a bounded child process — so it needs neither Temporal nor the database.
+ */
+export function registerCall(program: Command): void {
+  program
+    .command('call')
+    .description("Invoke a tool's active version the way an agent's registry does")
+    .argument('<name>', 'the tool')
+    .option('--input <json>', 'the input', '{}')
+    .option('--json', 'print one JSON object')
+    .action(async (name: string, opts: { input: string; json?: boolean }) => {
+      const input = parseJsonOption('--input', opts.input);
+      const config = loadConfig();
+      const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
+      try {
+        const result = await registry.invoke(name, input);
+        const out = result.ok
+          ? { ok: true, output: result.output, name, version: result.version, durationMs: result.durationMs }
+          : { ok: false, error: result.error, name, version: result.version, status: result.status, durationMs: result.durationMs };
+        printResult(!!opts.json, out, () => (result.ok ? JSON.stringify(result.output, null, 2) : `${name}: ${result.status}: ${result.error}`));
+        process.exitCode = result.ok ? ExitCode.ok : ExitCode.refused;
+      } finally {
+        await registry.close();
+      }
+    });
+}

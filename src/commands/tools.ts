@@ -1,0 +1,23 @@
+import type { Command } from 'commander';
+import { withForgeClient } from './connect';
+import { ExitCode } from './exit-codes';
+import { printResult } from './output';
+
+/** `forge tools [--json]`: the active tools, read by the worker through a workflow. */
+export function registerTools(program: Command): void {
+  program
+    .command('tools')
+    .description('List the active tools and their versions')
+    .option('--json', 'print one JSON object')
+    .action(async (opts: { json?: boolean }) => {
+      const result = await withForgeClient((forge) => forge.listTools());
+      printResult(!!opts.json, result, () =>
+        result.tools.length === 0
+          ? 'No tools are active yet. Deploy one with `forge deploy FILE.ts`.'
+          : result.tools
+              .map((t) => `${t.name.padEnd(32)} v${String(t.activeVersion).padEnd(5)} ${t.updatedAt}  ${t.description ?? ''}`.trimEnd())
+              .join('\n'),
+      );
+      process.exitCode = ExitCode.ok;
+    });
+}

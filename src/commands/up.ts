@@ -1,0 +1,51 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config';
+import { startPlatform, untilSignal } from '../platform/run-platform';
+import { ExitCode } from './exit-codes';
+
+/**
+ * `forge up`: the embedded platform in the foreground (dev server with its SQLite file under $FORGE_HOME, the
+ * database, the workers); `forge worker`: workers only, against the configured Temporal and database. Ctrl-C (or
+ * SIGTERM) stops everything that was started.
+ */
+export function registerUp(program: Command): void {
+  program
+    .command('up')
+    .description('Start the embedded platform: Temporal dev server + Web UI, database, workers (Ctrl-C stops it all)')
+    .action(async () => {
+      const config = loadConfig();
+      // With TEMPORAL_ADDRESS set, use that Temporal (CLI.md) instead of starting the dev server.
+      const embeddedTemporal = !process.env.TEMPORAL_ADDRESS;
+      await runUntilSignal(config, embeddedTemporal, (p) => {
+        const lines = [`Forge is up. Temporal at ${p.address}.`];
+        if (p.uiUrl) lines.push(`Web UI: ${p.uiUrl}  (runs: ${p.uiUrl}/namespaces/default/workflows)`);
+        lines.push(`agent-tools: ${config.agentToolsDir}`, 'Press Ctrl-C to stop.');
+        process.stdout.write(lines.join('\n') + '\n');
+      });
+    });
+
+  program
+    .command('worker')
+    .description('Run Forge workers against the configured Temporal (TEMPORAL_ADDRESS, ...) and database (DATABASE_URL)')
+    .action(async () => {
+      await runUntilSignal(loadConfig(), false, (p) => process.stdout.write(`Forge workers are running against ${p.address}. Press Ctrl-C to stop.\n`));
+    });
+}
+
+async function runUntilSignal(
+  config: ReturnType<typeof loadConfig>,
+  embeddedTemporal: boolean,
+  announce: (p: { address: string; uiUrl?: string }) => void,
+): Promise<void> {
+  const signalled = untilSignal();
+  const platform = await startPlatform({ config, embeddedTemporal });
+  announce(platform);
+  const ended = await Promise.race([signalled.then((s) => ({ signal: s })), platform.done.then(() => ({ signal: undefined }))]).catch(
+    (err: Error) => ({ signal: undefined, error: err }),
+  );
+  if ('error' in ended && ended.error) process.stderr.write(`forge: a worker stopped: ${ended.error.message}\n`);
+  else if (ended.signal) process.stderr.write(`forge: ${ended.signal}: stopping ...\n`);
+  await platform.stop();
+  process.stderr.write('forge: stopped.\n');
+  process.exitCode = 'error' in ended && ended.error ? ExitCode.refused : ExitCode.ok;
+}

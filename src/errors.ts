@@ -1,0 +1,23 @@
+/** Errors of the client SDK (src/client.ts); the CLI maps them to exit codes. */
+
+/** Thrown when a client method's input is invalid; nothing was started. `issues` name each bad field. */
+export class ForgeInputError extends Error {
+  override readonly name = 'ForgeInputError';
+  constructor(
+    message: string,
+    readonly issues: { path: string[]; message: string }[],
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown when `getRun` names a workflow ID that Temporal does not know. */
+export class RunNotFoundError extends Error {
+  override readonly name = 'RunNotFoundError';
+  constructor(
+    readonly workflowId: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`no run with workflow ID ${JSON.stringify(workflowId)}`, options);
+  }
+}

@@ -1,0 +1,75 @@
+import type { ForgeConfig } from '../config';
+import { openDatabase } from '../db';
+import { createForgeWorkers } from '../worker';
+import { startDevServer, type DevServer } from './dev-server';
+import { connectWorkerConnection } from './temporal-connection';
+
+export interface PlatformOptions {
+  config: ForgeConfig;
+  /** Start the embedded Temporal dev server (forge up), or connect to the configured one (forge worker). */
+  embeddedTemporal: boolean;
+  log?: (line: string) => void;
+}
+
+/** A running platform: stop() takes down everything it started, in reverse order, and resolves once all is gone. */
+export interface RunningPlatform {
+  address: string;
+  uiUrl?: string;
+  /** Resolves when the workers stop (after stop(), or on a fatal worker error, which it rethrows). */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts what `forge up` (embedded) or `forge worker` needs: the dev server if asked, the database (migrated), and
+ * the workers. Whatever was started before a step fails is stopped again before the error is thrown.
+ */
+export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
+  const { config } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const undo: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const step of undo.reverse()) await step().catch((err: Error) => log(`forge: while stopping: ${err.message}`));
+    undo.length = 0;
+  };
+  try {
+    let server: DevServer | undefined;
+    if (options.embeddedTemporal) {
+      log(`forge: starting the Temporal dev server (state in ${config.home}) ...`);
+      server = await startDevServer({ home: config.home, port: config.temporal.port, uiPort: config.temporal.uiPort });
+      undo.push(() => server!.stop());
+    }
+    const { connection, namespace, address } = await connectWorkerConnection(server ? { address: server.address, namespace: server.namespace } : {});
+    undo.push(() => connection.close());
+    const db = config.database;
+    log(`forge: opening the database (${db.kind === 'postgres' ? 'PostgreSQL from DATABASE_URL' : `embedded PGlite in ${db.dataDir}`}) ...`);
+    const database = await openDatabase(config);
+    undo.push(() => database.close());
+    const workers = await createForgeWorkers({ config, connection, namespace, database, log });
+    const done = workers.run();
+    undo.push(async () => {
+      await workers.shutdown();
+      await done.catch(() => undefined);
+    });
+    log(
+      `forge: workers polling ${config.taskQueues.control} and ${config.taskQueues.sandbox} (sandbox concurrency ${config.sandbox.concurrency}) on ${address}, namespace ${namespace}`,
+    );
+    return { address, uiUrl: server?.uiUrl, done, stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** Resolves on the first SIGINT or SIGTERM (Ctrl-C, `kill`, a container stop). */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}

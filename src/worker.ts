@@ -1,0 +1,105 @@
+import { Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
+import { createSandboxActivities } from './activities/sandbox-activities';
+import { createToolActivities } from './activities/tool-activities';
+import { MAX_DEPLOY_SOURCE_BYTES } from './client';
+import type { ForgeConfig } from './config';
+import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
+import { materializeActiveTools, writeToolVersion } from './registry/materialize';
+
+export interface ForgeWorkersOptions {
+  config: ForgeConfig;
+  connection: NativeConnection;
+  namespace: string;
+  /** The database, already open; with PGlite this process is the only one that may hold it. */
+  database: ForgeDatabase;
+  /** A prebuilt workflow bundle (tests build one per suite); by default the worker bundles src/workflows itself. */
+  workflowBundle?: WorkflowBundle;
+  /** Where progress lines go (default stderr). */
+  log?: (line: string) => void;
+}
+
+/** Forge's workers in one process: the control queue (workflows, fast steps) and the capped sandbox queue. */
+export interface ForgeWorkers {
+  control: Worker;
+  sandbox: Worker;
+  store: ToolStore;
+  /** Runs both until `shutdown()` (or a fatal worker error); resolves when both have stopped. */
+  run(): Promise<void>;
+  /** Stops polling, lets running tasks finish within the shutdown grace, stops listening. Idempotent. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Creates the workers, brings agent-tools/ in line with the database (a worker on a new host materialises the files
+ * of every active version), and keeps it in line: every NOTIFY on the tools channel, from this host's activities or
+ * another's, republishes it.
+ */
+export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<ForgeWorkers> {
+  const { config, connection, namespace, database } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const store = createToolStore(database);
+  const dir = config.agentToolsDir;
+  const publish = async () => {
+    const index = await materializeActiveTools(store, dir);
+    return { generation: index.generation, tools: Object.keys(index.tools).length };
+  };
+
+  const initial = await publish();
+  log(`forge: agent-tools/ at ${dir} holds ${initial.tools} active tool(s) (generation ${initial.generation})`);
+  const republish = () =>
+    publish().catch((err: Error) => log(`forge: could not update agent-tools/ after a change (will retry on the next one): ${err.message}`));
+  const unlisten = await database.listen(TOOLS_CHANNEL, () => void republish());
+  const stopReconnectHook = database.onListenerReconnect(() => void republish());
+
+  const toolActivities = createToolActivities({
+    store,
+    builtinTools: config.builtinTools,
+    maxSourceBytes: Math.min(config.sandbox.limits.sourceBytes, MAX_DEPLOY_SOURCE_BYTES),
+    writeVersionFiles: async (row) => {
+      await writeToolVersion(dir, row);
+    },
+    publish,
+    sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
+  });
+  const workflowSource = options.workflowBundle
+    ? { workflowBundle: options.workflowBundle }
+    : { workflowsPath: require.resolve('./workflows') };
+  const control = await Worker.create({
+    connection,
+    namespace,
+    taskQueue: config.taskQueues.control,
+    ...workflowSource,
+    activities: toolActivities,
+  });
+  const sandbox = await Worker.create({
+    connection,
+    namespace,
+    taskQueue: config.taskQueues.sandbox,
+    activities: createSandboxActivities({ limits: config.sandbox.limits }),
+    // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
+    maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
+  });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = () => {
+    stopping ??= (async () => {
+      for (const w of [control, sandbox]) if (w.getState() === 'RUNNING') w.shutdown();
+      stopReconnectHook();
+      await unlisten().catch(() => undefined);
+    })();
+    return stopping;
+  };
+  return {
+    control,
+    sandbox,
+    store,
+    async run() {
+      try {
+        await Promise.all([control.run(), sandbox.run()]);
+      } finally {
+        await shutdown();
+      }
+    },
+    shutdown,
+  };
+}

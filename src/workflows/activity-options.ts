@@ -1,0 +1,39 @@
+import { proxyActivities, proxyLocalActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
+import type { SandboxActivities } from '../activities/sandbox-activities';
+import type { ToolActivities } from '../activities/tool-activities';
+import { FailureType } from './types';
+
+/**
+ * Fast steps (validate, compile, commit, publish): local activities on the control worker, which holds the database.
+ * Local, because each is a few milliseconds of work and a server round trip per step would dominate a deployment's
+ * latency. Retried without limit with capped backoff: a database that is down makes the run wait, then finish.
+ */
+export const FAST_STEP: LocalActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  // No maximumAttempts: unlimited, bounded only by the non-retryable verdict types below.
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    nonRetryableErrorTypes: [FailureType.toolRejected, FailureType.notFound],
+  },
+};
+
+/**
+ * Bounded steps (the sandbox test): a regular activity on the sandbox task queue, hard start-to-close above the
+ * sandbox's own platform maximum, heartbeats, few attempts (a verdict is non-retryable anyway).
+ */
+export function boundedStep(taskQueue: string, sandboxMaxTimeoutMs: number): ActivityOptions {
+  return {
+    taskQueue,
+    startToCloseTimeout: sandboxMaxTimeoutMs + 30_000,
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.toolRejected] },
+  };
+}
+
+export const toolSteps = proxyLocalActivities<ToolActivities>(FAST_STEP);
+
+export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {
+  return proxyActivities<SandboxActivities>(boundedStep(taskQueue, sandboxMaxTimeoutMs));
+}

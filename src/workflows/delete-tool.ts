@@ -1,0 +1,36 @@
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { toolSteps } from './activity-options';
+import { Progress } from './progress';
+import { ForgeOutcomeKey } from './search-attributes';
+import type { DeleteToolInput, DeleteToolResult } from './types';
+
+/**
+ * Deactivates a tool and removes its stored versions, then publishes agent-tools/ without it. Version numbers are
+ * not reused: a later deployment of the same name continues above the highest one ever given.
+ */
+export async function deleteToolWorkflow(input: DeleteToolInput): Promise<DeleteToolResult> {
+  const { workflowId } = workflowInfo();
+  const progress = new Progress('delete', input.name, ['remove', 'notify']);
+  progress.start('remove');
+  const removed = await toolSteps.removeTool.executeWithOptions({ summary: `remove ${input.name}` }, [{ name: input.name, workflowId }]);
+  if (removed.previousVersion === undefined && removed.removedVersions === 0) {
+    progress.failed('remove', 'no such tool');
+    progress.end('rejected');
+    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rejected' }]);
+    return { status: 'rejected', name: input.name, workflowId, message: `there is no tool named "${input.name}"` };
+  }
+  progress.done('remove', `${removed.removedVersions} version(s)`);
+  progress.start('notify');
+  await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, []);
+  progress.done('notify');
+  progress.end('deleted');
+  upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'deleted' }]);
+  return {
+    status: 'deleted',
+    name: input.name,
+    previousVersion: removed.previousVersion,
+    removedVersions: removed.removedVersions,
+    workflowId,
+    message: `${input.name} is deleted${removed.previousVersion !== undefined ? ` (v${removed.previousVersion} was active)` : ''}`,
+  };
+}

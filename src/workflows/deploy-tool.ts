@@ -1,0 +1,113 @@
+import { isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { sandboxSteps, toolSteps } from './activity-options';
+import { rejectionOf } from './failures';
+import { Progress } from './progress';
+import { Saga } from './saga';
+import { ForgeOutcomeKey } from './search-attributes';
+import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from './types';
+
+/**
+ * Deploys one tool: validate → compile → test in the sandbox → commit (persist the version and activate it, one
+ * transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the commit).
+ *
+ * A rejection at any step ends the run with `status: "rejected"` and the verdict; nothing was stored, and the version
+ * active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
+ * non-cancellable). The workflow ID is `tool-deploy/<name>/<content hash>`, so resubmitting the same content joins
+ * the same run.
+ */
+export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promise<DeployToolResult> {
+  const { workflowId } = workflowInfo();
+  const progress = new Progress('deploy', input.name, DEPLOY_STAGES);
+  const saga = new Saga();
+  const finish = (result: Omit<DeployToolResult, 'name' | 'workflowId'>): DeployToolResult => {
+    const outcome = result.status === 'active' ? (result.unchanged ? 'unchanged' : 'active') : 'rejected';
+    progress.end(outcome);
+    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: outcome }]);
+    return { name: input.name, workflowId, ...result, diagnostics: { ...result.diagnostics, stages: progress.records() } };
+  };
+  let stage: (typeof DEPLOY_STAGES)[number] = 'validate';
+
+  try {
+    progress.start('validate');
+    const validated = await toolSteps.validateDeployment.executeWithOptions({ summary: `validate ${input.name}` }, [input]);
+    if (validated.unchanged) {
+      progress.done('validate', `identical to the active v${validated.activeVersion}`);
+      return finish({
+        status: 'active',
+        version: validated.activeVersion,
+        unchanged: true,
+        verdict: 'passed',
+        diagnostics: { stage, message: `the content is identical to the active v${validated.activeVersion}; nothing changed`, stages: [] },
+      });
+    }
+    progress.done('validate', validated.activeVersion ? `active now: v${validated.activeVersion}` : 'new tool');
+
+    stage = 'compile';
+    progress.start('compile');
+    const compiled = await toolSteps.compileCheck.executeWithOptions({ summary: `compile ${input.name}` }, [
+      { name: input.name, source: input.source },
+    ]);
+    progress.done('compile', `${compiled.compiledBytes} bytes of JS`);
+
+    stage = 'test';
+    progress.start('test');
+    const sandbox = sandboxSteps(validated.sandbox.taskQueue, validated.sandbox.maxTimeoutMs);
+    const verdict: VerdictSummary = await sandbox.testTool.executeWithOptions({ summary: `sandbox test of ${input.name}` }, [
+      { name: input.name, source: input.source, testInput: input.testInput },
+    ]);
+    progress.done('test', `passed in ${verdict.durationMs} ms`);
+
+    stage = 'commit';
+    progress.start('commit');
+    // Registered before the step: if the commit lands and anything after it fails, the previous version comes back.
+    saga.add('restore the previously active version', () =>
+      toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${validated.activeVersion ?? '(none)'}` }, [
+        { name: input.name, version: validated.activeVersion, workflowId },
+      ]),
+    );
+    const committed = await toolSteps.commitVersion.executeWithOptions({ summary: `persist and activate ${input.name}` }, [
+      {
+        name: input.name,
+        source: input.source,
+        testInput: input.testInput,
+        description: input.description,
+        contentHash: input.contentHash,
+        verdict,
+        workflowId,
+      },
+    ]);
+    progress.done('commit', `v${committed.version} active`);
+
+    stage = 'notify';
+    progress.start('notify');
+    const published = await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, []);
+    progress.done('notify', `agent-tools/ at generation ${published.generation}`);
+
+    return finish({
+      status: 'active',
+      version: committed.version,
+      previousVersion: validated.activeVersion,
+      verdict: 'passed',
+      diagnostics: { stage, message: `v${committed.version} of ${input.name} is active`, sandbox: verdict, stages: [] },
+    });
+  } catch (err) {
+    progress.failed(stage);
+    const rejection = rejectionOf(err);
+    if (rejection) {
+      return finish({
+        status: 'rejected',
+        verdict: rejection.verdict,
+        diagnostics: {
+          stage: rejection.stage,
+          message: rejection.message,
+          sandbox: rejection.sandbox,
+          compileErrors: rejection.compileErrors,
+          stages: [],
+        },
+      });
+    }
+    await saga.compensate();
+    if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
+    throw err;
+  }
+}

@@ -1,0 +1,6 @@
+// The workflow bundle's entry (the worker's workflowsPath): every workflow, by name.
+export { deployToolWorkflow } from './deploy-tool';
+export { rollbackToolWorkflow } from './rollback-tool';
+export { deleteToolWorkflow } from './delete-tool';
+export { listToolsWorkflow } from './list-tools';
+export { progressQuery } from './progress';

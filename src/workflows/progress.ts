@@ -1,0 +1,86 @@
+import { defineQuery, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { ForgeKind, RunProgress, StageRecord } from './types';
+
+/** Every Forge workflow answers this query with where it is. */
+export const progressQuery = defineQuery<RunProgress>('progress');
+
+/**
+ * A run's stages as the `progress` query and the Web UI's current details show them. Timestamps come from the
+ * workflow clock, so replay produces the same records.
+ */
+export class Progress {
+  private readonly stages: StageRecord[];
+  private current = 'starting';
+  private outcome: string | undefined;
+
+  constructor(
+    private readonly kind: ForgeKind,
+    private readonly subject: string,
+    stageNames: readonly string[],
+  ) {
+    this.stages = stageNames.map((name) => ({ name, status: 'pending' }));
+    setHandler(progressQuery, () => this.snapshot());
+    this.publish();
+  }
+
+  start(name: string, summary?: string): void {
+    const stage = this.stage(name);
+    stage.status = 'running';
+    stage.startedAt = new Date(Date.now()).toISOString();
+    if (summary) stage.summary = summary;
+    this.current = name;
+    this.publish();
+  }
+
+  done(name: string, summary?: string): void {
+    this.finish(name, 'done', summary);
+  }
+
+  failed(name: string, summary?: string): void {
+    this.finish(name, 'failed', summary);
+  }
+
+  /** Marks every stage not yet started as skipped (a rejection or a no-op ends the run early). */
+  skipRest(): void {
+    for (const s of this.stages) if (s.status === 'pending') s.status = 'skipped';
+    this.publish();
+  }
+
+  end(outcome: string): void {
+    this.outcome = outcome;
+    this.current = 'finished';
+    this.skipRest();
+  }
+
+  records(): StageRecord[] {
+    return this.stages.map((s) => ({ ...s }));
+  }
+
+  snapshot(): RunProgress {
+    return { kind: this.kind, subject: this.subject, stage: this.current, stages: this.records(), outcome: this.outcome };
+  }
+
+  private finish(name: string, status: 'done' | 'failed', summary?: string): void {
+    const stage = this.stage(name);
+    stage.status = status;
+    if (stage.startedAt) stage.durationMs = Date.now() - Date.parse(stage.startedAt);
+    if (summary) stage.summary = summary;
+    this.publish();
+  }
+
+  private stage(name: string): StageRecord {
+    const stage = this.stages.find((s) => s.name === name);
+    if (!stage) throw new Error(`unknown stage ${name} in ${workflowInfo().workflowType}`);
+    return stage;
+  }
+
+  /** The Web UI's "current details": one markdown line per stage. */
+  private publish(): void {
+    const icon: Record<StageRecord['status'], string> = { pending: '·', running: '▶', done: '✓', failed: '✗', skipped: '–' };
+    const lines = this.stages.map(
+      (s) => `${icon[s.status]} **${s.name}**${s.durationMs !== undefined ? ` (${s.durationMs} ms)` : ''}${s.summary ? `: ${s.summary}` : ''}`,
+    );
+    if (this.outcome) lines.push(`**outcome:** ${this.outcome}`);
+    setCurrentDetails(lines.join('\n'));
+  }
+}

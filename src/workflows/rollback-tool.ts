@@ -1,0 +1,43 @@
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { toolSteps } from './activity-options';
+import { notFoundOf } from './failures';
+import { Progress } from './progress';
+import { ForgeOutcomeKey } from './search-attributes';
+import type { RollbackToolInput, RollbackToolResult } from './types';
+
+/**
+ * Makes an earlier version of a tool active again (the given one, or the newest below the active one), then
+ * publishes agent-tools/. A version that does not exist is `rejected` with the versions that do.
+ */
+export async function rollbackToolWorkflow(input: RollbackToolInput): Promise<RollbackToolResult> {
+  const { workflowId } = workflowInfo();
+  const progress = new Progress('rollback', input.name, ['activate', 'notify']);
+  try {
+    progress.start('activate');
+    const moved = await toolSteps.activateEarlierVersion.executeWithOptions(
+      { summary: `activate ${input.name} ${input.toVersion !== undefined ? `v${input.toVersion}` : 'previous version'}` },
+      [{ name: input.name, toVersion: input.toVersion, workflowId }],
+    );
+    progress.done('activate', `v${moved.version}`);
+    progress.start('notify');
+    await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, []);
+    progress.done('notify');
+    progress.end('rolled-back');
+    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rolled-back' }]);
+    return {
+      status: 'active',
+      name: input.name,
+      version: moved.version,
+      previousVersion: moved.previousVersion,
+      workflowId,
+      message: `v${moved.version} of ${input.name} is active${moved.previousVersion !== undefined ? ` (was v${moved.previousVersion})` : ''}`,
+    };
+  } catch (err) {
+    const message = notFoundOf(err);
+    if (message === undefined) throw err;
+    progress.failed('activate', message);
+    progress.end('rejected');
+    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rejected' }]);
+    return { status: 'rejected', name: input.name, workflowId, message };
+  }
+}

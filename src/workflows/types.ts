@@ -1,0 +1,133 @@
+/**
+ * Inputs and results of Forge's workflows: plain JSON, shared by the client, the activities and the workflows (which
+ * may import only types from here).
+ */
+import type { SandboxDiagnostics, SandboxStatus } from '../sandbox/verdict';
+
+/** The steps of a tool deployment, in order; `commit` persists the version and activates it in one transaction. */
+export const DEPLOY_STAGES = ['validate', 'compile', 'test', 'commit', 'notify'] as const;
+export type DeployStage = (typeof DEPLOY_STAGES)[number];
+
+export interface DeployToolInput {
+  name: string;
+  source: string;
+  testInput: unknown;
+  description?: string;
+}
+
+/** Identity of a submission: (name, source, test input, description) hashed by the client and checked by the worker. */
+export interface DeployToolWorkflowInput extends DeployToolInput {
+  contentHash: string;
+}
+
+export interface StageRecord {
+  name: string;
+  status: 'pending' | 'running' | 'done' | 'failed' | 'skipped';
+  startedAt?: string;
+  durationMs?: number;
+  summary?: string;
+}
+
+/** What a run reports through its `progress` query (and, condensed, through its current details in the Web UI). */
+export interface RunProgress {
+  kind: ForgeKind;
+  subject: string;
+  stage: string;
+  stages: StageRecord[];
+  outcome?: string;
+}
+
+/** A sandbox verdict as carried in workflow histories: no output (it may be large), everything an agent acts on. */
+export interface VerdictSummary {
+  status: SandboxStatus;
+  durationMs: number;
+  error?: string;
+  stderrTail?: string;
+  diagnostics?: SandboxDiagnostics;
+}
+
+export interface DeployDiagnostics {
+  /** The stage that decided the outcome (for `active`, the last one). */
+  stage: DeployStage;
+  /** One sentence: why it was rejected, or what happened. */
+  message: string;
+  /** The sandbox verdict, when the test ran. */
+  sandbox?: VerdictSummary;
+  /** Compile errors with line and column, when compiling failed. */
+  compileErrors?: { message: string; location?: { file: string; line: number; column: number; lineText?: string } }[];
+  stages: StageRecord[];
+}
+
+/** CLI.md `forge deploy --json`. `verdict` is the sandbox status, or `refused` when validation stopped it earlier. */
+export interface DeployToolResult {
+  status: 'active' | 'rejected';
+  name: string;
+  version?: number;
+  previousVersion?: number;
+  /** True when the content was identical to the active version: nothing changed. */
+  unchanged?: boolean;
+  workflowId: string;
+  verdict: SandboxStatus | 'refused';
+  diagnostics: DeployDiagnostics;
+}
+
+export interface RollbackToolInput {
+  name: string;
+  /** The version to make active; default: the newest stored version older than the active one. */
+  toVersion?: number;
+}
+
+export interface RollbackToolResult {
+  status: 'active' | 'rejected';
+  name: string;
+  version?: number;
+  previousVersion?: number;
+  workflowId: string;
+  message: string;
+}
+
+export interface DeleteToolInput {
+  name: string;
+}
+
+export interface DeleteToolResult {
+  status: 'deleted' | 'rejected';
+  name: string;
+  previousVersion?: number;
+  removedVersions?: number;
+  workflowId: string;
+  message: string;
+}
+
+export interface ToolSummary {
+  name: string;
+  activeVersion: number;
+  status: 'active';
+  updatedAt: string;
+  description?: string;
+  contentHash: string;
+  versions: number;
+}
+
+export interface ListToolsResult {
+  tools: ToolSummary[];
+}
+
+export type ForgeKind = 'deploy' | 'rollback' | 'delete' | 'query' | 'migrate' | 'promote' | 'reverify';
+
+/** Stable `type`s of the non-retryable failures Forge's activities raise for verdicts. */
+export const FailureType = {
+  /** The tool was refused: compile error, sandbox verdict other than passed, a reserved or invalid name. */
+  toolRejected: 'ToolRejected',
+  /** A rollback or delete that names something that is not there. */
+  notFound: 'NotFound',
+} as const;
+
+/** Details of a `ToolRejected` failure. */
+export interface ToolRejection {
+  stage: DeployStage;
+  verdict: SandboxStatus | 'refused';
+  message: string;
+  sandbox?: VerdictSummary;
+  compileErrors?: DeployDiagnostics['compileErrors'];
+}
