@@ -132,10 +132,13 @@ export function createToolActivities(deps: ToolActivityDeps) {
     },
 
     /**
-     * Compensation: makes `version` active again, or deactivates the tool when there was none, then publishes.
-     * Idempotent.
+     * Compensation: makes `version` active again, or deactivates the tool when there was none, then publishes — but
+     * only while `onlyIfActive` (the version the failed run activated) is still the active one: a deployment that
+     * committed since must not be undone. Idempotent.
      */
-    async restoreActive(input: { name: string; version?: number; workflowId: string }): Promise<void> {
+    async restoreActive(input: { name: string; version?: number; onlyIfActive?: number; workflowId: string }): Promise<void> {
+      const active = await store.getActive(input.name);
+      if (input.onlyIfActive !== undefined && active?.version !== input.onlyIfActive) return;
       if (input.version !== undefined) await store.activate(input.name, input.version, { workflowId: input.workflowId });
       else await store.deactivate(input.name, { workflowId: input.workflowId });
       await deps.publish();

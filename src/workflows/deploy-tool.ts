@@ -59,10 +59,13 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
 
     stage = 'commit';
     progress.start('commit');
-    // Registered before the step: if the commit lands and anything after it fails, the previous version comes back.
+    // Registered before the step: if the commit lands and anything after it fails, the previous version comes back
+    // (only while ours is still the active one: a newer deployment that committed since is left alone).
+    let previous = validated.activeVersion;
+    let ours: number | undefined;
     saga.add('restore the previously active version', () =>
-      toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${validated.activeVersion ?? '(none)'}` }, [
-        { name: input.name, version: validated.activeVersion, workflowId },
+      toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${previous ?? '(none)'}` }, [
+        { name: input.name, version: previous, onlyIfActive: ours, workflowId },
       ]),
     );
     const committed = await toolSteps.commitVersion.executeWithOptions({ summary: `persist and activate ${input.name}` }, [
@@ -76,6 +79,9 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
         workflowId,
       },
     ]);
+    ours = committed.version;
+    // What the commit replaced; on a retried commit the store reports our own version, and validate's view stands.
+    if (committed.previousVersion !== committed.version) previous = committed.previousVersion;
     progress.done('commit', `v${committed.version} active`);
 
     stage = 'notify';
@@ -86,7 +92,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     return finish({
       status: 'active',
       version: committed.version,
-      previousVersion: validated.activeVersion,
+      previousVersion: previous,
       verdict: 'passed',
       diagnostics: { stage, message: `v${committed.version} of ${input.name} is active`, sandbox: verdict, stages: [] },
     });

@@ -1,0 +1,163 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ForgeInputError } from '../../src/client';
+import { ToolRegistry } from '../../src/registry';
+import { databaseKinds, startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+
+const fixture = (name: string) => readFileSync(path.join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
+
+/** A small zod tool whose output says which variant of the source is running. */
+const adder = (variant: string) => `import { z } from 'zod';
+export default {
+  name: 'adder',
+  description: 'Adds two numbers (${variant}).',
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  async execute({ a, b }: { a: number; b: number }) { return { sum: a + b, variant: '${variant}' }; },
+};`;
+
+let env: TestWorkflowEnvironment;
+beforeAll(async () => {
+  env = await startTemporal();
+}, 120_000);
+afterAll(async () => {
+  await env?.teardown();
+});
+
+describe.each(databaseKinds())('tool deployment on %s', (kind) => {
+  let platform: TestPlatform;
+  let registry: ToolRegistry;
+  beforeAll(async () => {
+    platform = await startTestPlatform(env, kind);
+    registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100 });
+  }, 120_000);
+  afterAll(async () => {
+    await registry?.close();
+    await platform?.teardown();
+  });
+
+  test('deploy → call → redeploy → call sees v2 → rollback → call sees v1', async () => {
+    const v1 = await platform.forge.deployTool({ name: 'adder', source: adder('one'), testInput: { a: 1, b: 2 } });
+    expect(v1).toMatchObject({ status: 'active', name: 'adder', version: 1, verdict: 'passed' });
+    expect(v1.workflowId).toMatch(/^tool-deploy\/adder\/[0-9a-f]{16}$/);
+    expect(v1.diagnostics.stages.map((s) => [s.name, s.status])).toEqual([
+      ['validate', 'done'],
+      ['compile', 'done'],
+      ['test', 'done'],
+      ['commit', 'done'],
+      ['notify', 'done'],
+    ]);
+    await registry.waitFor('adder', 1, 10_000);
+    expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 1, output: { sum: 5, variant: 'one' } });
+
+    const v2 = await platform.forge.deployTool({ name: 'adder', source: adder('two'), testInput: { a: 1, b: 2 } });
+    expect(v2).toMatchObject({ status: 'active', version: 2, previousVersion: 1 });
+    await registry.waitFor('adder', 2, 10_000);
+    expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 2, output: { variant: 'two' } });
+
+    const back = await platform.forge.rollbackTool('adder');
+    expect(back).toMatchObject({ status: 'active', version: 1, previousVersion: 2 });
+    await registry.waitFor('adder', 1, 10_000);
+    expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 1, output: { variant: 'one' } });
+
+    const list = await platform.forge.listTools();
+    expect(list.tools).toEqual([expect.objectContaining({ name: 'adder', activeVersion: 1, status: 'active', versions: 2 })]);
+
+    const missing = await platform.forge.rollbackTool('adder', { toVersion: 9 });
+    expect(missing).toMatchObject({ status: 'rejected' });
+    expect(missing.message).toMatch(/no version 9; stored versions: 1, 2/);
+  });
+
+  test('a hostile tool is rejected with its verdict and leaves v1 active, with no file of it on disk', async () => {
+    await platform.forge.deployTool({ name: 'steady', source: fixture('celsius_to_fahrenheit').replace(/celsius_to_fahrenheit/g, 'steady'), testInput: { celsius: 1 } });
+    const hostile = fixture('offheap_bomb').replace(/offheap_bomb/g, 'steady');
+    const result = await platform.forge.deployTool({ name: 'steady', source: hostile, testInput: {} });
+    expect(result).toMatchObject({ status: 'rejected', verdict: 'oom', diagnostics: { stage: 'test' } });
+    expect(result.version).toBeUndefined();
+    expect(result.diagnostics.sandbox?.status).toBe('oom');
+    const active = JSON.parse(readFileSync(path.join(platform.config.agentToolsDir, 'active.json'), 'utf8'));
+    expect(active.tools.steady.version).toBe(1);
+    expect(readdirSync(path.join(platform.config.agentToolsDir, 'steady')).sort()).toEqual(['v1.json', 'v1.mjs', 'v1.ts']);
+  });
+
+  test('a compile error comes back with line and column; a built-in name is refused', async () => {
+    const broken = await platform.forge.deployTool({ name: 'syntax_error', source: fixture('syntax_error'), testInput: {} });
+    expect(broken).toMatchObject({ status: 'rejected', verdict: 'failed', diagnostics: { stage: 'compile' } });
+    expect(broken.diagnostics.compileErrors?.[0].location).toMatchObject({ line: 5, column: 36 });
+    const builtin = await platform.forge.deployTool({ name: 'shell', source: adder('x').replace("'adder'", "'shell'"), testInput: {} });
+    expect(builtin).toMatchObject({ status: 'rejected', verdict: 'refused', diagnostics: { stage: 'validate' } });
+    expect(builtin.diagnostics.message).toMatch(/built-in/);
+  });
+
+  test('invalid input is refused by the client before anything starts', async () => {
+    const bad = [
+      { name: 'Adder', source: adder('x'), testInput: {} },
+      { name: '../etc/passwd', source: adder('x'), testInput: {} },
+      { name: 'a'.repeat(65), source: adder('x'), testInput: {} },
+      { name: 'empty_source', source: '   ', testInput: {} },
+      { name: 'bad_input', source: adder('x'), testInput: { n: 10n } },
+    ];
+    for (const input of bad) await expect(platform.forge.deployTool(input)).rejects.toBeInstanceOf(ForgeInputError);
+    const started: string[] = [];
+    for await (const run of env.client.workflow.list({ query: `WorkflowId STARTS_WITH 'tool-deploy/'` })) started.push(run.workflowId);
+    const refusedNames = bad.map((b) => b.name);
+    expect(started.filter((id) => refusedNames.includes(id.split('/')[1]))).toEqual([]);
+  });
+
+  test('an identical resubmission joins the same run; after it, identical content is a no-op', async () => {
+    const input = { name: 'twice', source: adder('x').replace("'adder'", "'twice'"), testInput: { a: 1, b: 1 } };
+    const [first, second] = await Promise.all([platform.forge.startDeployTool(input), platform.forge.startDeployTool(input)]);
+    expect(second.workflowId).toBe(first.workflowId);
+    expect(second.runId).toBe(first.runId);
+    const [r1, r2] = await Promise.all([first.result(), second.result()]);
+    expect(r1).toEqual(r2);
+    expect(r1).toMatchObject({ status: 'active', version: 1 });
+    const again = await platform.forge.deployTool(input);
+    expect(again).toMatchObject({ status: 'active', version: 1, unchanged: true });
+    expect(await platform.workers.store.listVersions('twice')).toHaveLength(1);
+  });
+
+  test('20 concurrent deployments of one tool end with database, disk and registry agreeing', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        platform.forge.deployTool({ name: 'racer', source: adder(`r${i}`).replace("'adder'", "'racer'"), testInput: { a: i, b: 0 } }),
+      ),
+    );
+    expect(results.every((r) => r.status === 'active')).toBe(true);
+    const versions = results.map((r) => r.version!).sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const newest = results.find((r) => r.version === 20)!;
+    const active = await platform.workers.store.getActive('racer');
+    expect(active?.version).toBe(20);
+    const onDisk = JSON.parse(readFileSync(path.join(platform.config.agentToolsDir, 'active.json'), 'utf8'));
+    expect(onDisk.tools.racer.version).toBe(20);
+    for (let v = 1; v <= 20; v++) expect(existsSync(path.join(platform.config.agentToolsDir, 'racer', `v${v}.mjs`))).toBe(true);
+    await registry.waitFor('racer', 20, 10_000);
+    const call = await registry.invoke('racer', { a: 1, b: 1 });
+    expect(call).toMatchObject({ ok: true, version: 20 });
+    // Each one replaced whatever was active when it committed: v20 replaced one of the other nineteen.
+    expect(newest.previousVersion).toBeGreaterThanOrEqual(1);
+    expect(newest.previousVersion).toBeLessThan(20);
+  }, 180_000);
+
+  test('delete removes the tool everywhere; a redeploy continues the version numbers', async () => {
+    const source = adder('d').replace("'adder'", "'doomed'");
+    await platform.forge.deployTool({ name: 'doomed', source, testInput: { a: 1, b: 1 } });
+    const deleted = await platform.forge.deleteTool('doomed');
+    expect(deleted).toMatchObject({ status: 'deleted', previousVersion: 1, removedVersions: 1 });
+    await registry.waitFor('doomed', (t) => t === undefined, 10_000);
+    expect(await registry.invoke('doomed', {})).toMatchObject({ ok: false, status: 'not_found' });
+    expect((await platform.forge.listTools()).tools.map((t) => t.name)).not.toContain('doomed');
+    const again = await platform.forge.deployTool({ name: 'doomed', source, testInput: { a: 1, b: 1 } });
+    expect(again).toMatchObject({ status: 'active', version: 2 });
+    expect(await platform.forge.deleteTool('never_was')).toMatchObject({ status: 'rejected' });
+  });
+
+  test('getRun tells kind, subject, outcome, progress and result', async () => {
+    const result = await platform.forge.deployTool({ name: 'described', source: adder('x').replace("'adder'", "'described'"), testInput: { a: 1, b: 1 } });
+    const run = await platform.forge.getRun(result.workflowId);
+    expect(run).toMatchObject({ status: 'COMPLETED', kind: 'deploy', subject: 'described', outcome: 'active', type: 'deployToolWorkflow' });
+    expect(run.progress?.stages.every((s) => s.status === 'done')).toBe(true);
+    expect(run.result).toMatchObject({ status: 'active', version: 1 });
+  });
+});

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
+import { ForgeClient } from '../../src/client';
+import { loadConfig, type ForgeConfig } from '../../src/config';
+import type { ForgeDatabase } from '../../src/db';
+import { requireTemporalBinary } from '../../src/platform/temporal-binary';
+import { createForgeWorkers, type ForgeWorkers } from '../../src/worker';
+import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from '../../src/workflows/search-attributes';
+import { pgliteBackend, postgresBackend, type TestBackend } from '../db/backends';
+
+let runtimeInstalled = false;
+/** The SDK's own logs at WARN: a test's output should show the test's failures, not the worker's INFO lines. */
+export function quietTemporalRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Already installed by an earlier suite in this process.
+  }
+}
+
+let bundle: Promise<WorkflowBundle> | undefined;
+/** The workflow bundle, built once per test process (webpack takes seconds). */
+export function workflowBundle(): Promise<WorkflowBundle> {
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
+  return bundle;
+}
+
+/**
+ * A real Temporal dev server: the installed `temporal` binary (or TEMPORAL_ADDRESS when set), with Forge's search
+ * attributes registered. No time skipping: that needs a download this machine refuses.
+ */
+export async function startTemporal(): Promise<TestWorkflowEnvironment> {
+  quietTemporalRuntime();
+  if (process.env.TEMPORAL_ADDRESS) {
+    return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
+  }
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: requireTemporalBinary() },
+      searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey],
+      extraArgs: ['--log-level', 'error'],
+    },
+  });
+}
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/** PGlite always; PostgreSQL too when DATABASE_URL is set (CI sets it). */
+export function databaseKinds(): DatabaseKind[] {
+  return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/** Forge on a real Temporal and a real database, with its own state directory and task queues. */
+export interface TestPlatform {
+  env: TestWorkflowEnvironment;
+  config: ForgeConfig;
+  forge: ForgeClient;
+  database: ForgeDatabase;
+  workers: ForgeWorkers;
+  home: string;
+  /** Environment variables that point a child process (CLI, registry) at this platform. */
+  childEnv: NodeJS.ProcessEnv;
+  /** Stops the workers and closes the database (e.g. to hand PGlite to another process). */
+  stopWorkers(): Promise<void>;
+  /** Opens the database again and starts new workers. */
+  startWorkers(): Promise<void>;
+  teardown(): Promise<void>;
+}
+
+/** Starts workers for a suite on `env`; each suite gets fresh task queues, state directory and database. */
+export async function startTestPlatform(env: TestWorkflowEnvironment, kind: DatabaseKind = 'pglite'): Promise<TestPlatform> {
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const home = mkdtempSync(path.join(base, 'forge-platform-test-'));
+  const suffix = randomBytes(4).toString('hex');
+  const backend: TestBackend = kind === 'postgres' ? postgresBackend(process.env.DATABASE_URL!) : pgliteBackend();
+  const childEnv: NodeJS.ProcessEnv = {
+    FORGE_HOME: home,
+    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+    FORGE_TASK_QUEUE_CONTROL: `forge-control-${suffix}`,
+    FORGE_TASK_QUEUE_SANDBOX: `forge-sandbox-${suffix}`,
+    FORGE_SANDBOX_CONCURRENCY: '2',
+    FORGE_BUILTIN_TOOLS: 'shell,read_file',
+    TEMPORAL_ADDRESS: env.connection.options.address,
+    TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+  };
+  const config = loadConfig({ ...childEnv, DATABASE_URL: undefined });
+  const forge = ForgeClient.fromClient(env.client, { taskQueue: config.taskQueues.control });
+  const platform: TestPlatform = {
+    env,
+    config,
+    forge,
+    database: undefined as unknown as ForgeDatabase,
+    workers: undefined as unknown as ForgeWorkers,
+    home,
+    childEnv,
+    async startWorkers() {
+      platform.database = await backend.open();
+      platform.workers = await createForgeWorkers({
+        config,
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        database: platform.database,
+        workflowBundle: await workflowBundle(),
+        log: () => undefined,
+      });
+      running = platform.workers.run();
+    },
+    async stopWorkers() {
+      await platform.workers.shutdown();
+      await running;
+      await platform.database.close();
+    },
+    async teardown() {
+      await platform.stopWorkers().catch(() => undefined);
+      await backend.dispose();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+  let running: Promise<void> = Promise.resolve();
+  await platform.startWorkers();
+  return platform;
+}
