@@ -1,0 +1,125 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ForgeClient } from '../../src/client';
+import { startTemporal } from '../helpers/platform';
+
+/**
+ * A worker killed with SIGKILL in the middle of a deployment, then restarted, must end in the same state as an
+ * uninterrupted run: the deployment finishes, and database, disk and the client's view agree. The worker is the real
+ * `forge worker` (dist/, built by `npm test` before jest) in its own process, on embedded PGlite.
+ */
+const ROOT = path.resolve(__dirname, '..', '..');
+
+const slowTool = (marker: string) => `import { z } from 'zod';
+export default {
+  name: 'slow_tool',
+  description: 'Takes its time (${marker}).',
+  inputSchema: z.object({ ms: z.number() }),
+  timeoutMs: 20_000,
+  async execute({ ms }: { ms: number }) {
+    await new Promise((r) => setTimeout(r, ms));
+    return { waited: ms };
+  },
+};`;
+
+let env: TestWorkflowEnvironment;
+let home: string;
+let childEnv: NodeJS.ProcessEnv;
+let worker: ChildProcess | undefined;
+let forge: ForgeClient;
+
+function startWorker(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'forge.js'), 'worker'], {
+    env: childEnv,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Forge workers are running')) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
+  });
+}
+
+function killHard(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    process.kill(-child.pid!, 'SIGKILL');
+  });
+}
+
+beforeAll(async () => {
+  env = await startTemporal();
+  home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : '/tmp', 'forge-chaos-'));
+  const suffix = randomBytes(4).toString('hex');
+  childEnv = {
+    PATH: process.env.PATH,
+    FORGE_HOME: home,
+    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+    FORGE_TASK_QUEUE_CONTROL: `chaos-control-${suffix}`,
+    FORGE_TASK_QUEUE_SANDBOX: `chaos-sandbox-${suffix}`,
+    TEMPORAL_ADDRESS: env.connection.options.address,
+    TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+  };
+  forge = ForgeClient.fromClient(env.client, { taskQueue: childEnv.FORGE_TASK_QUEUE_CONTROL });
+}, 120_000);
+
+afterAll(async () => {
+  if (worker) await killHard(worker);
+  await env?.teardown();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+test('SIGKILL of the worker during the sandbox test, then a restart: the deployment finishes, state agrees', async () => {
+  worker = await startWorker();
+  const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('a'), testInput: { ms: 2500 } });
+  // Wait until the test stage runs, then kill the worker and everything in its process group.
+  for (let i = 0; i < 200; i++) {
+    const progress = await handle.progress();
+    if (progress?.stage === 'test') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect((await handle.progress())?.stage).toBe('test');
+  await killHard(worker);
+
+  worker = await startWorker();
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'active', name: 'slow_tool', version: 1, verdict: 'passed' });
+
+  const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+  expect(index.tools.slow_tool.version).toBe(1);
+  for (const ext of ['ts', 'mjs', 'json']) expect(existsSync(path.join(home, 'agent-tools', 'slow_tool', `v1.${ext}`))).toBe(true);
+  const tools = await forge.listTools();
+  expect(tools.tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 1, versions: 1 })]);
+}, 180_000);
+
+test('SIGKILL right after the commit: the restarted worker publishes, and a redeploy of the same content is a no-op', async () => {
+  const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('b'), testInput: { ms: 10 } });
+  for (let i = 0; i < 400; i++) {
+    const progress = await handle.progress();
+    if (progress && ['commit', 'notify', 'finished'].includes(progress.stage)) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await killHard(worker!);
+  worker = await startWorker();
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'active', version: 2 });
+  const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+  expect(index.tools.slow_tool.version).toBe(2);
+  const again = await forge.deployTool({ name: 'slow_tool', source: slowTool('b'), testInput: { ms: 10 } });
+  expect(again).toMatchObject({ status: 'active', version: 2, unchanged: true });
+  expect((await forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 2, versions: 2 })]);
+}, 180_000);
