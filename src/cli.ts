@@ -8,6 +8,8 @@ import { registerCall } from './commands/call';
 import { registerDelete } from './commands/delete';
 import { registerDeploy } from './commands/deploy';
 import { registerLintSql } from './commands/lint-sql';
+import { registerMigrate } from './commands/migrate';
+import { registerMigrations } from './commands/migrations';
 import { registerRollback } from './commands/rollback';
 import { registerSandbox } from './commands/sandbox';
 import { registerTools } from './commands/tools';
@@ -28,6 +30,8 @@ export function buildProgram(): Command {
   registerDelete(program);
   registerCall(program);
   registerLintSql(program);
+  registerMigrate(program);
+  registerMigrations(program);
   return program;
 }
 

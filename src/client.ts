@@ -15,8 +15,16 @@ import {
   toPlatformError,
   type TemporalConnectOptions,
 } from './platform/temporal-connection';
+import { migrationChecksum } from './policy/checksum';
 import { canonicalJson, toolContentHash } from './registry/content-hash';
 import { TOOL_NAME_PATTERN } from './sandbox/run';
+import {
+  MAX_MIGRATION_SQL_BYTES,
+  MIGRATION_NAME_PATTERN,
+  type ListMigrationsResult,
+  type MigrateSchemaInput,
+  type MigrateSchemaResult,
+} from './workflows/migration-types';
 import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './workflows/search-attributes';
 import type {
   DeleteToolResult,
@@ -31,6 +39,8 @@ import type {
 export { ForgeInputError, RunNotFoundError } from './errors';
 export { PlatformUnreachableError } from './platform/errors';
 export type * from './workflows/types';
+export type * from './workflows/migration-types';
+export type { StatementVerdict } from './policy/types';
 
 /**
  * The largest tool source a deployment takes. Workflow inputs travel through Temporal, whose default payload limit is
@@ -59,6 +69,16 @@ const deployInputSchema = z.object({
     .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_DEPLOY_SOURCE_BYTES, `the source is over ${MAX_DEPLOY_SOURCE_BYTES} bytes`),
   testInput: jsonValue.default({}),
   description: z.string().max(2000).optional(),
+});
+
+const migrateInputSchema = z.object({
+  name: z
+    .string()
+    .regex(MIGRATION_NAME_PATTERN, 'a migration name is 1-128 characters of A-Z, a-z, 0-9, _, . and -, starting with a letter or digit'),
+  sql: z
+    .string()
+    .refine((s) => s.trim().length > 0, 'the migration is empty')
+    .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MIGRATION_SQL_BYTES, `the migration is over ${MAX_MIGRATION_SQL_BYTES} bytes`),
 });
 
 /** Called with each change of a run's progress while the client waits for it. */
@@ -186,6 +206,54 @@ export class ForgeClient {
   /** The active tools, read by the worker that holds the database. */
   async listTools(): Promise<ListToolsResult> {
     return this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
+  }
+
+  /**
+   * Applies a schema migration through the migration workflow (`schema-migrate/<name>`) and waits: `applied`,
+   * `alreadyApplied` (this name and SQL were applied before; nothing changed), `rejected` (the schema policy, or the
+   * name is taken by other SQL; nothing ran) or `failed` (PostgreSQL refused it while it ran; rolled back).
+   *
+   * A start while a run of the same name is under way joins that run; when that run was for other SQL, this call
+   * waits for it to end and then starts its own, which judges this SQL against what the other left.
+   */
+  async migrateSchema(input: MigrateSchemaInput, options: { onProgress?: ProgressListener } = {}): Promise<MigrateSchemaResult> {
+    const parsed = parseInput(migrateInputSchema, input, 'migrateSchema');
+    const checksum = migrationChecksum(parsed.sql);
+    const workflowId = `schema-migrate/${parsed.name}`;
+    for (let attempt = 1; ; attempt++) {
+      const handle = await this.call(() =>
+        this.temporal.workflow.start('migrateSchemaWorkflow', {
+          taskQueue: this.taskQueue,
+          workflowId,
+          args: [{ ...parsed, checksum }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          typedSearchAttributes: searchAttributes('migrate', parsed.name),
+          staticSummary: `Migrate schema: ${parsed.name}`,
+          staticDetails: [
+            `**migration:** ${parsed.name}`,
+            `**checksum:** \`${checksum}\``,
+            `**SQL:** ${Buffer.byteLength(parsed.sql)} bytes`,
+          ].join('\n'),
+        }),
+      );
+      const result = await this.waitWithProgress<MigrateSchemaResult>(handle, options.onProgress);
+      if (result.checksum === checksum) return result;
+      if (attempt >= 5) {
+        throw new Error(`migrateSchema: runs of "${parsed.name}" for other SQL kept starting before ours; try again later`);
+      }
+    }
+  }
+
+  /** The applied agent migrations, oldest first, read by the worker that holds the database. */
+  async listMigrations(): Promise<ListMigrationsResult> {
+    return this.run<ListMigrationsResult>(
+      'listMigrationsWorkflow',
+      `forge-query/list-migrations/${shortId()}`,
+      'query',
+      'migrations',
+      [],
+      'List applied migrations',
+    );
   }
 
   /** Everything Temporal knows of one Forge run: status, search attributes, live progress, result or failure. */

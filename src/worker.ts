@@ -1,4 +1,5 @@
 import { Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
+import { createMigrationActivities } from './activities/migration-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
 import { createToolActivities } from './activities/tool-activities';
 import { MAX_DEPLOY_SOURCE_BYTES } from './client';
@@ -69,7 +70,10 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     namespace,
     taskQueue: config.taskQueues.control,
     ...workflowSource,
-    activities: toolActivities,
+    activities: {
+      ...toolActivities,
+      ...createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations }),
+    },
   });
   const sandbox = await Worker.create({
     connection,

@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, type ToolRejection } from '../workflows/types';
+import type { MigrationFailure, MigrationRejection } from '../workflows/migration-types';
 
 /** A verdict, not an outage: retrying cannot change it, so the failure is non-retryable and carries the details. */
 export function toolRejected(rejection: ToolRejection): ApplicationFailure {
@@ -14,4 +15,24 @@ export function toolRejected(rejection: ToolRejection): ApplicationFailure {
 /** Something the request names is not there (a version, a tool). */
 export function notFound(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: FailureType.notFound, message, nonRetryable: true, details: [{ message }] });
+}
+
+/** A migration refused before it ran (policy, checksum): retrying cannot change it. */
+export function migrationRejected(rejection: MigrationRejection): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.migrationRejected,
+    message: rejection.message,
+    nonRetryable: true,
+    details: [rejection],
+  });
+}
+
+/** A migration PostgreSQL refused while it ran; it was rolled back. Retrying would fail the same way. */
+export function migrationFailed(failure: MigrationFailure): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.migrationFailed,
+    message: failure.message,
+    nonRetryable: true,
+    details: [failure],
+  });
 }

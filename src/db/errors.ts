@@ -28,3 +28,26 @@ export class DatabaseOpenError extends Error {
     super(message, options);
   }
 }
+
+/** Thrown when PostgreSQL (or Forge's own statement bound) ends an agent migration; the transaction was rolled back. */
+export class MigrationStatementError extends Error {
+  override readonly name = 'MigrationStatementError';
+  constructor(
+    message: string,
+    readonly details: {
+      /** SQLSTATE. */
+      code: string;
+      /** 1-based character position in the whole migration text. */
+      position?: number;
+      line?: number;
+      column?: number;
+      statementIndex?: number;
+      detail?: string;
+      hint?: string;
+      enforcedBy: 'postgres' | 'forge';
+    },
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,5 +1,21 @@
+export {
+  applyAgentMigration,
+  getAgentMigration,
+  isConnectionSqlState,
+  listAgentMigrations,
+  postgresErrorOf,
+  recordMigrationEvent,
+} from './agent-migrations';
+export type {
+  AgentMigration,
+  ApplyAgentMigrationInput,
+  ApplyAgentMigrationOutcome,
+  MigrationLimits,
+  MigrationStatement,
+  PostgresErrorFields,
+} from './agent-migrations';
 export { TOOLS_CHANNEL } from './channels';
-export { DatabaseOpenError, MigrationError, ToolVersionNotFoundError } from './errors';
+export { DatabaseOpenError, MigrationError, MigrationStatementError, ToolVersionNotFoundError } from './errors';
 export { migrationsFolder } from './migrate';
 export { openDatabase } from './open-database';
 export { openPglite } from './pglite';

@@ -1,4 +1,5 @@
 export { checkMigration, checkMigrationSync } from './check-migration';
+export { migrationChecksum } from './checksum';
 export { ParserNotLoadedError } from './errors';
 export { AGENT_PREFIX, MAX_IDENTIFIER_BYTES } from './names';
 export { isPolicyParserLoaded, loadPolicyParser } from './parser';

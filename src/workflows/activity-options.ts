@@ -1,4 +1,5 @@
 import { proxyActivities, proxyLocalActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
+import type { MigrationActivities } from '../activities/migration-activities';
 import type { SandboxActivities } from '../activities/sandbox-activities';
 import type { ToolActivities } from '../activities/tool-activities';
 import { FailureType } from './types';
@@ -15,7 +16,7 @@ export const FAST_STEP: LocalActivityOptions = {
     initialInterval: '200 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: [FailureType.toolRejected, FailureType.notFound],
+    nonRetryableErrorTypes: [FailureType.toolRejected, FailureType.notFound, FailureType.migrationRejected, FailureType.migrationFailed],
   },
 };
 
@@ -36,4 +37,19 @@ export const toolSteps = proxyLocalActivities<ToolActivities>(FAST_STEP);
 
 export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {
   return proxyActivities<SandboxActivities>(boundedStep(taskQueue, sandboxMaxTimeoutMs));
+}
+
+export const migrationSteps = proxyLocalActivities<MigrationActivities>(FAST_STEP);
+
+/**
+ * The migration's apply step: a fast step whose start-to-close covers the worst case the database's own limits
+ * allow (waiting `lock_timeout` and running `statement_timeout` for each statement), so Temporal never abandons an
+ * attempt that PostgreSQL is still bounding; an attempt it does abandon is harmless (the retry waits on the per-name
+ * lock and then finds the row).
+ */
+export function applyMigrationStep(limits: { lockTimeoutMs: number; statementTimeoutMs: number }, statements: number) {
+  return proxyLocalActivities<MigrationActivities>({
+    ...FAST_STEP,
+    startToCloseTimeout: Math.max(1, statements) * (limits.lockTimeoutMs + limits.statementTimeoutMs) + 30_000,
+  });
 }

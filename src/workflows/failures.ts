@@ -1,4 +1,5 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import type { MigrationFailure, MigrationRejection } from './migration-types';
 import { FailureType, type ToolRejection } from './types';
 
 /** The details of a ToolRejected activity failure, or undefined for any other error. */
@@ -14,4 +15,21 @@ export function rejectionOf(err: unknown): ToolRejection | undefined {
 export function notFoundOf(err: unknown): string | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   return cause instanceof ApplicationFailure && cause.type === FailureType.notFound ? cause.message : undefined;
+}
+
+/** The details of a MigrationRejected or MigrationFailed activity failure, or undefined for any other error. */
+export function migrationVerdictOf(
+  err: unknown,
+): { kind: 'rejected'; rejection: MigrationRejection } | { kind: 'failed'; failure: MigrationFailure } | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  if (cause.type === FailureType.migrationRejected) {
+    const rejection = (cause.details?.[0] as MigrationRejection | undefined) ?? { reason: 'invalid', message: cause.message };
+    return { kind: 'rejected', rejection };
+  }
+  if (cause.type === FailureType.migrationFailed) {
+    const failure = (cause.details?.[0] as MigrationFailure | undefined) ?? { message: cause.message, error: { code: 'XX000', message: cause.message } };
+    return { kind: 'failed', failure };
+  }
+  return undefined;
 }

@@ -3,4 +3,6 @@ export { deployToolWorkflow } from './deploy-tool';
 export { rollbackToolWorkflow } from './rollback-tool';
 export { deleteToolWorkflow } from './delete-tool';
 export { listToolsWorkflow } from './list-tools';
+export { migrateSchemaWorkflow } from './migrate-schema';
+export { listMigrationsWorkflow } from './list-migrations';
 export { progressQuery } from './progress';

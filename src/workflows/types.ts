@@ -121,6 +121,10 @@ export const FailureType = {
   toolRejected: 'ToolRejected',
   /** A rollback or delete that names something that is not there. */
   notFound: 'NotFound',
+  /** A migration refused before it ran: the schema policy, a checksum that differs from the applied one. */
+  migrationRejected: 'MigrationRejected',
+  /** A migration PostgreSQL refused while it ran (SQL error, lock or statement timeout); rolled back. */
+  migrationFailed: 'MigrationFailed',
 } as const;
 
 /** Details of a `ToolRejected` failure. */

@@ -76,12 +76,25 @@ export interface TestPlatform {
   teardown(): Promise<void>;
 }
 
+/** What a suite may change in its platform. */
+export interface TestPlatformOptions {
+  /** Extra Forge variables (e.g. FORGE_MIGRATION_LOCK_TIMEOUT_MS) for the workers' configuration and childEnv. */
+  env?: NodeJS.ProcessEnv;
+  /** The database to open instead of a fresh one of `kind` (e.g. PostgreSQL behind a proxy the test controls). */
+  backend?: TestBackend;
+}
+
 /** Starts workers for a suite on `env`; each suite gets fresh task queues, state directory and database. */
-export async function startTestPlatform(env: TestWorkflowEnvironment, kind: DatabaseKind = 'pglite'): Promise<TestPlatform> {
+export async function startTestPlatform(
+  env: TestWorkflowEnvironment,
+  kind: DatabaseKind = 'pglite',
+  options: TestPlatformOptions = {},
+): Promise<TestPlatform> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const home = mkdtempSync(path.join(base, 'forge-platform-test-'));
   const suffix = randomBytes(4).toString('hex');
-  const backend: TestBackend = kind === 'postgres' ? postgresBackend(process.env.DATABASE_URL!) : pgliteBackend();
+  const backend: TestBackend =
+    options.backend ?? (kind === 'postgres' ? postgresBackend(process.env.DATABASE_URL!) : pgliteBackend());
   const childEnv: NodeJS.ProcessEnv = {
     FORGE_HOME: home,
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
@@ -91,6 +104,7 @@ export async function startTestPlatform(env: TestWorkflowEnvironment, kind: Data
     FORGE_BUILTIN_TOOLS: 'shell,read_file',
     TEMPORAL_ADDRESS: env.connection.options.address,
     TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+    ...options.env,
   };
   const config = loadConfig({ ...childEnv, DATABASE_URL: undefined });
   const forge = ForgeClient.fromClient(env.client, { taskQueue: config.taskQueues.control });

@@ -1,0 +1,55 @@
+import type { Command } from 'commander';
+import type { MigrateSchemaResult } from '../workflows/migration-types';
+import { withForgeClient } from './connect';
+import { ExitCode } from './exit-codes';
+import { printResult } from './output';
+import { progressPrinter } from './progress-display';
+import { readInputFile } from './read-input';
+
+/**
+ * `forge migrate --name NAME FILE.sql [--json]`: through the migration workflow. Prints
+ * `{status, name, checksum, workflowId, statements?, error?, ...}`; exit 0 applied or alreadyApplied, 1 rejected or
+ * failed, 2 bad usage, 3 platform unreachable.
+ */
+export function registerMigrate(program: Command): void {
+  program
+    .command('migrate')
+    .description('Apply a schema migration: checked by the schema policy, applied in one transaction with its tracking row (a Temporal workflow)')
+    .argument('<file>', 'the migration (SQL), or - for stdin')
+    .requiredOption('--name <name>', "the migration's name (its identity: the same name is applied once)")
+    .option('--json', 'print one JSON object')
+    .action(async (file: string, opts: { name: string; json?: boolean }) => {
+      const sql = await readInputFile(file);
+      const result = await withForgeClient(async (forge) => {
+        process.stderr.write(`migrating ${opts.name} — run schema-migrate/${opts.name}\n`);
+        return forge.migrateSchema({ name: opts.name, sql }, { onProgress: progressPrinter() });
+      });
+      printResult(!!opts.json, result, () => describeMigration(result));
+      process.exitCode = result.status === 'applied' || result.status === 'alreadyApplied' ? ExitCode.ok : ExitCode.refused;
+    });
+}
+
+function describeMigration(r: MigrateSchemaResult): string {
+  switch (r.status) {
+    case 'applied':
+      return `${r.name} is applied (${r.statements?.length ?? 0} statement(s), at ${r.appliedAt}).`;
+    case 'alreadyApplied':
+      return `${r.name} was already applied at ${r.appliedAt}; nothing changed.`;
+    case 'rejected': {
+      const lines = [`${r.name} was rejected: ${r.message}`];
+      for (const s of r.statements?.filter((v) => !v.accepted) ?? []) {
+        const where = s.location ? `line ${s.location.line}, column ${s.location.column}` : `statement ${s.index}`;
+        lines.push(`  [${s.index}] ${s.kind} at ${where} (${s.rule}): ${s.message ?? ''}`);
+      }
+      return lines.join('\n');
+    }
+    case 'failed': {
+      const e = r.error;
+      const where = e?.line !== undefined ? ` at line ${e.line}, column ${e.column}` : '';
+      const lines = [`${r.name} failed${where}: ${e ? `${e.message} [${e.code}]` : r.message}; rolled back, nothing of it remains.`];
+      if (e?.detail) lines.push(`  detail: ${e.detail}`);
+      if (e?.hint) lines.push(`  hint: ${e.hint}`);
+      return lines.join('\n');
+    }
+  }
+}

@@ -1,0 +1,200 @@
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { MigrationStatementError } from './errors';
+import { agentMigrations, events } from './schema';
+import type { ForgeDatabase } from './types';
+
+/** One row of `agent_migrations`: a migration the workflow committed. */
+export type AgentMigration = typeof agentMigrations.$inferSelect;
+
+/** One statement of an accepted migration: its text as the policy split it, and where it starts in the whole. */
+export interface MigrationStatement {
+  text: string;
+  /** 0-based UTF-16 offset of `text` in the whole migration. */
+  offset: number;
+}
+
+export interface ApplyAgentMigrationInput {
+  name: string;
+  checksum: string;
+  /** The whole migration, stored in the row and used to place error positions. */
+  sql: string;
+  statements: MigrationStatement[];
+  workflowId?: string;
+  runId?: string;
+}
+
+/** SCHEMA_POLICY.md "How it runs": `SET LOCAL lock_timeout` and `statement_timeout`. */
+export interface MigrationLimits {
+  lockTimeoutMs: number;
+  statementTimeoutMs: number;
+}
+
+/** What {@link applyAgentMigration} found or did. */
+export type ApplyAgentMigrationOutcome =
+  /** Committed now, or (`byEarlierAttempt`) committed by an earlier attempt of the same run before it could report. */
+  | { outcome: 'applied'; row: AgentMigration; byEarlierAttempt: boolean; durationMs: number }
+  /** Another run committed the same name and checksum first; nothing ran. */
+  | { outcome: 'alreadyApplied'; row: AgentMigration }
+  /** The name is taken by a different checksum; nothing ran. */
+  | { outcome: 'checksumMismatch'; row: AgentMigration };
+
+// Two-key advisory locks live apart from the one-key lock that serialises Forge's own migrations (migrate.ts).
+const AGENT_MIGRATION_LOCK_CLASS = 0x466d6967; // "Fmig"
+
+/** SQLSTATEs that mean the connection or the server went away, not that the SQL is wrong: retried by the caller. */
+export function isConnectionSqlState(code: string): boolean {
+  return code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code);
+}
+
+/** The PostgreSQL error behind `err` (drizzle wraps driver errors), when there is one with a SQLSTATE. */
+export function postgresErrorOf(err: unknown): PostgresErrorFields | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const fields = e as Error & Partial<PostgresErrorFields>;
+    if (typeof fields.code === 'string' && /^[0-9A-Z]{5}$/.test(fields.code) && 'severity' in fields) {
+      return { code: fields.code, message: e.message, position: fields.position, detail: fields.detail, hint: fields.hint };
+    }
+  }
+  return undefined;
+}
+
+/** The fields node-postgres' and PGlite's DatabaseError share. */
+export interface PostgresErrorFields {
+  code: string;
+  message: string;
+  position?: string;
+  detail?: string;
+  hint?: string;
+}
+
+/**
+ * Applies an accepted migration in ONE transaction: under a per-name advisory lock (PostgreSQL; PGlite has one
+ * backend, so its transactions never interleave), `SET LOCAL lock_timeout` and `statement_timeout`, a look at the
+ * `agent_migrations` row of this name, the statements one by one, and the row. All of it commits, or none of it.
+ *
+ * Idempotent per (name, checksum): when the row is already there nothing runs again. A row written by the same
+ * `runId` means an earlier attempt of this run committed and was lost before it could report (a worker killed
+ * between COMMIT and completion): that is `applied`, once.
+ *
+ * The statement bound holds on both backends: PostgreSQL cancels a statement at `statement_timeout` (57014);
+ * PGlite ignores that setting and runs in this thread, so a statement cannot be interrupted there, but one that
+ * returns after the bound rolls the transaction back with the same 57014, `enforcedBy: 'forge'`.
+ *
+ * @throws MigrationStatementError for any SQL error (with SQLSTATE, position, statement index); the transaction is
+ *   rolled back. Connection errors are thrown as they are, for the caller to retry.
+ */
+export async function applyAgentMigration(
+  database: ForgeDatabase,
+  input: ApplyAgentMigrationInput,
+  limits: MigrationLimits,
+): Promise<ApplyAgentMigrationOutcome> {
+  try {
+    return await database.db.transaction(async (tx) => {
+      // Before the timeouts: a second run of this name waits for the first to end rather than failing at lock_timeout.
+      if (database.kind === 'postgres') {
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(${AGENT_MIGRATION_LOCK_CLASS}, hashtext(${input.name}))`);
+      }
+      await tx.execute(
+        sql`SELECT set_config('lock_timeout', ${`${limits.lockTimeoutMs}ms`}, true), set_config('statement_timeout', ${`${limits.statementTimeoutMs}ms`}, true)`,
+      );
+      const [existing] = await tx.select().from(agentMigrations).where(eq(agentMigrations.name, input.name)).limit(1);
+      if (existing) {
+        if (existing.checksum !== input.checksum) return { outcome: 'checksumMismatch', row: existing };
+        if (input.runId !== undefined && existing.runId === input.runId) {
+          return { outcome: 'applied', row: existing, byEarlierAttempt: true, durationMs: 0 };
+        }
+        return { outcome: 'alreadyApplied', row: existing };
+      }
+      const started = performance.now();
+      for (const [index, statement] of input.statements.entries()) {
+        const t0 = performance.now();
+        try {
+          await tx.execute(sql.raw(statement.text));
+        } catch (err) {
+          throw statementError(err, input, index) ?? err;
+        }
+        const took = performance.now() - t0;
+        if (took > limits.statementTimeoutMs) {
+          const where = locate(input.sql, statement.offset);
+          throw new MigrationStatementError(
+            `canceling statement due to statement timeout: statement ${index} ran ${Math.round(took)} ms, over the ` +
+              `${limits.statementTimeoutMs} ms statement_timeout (measured by Forge: this database cannot interrupt a running statement); ` +
+              'the migration was rolled back',
+            { code: '57014', statementIndex: index, ...where, enforcedBy: 'forge' },
+          );
+        }
+      }
+      const [row] = await tx
+        .insert(agentMigrations)
+        .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId })
+        .returning();
+      return { outcome: 'applied', row, byEarlierAttempt: false, durationMs: Math.round(performance.now() - started) };
+    });
+  } catch (err) {
+    if (err instanceof MigrationStatementError) throw err;
+    // A SQL error outside the statements (COMMIT's deferred checks, the row's insert) is a verdict too.
+    throw statementError(err, input, undefined) ?? err;
+  }
+}
+
+/** A MigrationStatementError for a PostgreSQL error, or undefined for a connection error (or no PostgreSQL error). */
+function statementError(err: unknown, input: ApplyAgentMigrationInput, index: number | undefined): MigrationStatementError | undefined {
+  const pg = postgresErrorOf(err);
+  if (!pg || isConnectionSqlState(pg.code)) return undefined;
+  const statement = index === undefined ? undefined : input.statements[index];
+  let where: { position?: number; line?: number; column?: number } = statement ? locate(input.sql, statement.offset) : {};
+  const inStatement = Number(pg.position);
+  if (statement && Number.isInteger(inStatement) && inStatement > 0) {
+    // PostgreSQL counts characters (code points) from 1 within the text it was sent: place that in the whole text.
+    const unitOffset = statement.offset + [...statement.text].slice(0, inStatement - 1).join('').length;
+    where = locate(input.sql, unitOffset);
+  }
+  return new MigrationStatementError(
+    pg.message,
+    { code: pg.code, statementIndex: index, ...where, detail: pg.detail, hint: pg.hint, enforcedBy: 'postgres' },
+    { cause: err },
+  );
+}
+
+/** 1-based character position, line and column of a UTF-16 offset in `text`. */
+function locate(text: string, offset: number): { position: number; line: number; column: number } {
+  const before = [...text.slice(0, offset)];
+  const lastNewline = before.lastIndexOf('\n');
+  const line = before.filter((c) => c === '\n').length + 1;
+  return { position: before.length + 1, line, column: before.length - lastNewline };
+}
+
+/** The row of one migration, if it was applied. */
+export async function getAgentMigration(database: ForgeDatabase, name: string): Promise<AgentMigration | undefined> {
+  const [row] = await database.db.select().from(agentMigrations).where(eq(agentMigrations.name, name)).limit(1);
+  return row;
+}
+
+/** Every applied migration, oldest first. */
+export async function listAgentMigrations(database: ForgeDatabase): Promise<AgentMigration[]> {
+  return database.db.select().from(agentMigrations).orderBy(asc(agentMigrations.appliedAt), asc(agentMigrations.name));
+}
+
+/**
+ * Appends `migration.applied` to the event log for the run that committed the migration, once: a retry finds its
+ * event and adds none.
+ */
+export async function recordMigrationEvent(
+  database: ForgeDatabase,
+  row: AgentMigration,
+): Promise<{ created: boolean }> {
+  return database.db.transaction(async (tx) => {
+    const [seen] = await tx
+      .select({ id: events.id })
+      .from(events)
+      .where(and(eq(events.kind, 'migration.applied'), eq(events.subject, row.name), sql`${events.detail}->>'runId' = ${row.runId ?? ''}`))
+      .limit(1);
+    if (seen) return { created: false };
+    await tx.insert(events).values({
+      kind: 'migration.applied',
+      subject: row.name,
+      detail: { checksum: row.checksum, runId: row.runId ?? '', appliedAt: row.appliedAt.toISOString() },
+      workflowId: row.workflowId,
+    });
+    return { created: true };
+  });
+}

@@ -1,0 +1,91 @@
+import { isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { applyMigrationStep, migrationSteps } from './activity-options';
+import { migrationVerdictOf } from './failures';
+import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from './migration-types';
+import { Progress } from './progress';
+import { ForgeOutcomeKey } from './search-attributes';
+
+/**
+ * Applies one agent schema migration: validate (the schema policy on the PostgreSQL parse tree, before any
+ * connection is taken, then the `agent_migrations` row of this name) → apply (ONE transaction: lock and statement
+ * timeouts, the statements, the tracking row) → record (the event log).
+ *
+ * Ends `applied`, `alreadyApplied` (same name and checksum committed before: nothing changed), `rejected` (policy,
+ * or the name taken by other SQL: nothing ran) or `failed` (PostgreSQL refused it while it ran, with its code and
+ * position: rolled back, nothing remains). A database that is down makes the run wait and then finish. There is no
+ * compensation: the one transaction commits whole or not at all. The workflow ID is `schema-migrate/<name>`.
+ */
+export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): Promise<MigrateSchemaResult> {
+  const { workflowId, runId } = workflowInfo();
+  const progress = new Progress('migrate', input.name, MIGRATE_STAGES);
+  const finish = (result: Omit<MigrateSchemaResult, 'name' | 'checksum' | 'workflowId' | 'stages'>): MigrateSchemaResult => {
+    progress.end(result.status);
+    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: result.status }]);
+    return { name: input.name, checksum: input.checksum, workflowId, ...result, stages: progress.records() };
+  };
+  let stage: MigrateStage = 'validate';
+
+  try {
+    progress.start('validate');
+    const validated = await migrationSteps.validateMigration.executeWithOptions({ summary: `validate migration ${input.name}` }, [input]);
+    const count = validated.statements.length;
+    if (validated.status === 'alreadyApplied') {
+      progress.done('validate', `already applied at ${validated.appliedAt}`);
+      return finish({
+        status: 'alreadyApplied',
+        message: `the migration "${input.name}" with this checksum was applied at ${validated.appliedAt}; nothing changed`,
+        appliedAt: validated.appliedAt,
+        appliedBy: validated.appliedBy,
+        statements: validated.statements,
+      });
+    }
+    progress.done('validate', `${count} statement(s) accepted by the schema policy`);
+
+    stage = 'apply';
+    progress.start('apply', `one transaction, lock_timeout ${validated.limits.lockTimeoutMs} ms, statement_timeout ${validated.limits.statementTimeoutMs} ms`);
+    const applied = await applyMigrationStep(validated.limits, count).applyMigration.executeWithOptions(
+      { summary: `apply ${count} statement(s) of ${input.name} in one transaction` },
+      [{ name: input.name, sql: input.sql, checksum: input.checksum, workflowId, runId }],
+    );
+    if (applied.status === 'alreadyApplied') {
+      // Another run committed the same SQL between validate and apply.
+      progress.done('apply', `applied by ${applied.appliedBy.workflowId ?? 'another run'} meanwhile`);
+      return finish({
+        status: 'alreadyApplied',
+        message: `the migration "${input.name}" with this checksum was applied at ${applied.appliedAt}; nothing changed`,
+        appliedAt: applied.appliedAt,
+        appliedBy: applied.appliedBy,
+        statements: validated.statements,
+      });
+    }
+    progress.done('apply', applied.byEarlierAttempt ? 'committed by an earlier attempt of this run' : `${count} statement(s) committed in ${applied.durationMs} ms`);
+
+    stage = 'record';
+    progress.start('record');
+    const recorded = await migrationSteps.recordMigration.executeWithOptions({ summary: `record ${input.name} in the event log` }, [
+      { name: input.name, checksum: input.checksum, runId },
+    ]);
+    progress.done('record', `agent_migrations row at ${recorded.appliedAt}`);
+    return finish({
+      status: 'applied',
+      message: `the migration "${input.name}" (${count} statement(s)) is applied`,
+      appliedAt: recorded.appliedAt,
+      appliedBy: { workflowId, runId },
+      statements: validated.statements,
+    });
+  } catch (err) {
+    const verdict = migrationVerdictOf(err);
+    if (verdict?.kind === 'rejected') {
+      progress.failed(stage, verdict.rejection.message);
+      const { reason, message, statements, existingChecksum } = verdict.rejection;
+      return finish({ status: 'rejected', reason, message, statements, existingChecksum });
+    }
+    if (verdict?.kind === 'failed') {
+      progress.failed(stage, `${verdict.failure.error.code}: ${verdict.failure.error.message}`);
+      return finish({ status: 'failed', message: verdict.failure.message, error: verdict.failure.error });
+    }
+    progress.failed(stage);
+    if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
+    throw err;
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Inputs and results of the schema migration workflow: plain JSON, shared by the client, the activities and the
+ * workflow (which may import only types from here).
+ */
+import type { StatementVerdict } from '../policy/types';
+import type { StageRecord } from './types';
+
+/** The steps of a migration: the policy and the tracking row; the one transaction; the audit record. */
+export const MIGRATE_STAGES = ['validate', 'apply', 'record'] as const;
+export type MigrateStage = (typeof MIGRATE_STAGES)[number];
+
+/** A migration name: readable in a workflow ID (`schema-migrate/<name>`), e.g. `0003_user_stars` or `stars.v2`. */
+export const MIGRATION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * The largest migration accepted. It travels through Temporal (2 MiB payload limit) in the input and once more in
+ * the policy's verdicts.
+ */
+export const MAX_MIGRATION_SQL_BYTES = 512 * 1024;
+
+export interface MigrateSchemaInput {
+  /** The migration's name: its identity in `agent_migrations` and in the workflow ID `schema-migrate/<name>`. */
+  name: string;
+  /** One or more SQL statements, judged by SCHEMA_POLICY.md and applied in one transaction. */
+  sql: string;
+}
+
+/** What the client starts the workflow with: the input and the sha256 of the SQL (checked again by the worker). */
+export interface MigrateSchemaWorkflowInput extends MigrateSchemaInput {
+  checksum: string;
+}
+
+/** A PostgreSQL error raised while the migration ran, as an agent can act on it. */
+export interface MigrationSqlError {
+  /** SQLSTATE, e.g. `42704` (undefined object), `55P03` (lock timeout), `57014` (statement timeout), `42601` (syntax). */
+  code: string;
+  message: string;
+  /** 1-based character position in the whole migration text, when PostgreSQL gave one. */
+  position?: number;
+  /** Line and column (1-based) of `position`, or of the failing statement's start. */
+  line?: number;
+  column?: number;
+  /** 0-based index of the statement that failed. */
+  statementIndex?: number;
+  detail?: string;
+  hint?: string;
+  /**
+   * Who ended the statement: PostgreSQL itself, or Forge measuring it after it returned (PGlite ignores
+   * `statement_timeout` and cannot be interrupted; the transaction is still rolled back).
+   */
+  enforcedBy?: 'postgres' | 'forge';
+}
+
+/** Why a migration was refused before anything ran. */
+export type MigrationRejectionReason = 'policy' | 'checksum-mismatch' | 'invalid';
+
+/**
+ * CLI.md `forge migrate --json`: `{status, name, checksum, workflowId, statements?, error?}` plus what an operator
+ * reads next to it.
+ */
+export interface MigrateSchemaResult {
+  status: 'applied' | 'alreadyApplied' | 'rejected' | 'failed';
+  name: string;
+  /** sha256 (hex) of the SQL submitted. */
+  checksum: string;
+  workflowId: string;
+  /** One sentence: what happened, or why not. */
+  message: string;
+  /** Set when `rejected`. */
+  reason?: MigrationRejectionReason;
+  /** The policy's verdict on every statement (always on a policy rejection; on success too). */
+  statements?: StatementVerdict[];
+  /** Set when `failed`: PostgreSQL's code, message and position. */
+  error?: MigrationSqlError;
+  /** When the migration of this name was committed (applied and alreadyApplied). */
+  appliedAt?: string;
+  /** The run that committed it (for alreadyApplied, an earlier one). */
+  appliedBy?: { workflowId: string | null; runId: string | null };
+  /** The checksum stored under this name, when it differs from the one submitted. */
+  existingChecksum?: string;
+  stages: StageRecord[];
+}
+
+/** One applied migration, as `forge migrations` lists it. */
+export interface MigrationSummary {
+  name: string;
+  checksum: string;
+  appliedAt: string;
+  workflowId: string | null;
+  runId: string | null;
+}
+
+export interface ListMigrationsResult {
+  migrations: MigrationSummary[];
+}
+
+/** Details of a `MigrationRejected` failure. */
+export interface MigrationRejection {
+  reason: MigrationRejectionReason;
+  message: string;
+  statements?: StatementVerdict[];
+  existingChecksum?: string;
+}
+
+/** Details of a `MigrationFailed` failure. */
+export interface MigrationFailure {
+  message: string;
+  error: MigrationSqlError;
+}
