@@ -1,0 +1,82 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { createMigrationActivities, type ApplyMigrationInput } from '../../src/activities/migration-activities';
+import { isConnectionSqlState, type ForgeDatabase } from '../../src/db';
+import { migrationChecksum } from '../../src/policy';
+import { FailureType } from '../../src/workflows/types';
+import { backendKinds, type TestBackend } from '../db/backends';
+import { migrationRows, relationExists } from './helpers';
+
+const limits = { lockTimeoutMs: 2_000, statementTimeoutMs: 10_000 };
+
+function input(name: string, sql: string, runId: string): ApplyMigrationInput {
+  return { name, sql, checksum: migrationChecksum(sql), workflowId: `schema-migrate/${name}`, runId };
+}
+
+/** The activities alone, as Temporal's retries would call them: no server, the real database. */
+describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
+  let backend: TestBackend;
+  let database: ForgeDatabase;
+  let activities: ReturnType<typeof createMigrationActivities>;
+  beforeAll(async () => {
+    backend = make();
+    database = await backend.open();
+    activities = createMigrationActivities({ database, schema: 'public', limits });
+  });
+  afterAll(async () => {
+    await database?.close();
+    await backend?.dispose();
+  });
+
+  test('a worker killed between COMMIT and completion: the retry reports applied once and runs nothing again', async () => {
+    // CREATE TABLE without IF NOT EXISTS: running it a second time would fail with 42P07.
+    const once = input('once', 'CREATE TABLE agent_once (id int);', 'run-1');
+    const first = await activities.applyMigration(once);
+    expect(first).toMatchObject({ status: 'applied', byEarlierAttempt: false, appliedBy: { runId: 'run-1' } });
+    // The retry Temporal would make, with the same input, after the first attempt's completion was lost.
+    const retry = await activities.applyMigration(once);
+    expect(retry).toMatchObject({ status: 'applied', byEarlierAttempt: true, appliedAt: first.appliedAt });
+    expect(await migrationRows(database, 'once')).toHaveLength(1);
+    expect(await relationExists(database, 'agent_once')).toBe(true);
+    // The record step, retried too, writes its event once.
+    const r1 = await activities.recordMigration({ name: 'once', checksum: once.checksum, runId: 'run-1' });
+    const r2 = await activities.recordMigration({ name: 'once', checksum: once.checksum, runId: 'run-1' });
+    expect([r1.eventCreated, r2.eventCreated]).toEqual([true, false]);
+    // Another run with the same SQL finds it applied.
+    expect(await activities.applyMigration(input('once', once.sql, 'run-2'))).toMatchObject({ status: 'alreadyApplied', appliedBy: { runId: 'run-1' } });
+  });
+
+  test('verdicts are non-retryable failures with stable types', async () => {
+    const mismatch = await activities.applyMigration(input('once', 'CREATE TABLE agent_twice (id int);', 'run-3')).catch((e: unknown) => e);
+    expect(mismatch).toBeInstanceOf(ApplicationFailure);
+    expect(mismatch).toMatchObject({ type: FailureType.migrationRejected, nonRetryable: true });
+    const failed = await activities.applyMigration(input('typo', 'CREATE TABLE agent_typo (v nope_type);', 'run-4')).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ type: FailureType.migrationFailed, nonRetryable: true });
+    expect((failed as ApplicationFailure).details?.[0]).toMatchObject({ error: { code: '42704', statementIndex: 0, line: 1, column: 28 } });
+    const refused = await activities.validateMigration({ name: 'p', sql: 'DELETE FROM events;', checksum: migrationChecksum('DELETE FROM events;') }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ type: FailureType.migrationRejected, nonRetryable: true });
+  });
+
+  test('concurrent applies of one name, without Temporal in front: exactly one runs', async () => {
+    const same = 'CREATE TABLE agent_contended (id int);';
+    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => activities.applyMigration(input('contended', same, `r${i}`))));
+    const statuses = results.map((r) => (r.status === 'fulfilled' ? r.value.status : 'error')).sort();
+    expect(statuses).toEqual(['alreadyApplied', 'alreadyApplied', 'alreadyApplied', 'alreadyApplied', 'alreadyApplied', 'applied']);
+    const different = await Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) => activities.applyMigration(input('contended_sql', `CREATE TABLE agent_variant_${i} (id int);`, `v${i}`))),
+    );
+    expect(different.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(different.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason.type)).toEqual(
+      Array(3).fill(FailureType.migrationRejected),
+    );
+    expect(await migrationRows(database, 'contended_sql')).toHaveLength(1);
+    let created = 0;
+    for (let i = 0; i < 4; i++) if (await relationExists(database, `agent_variant_${i}`)) created++;
+    expect(created).toBe(1);
+  });
+
+});
+
+test('connection SQLSTATEs are retried, every other SQLSTATE is a verdict', () => {
+  expect(['08006', '08001', '08P01', '57P01', '57P02', '57P03', '53300'].every(isConnectionSqlState)).toBe(true);
+  expect(['42704', '55P03', '57014', '42601', '23505', '42P07'].some(isConnectionSqlState)).toBe(false);
+});
