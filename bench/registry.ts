@@ -2,6 +2,7 @@ import type { Bench } from './types';
 import { registryLoad } from './registry-load';
 import { sandboxBench } from './sandbox';
 import { policyCheck } from './policy-check';
+import { migrateBench } from './migrate';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, policyCheck, registryLoad];
+export const benches: Bench[] = [sandboxBench, policyCheck, migrateBench, registryLoad];

@@ -1,0 +1,95 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createMigrationActivities } from '../src/activities/migration-activities';
+import { ForgeClient } from '../src/client';
+import { loadConfig } from '../src/config';
+import { openDatabase } from '../src/db';
+import { startDevServer } from '../src/platform/dev-server';
+import { findFreePort } from '../src/platform/free-port';
+import { connectWorkerConnection } from '../src/platform/temporal-connection';
+import { migrationChecksum } from '../src/policy';
+import { createForgeWorkers } from '../src/worker';
+import { percentile, round, timeMs } from './stats';
+import type { Bench } from './types';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 30);
+
+/** A small, typical agent migration: a table and an index on it. Each run gets its own names. */
+const migration = (table: string) => `CREATE TABLE ${table} (
+  id bigserial PRIMARY KEY,
+  user_id bigint NOT NULL,
+  body text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX ${table}_user_idx ON ${table} (user_id, created_at);
+`;
+
+/**
+ * A schema migration two ways, interleaved, on embedded PGlite: durable (client start → `applied`, through the dev
+ * server and the workers: validate, apply, record) and the direct transaction alone (the same SQL through the apply
+ * activity's function, policy check included, no Temporal). Distinct names every run, so each one really applies.
+ */
+export const migrateBench: Bench = {
+  name: 'migrate',
+  description: `schema migration: durable (client → applied) vs the direct transaction (${RUNS} runs each, PGlite)`,
+  async run() {
+    const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+    const home = mkdtempSync(path.join(base, 'forge-bench-migrate-'));
+    const [port, uiPort] = [await findFreePort(), await findFreePort()];
+    const config = loadConfig({
+      FORGE_HOME: home,
+      FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+      FORGE_TEMPORAL_PORT: String(port),
+      FORGE_UI_PORT: String(uiPort),
+    });
+    const server = await startDevServer({ home, port, uiPort });
+    const { connection, namespace } = await connectWorkerConnection({ address: server.address, namespace: server.namespace });
+    const database = await openDatabase(config);
+    const workers = await createForgeWorkers({ config, connection, namespace, database, log: () => undefined });
+    const running = workers.run();
+    const forge = await ForgeClient.connect({ address: server.address, namespace: server.namespace });
+    try {
+      const steps = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
+      const durable = async (i: number) => {
+        const r = await forge.migrateSchema({ name: `bench_durable_${i}`, sql: migration(`agent_bench_durable_${i}`) });
+        if (r.status !== 'applied') throw new Error(`durable run ${i}: ${r.status}: ${r.message}`);
+      };
+      const direct = async (i: number) => {
+        const sql = migration(`agent_bench_direct_${i}`);
+        const name = `bench_direct_${i}`;
+        const r = await steps.applyMigration({ name, sql, checksum: migrationChecksum(sql), workflowId: 'bench-direct', runId: name });
+        if (r.status !== 'applied') throw new Error(`direct run ${i}: ${r.status}`);
+      };
+
+      for (let i = 0; i < 3; i++) {
+        await durable(-1 - i + 1000);
+        await direct(-1 - i + 1000);
+      }
+      const samples = { durable: [] as number[], direct: [] as number[] };
+      for (let i = 0; i < RUNS; i++) {
+        samples.durable.push(await timeMs(() => durable(i)));
+        samples.direct.push(await timeMs(() => direct(i)));
+      }
+      const row = (label: string, s: number[]) =>
+        `${label.padEnd(30)} p50 ${round(percentile(s, 50), 1).toString().padStart(7)} ms   p95 ${round(percentile(s, 95), 1).toString().padStart(7)} ms`;
+      console.log(row('durable (client → applied)', samples.durable));
+      console.log(row('direct transaction', samples.direct));
+      const ratio = round(percentile(samples.durable, 50) / percentile(samples.direct, 50));
+      console.log(`durable / direct (p50): ${ratio}×`);
+      return {
+        migrate_durable_vs_direct_p50: ratio,
+        migrate_durable_p50_ms: round(percentile(samples.durable, 50), 1),
+        migrate_direct_p50_ms: round(percentile(samples.direct, 50), 1),
+      };
+    } finally {
+      await forge.close();
+      await workers.shutdown();
+      await running.catch(() => undefined);
+      await database.close();
+      await connection.close();
+      await server.stop();
+      rmSync(home, { recursive: true, force: true });
+    }
+  },
+};
