@@ -3,7 +3,6 @@ import {
   getAgentMigration,
   listAgentMigrations,
   MigrationStatementError,
-  recordMigrationEvent,
   type AgentMigration,
   type ForgeDatabase,
   type MigrationLimits,
@@ -119,8 +118,8 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
     },
 
     /**
-     * Judges the SQL again (the policy decides what runs, at the moment it runs), then applies it and its
-     * `agent_migrations` row in ONE transaction with `SET LOCAL lock_timeout` and `statement_timeout`. Idempotent on
+     * Judges the SQL again (the policy decides what runs, at the moment it runs), then applies it, its
+     * `agent_migrations` row and its `migration.applied` event in ONE transaction with `SET LOCAL lock_timeout` and `statement_timeout`. Idempotent on
      * (name, checksum): a retry after a commit whose completion was lost finds this run's row and reports `applied`
      * without running anything again. Nothing to compensate: a failure rolls the whole transaction back.
      */
@@ -153,19 +152,6 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
         statementCount: statements.length,
         durationMs: result.outcome === 'applied' ? result.durationMs : undefined,
       };
-    },
-
-    /**
-     * Confirms the committed row belongs to this run and appends `migration.applied` to the event log. Idempotent:
-     * the event is written once per run. Nothing to compensate.
-     */
-    async recordMigration(input: { name: string; checksum: string; runId: string }): Promise<{ appliedAt: string; eventCreated: boolean }> {
-      const row = await getAgentMigration(database, input.name);
-      if (!row || row.checksum !== input.checksum) {
-        throw new Error(`the agent_migrations row of "${input.name}" is missing or has another checksum after apply reported it committed`);
-      }
-      const { created } = await recordMigrationEvent(database, row);
-      return { appliedAt: row.appliedAt.toISOString(), eventCreated: created };
     },
 
     /** Every applied migration, oldest first. Read-only. */

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, sql } from 'drizzle-orm';
 import { MigrationStatementError } from './errors';
 import { agentMigrations, events } from './schema';
 import type { ForgeDatabase } from './types';
@@ -69,7 +69,8 @@ export interface PostgresErrorFields {
 /**
  * Applies an accepted migration in ONE transaction: under a per-name advisory lock (PostgreSQL; PGlite has one
  * backend, so its transactions never interleave), `SET LOCAL lock_timeout` and `statement_timeout`, a look at the
- * `agent_migrations` row of this name, the statements one by one, and the row. All of it commits, or none of it.
+ * `agent_migrations` row of this name, the statements one by one, the row and a `migration.applied` event. All of it
+ * commits, or none of it.
  *
  * Idempotent per (name, checksum): when the row is already there nothing runs again. A row written by the same
  * `runId` means an earlier attempt of this run committed and was lost before it could report (a worker killed
@@ -127,6 +128,13 @@ export async function applyAgentMigration(
         .insert(agentMigrations)
         .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId })
         .returning();
+      // The audit record commits with the migration, so the event log never misses or invents one.
+      await tx.insert(events).values({
+        kind: 'migration.applied',
+        subject: input.name,
+        detail: { checksum: input.checksum, runId: input.runId ?? '', statements: input.statements.length },
+        workflowId: input.workflowId,
+      });
       return { outcome: 'applied', row, byEarlierAttempt: false, durationMs: Math.round(performance.now() - started) };
     });
   } catch (err) {
@@ -172,29 +180,4 @@ export async function getAgentMigration(database: ForgeDatabase, name: string): 
 /** Every applied migration, oldest first. */
 export async function listAgentMigrations(database: ForgeDatabase): Promise<AgentMigration[]> {
   return database.db.select().from(agentMigrations).orderBy(asc(agentMigrations.appliedAt), asc(agentMigrations.name));
-}
-
-/**
- * Appends `migration.applied` to the event log for the run that committed the migration, once: a retry finds its
- * event and adds none.
- */
-export async function recordMigrationEvent(
-  database: ForgeDatabase,
-  row: AgentMigration,
-): Promise<{ created: boolean }> {
-  return database.db.transaction(async (tx) => {
-    const [seen] = await tx
-      .select({ id: events.id })
-      .from(events)
-      .where(and(eq(events.kind, 'migration.applied'), eq(events.subject, row.name), sql`${events.detail}->>'runId' = ${row.runId ?? ''}`))
-      .limit(1);
-    if (seen) return { created: false };
-    await tx.insert(events).values({
-      kind: 'migration.applied',
-      subject: row.name,
-      detail: { checksum: row.checksum, runId: row.runId ?? '', appliedAt: row.appliedAt.toISOString() },
-      workflowId: row.workflowId,
-    });
-    return { created: true };
-  });
 }

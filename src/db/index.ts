@@ -4,7 +4,6 @@ export {
   isConnectionSqlState,
   listAgentMigrations,
   postgresErrorOf,
-  recordMigrationEvent,
 } from './agent-migrations';
 export type {
   AgentMigration,

@@ -8,7 +8,7 @@ import { ForgeOutcomeKey } from './search-attributes';
 /**
  * Applies one agent schema migration: validate (the schema policy on the PostgreSQL parse tree, before any
  * connection is taken, then the `agent_migrations` row of this name) → apply (ONE transaction: lock and statement
- * timeouts, the statements, the tracking row) → record (the event log).
+ * timeouts, the statements, the tracking row, the `migration.applied` event) → record (reports the committed row).
  *
  * Ends `applied`, `alreadyApplied` (same name and checksum committed before: nothing changed), `rejected` (policy,
  * or the name taken by other SQL: nothing ran) or `failed` (PostgreSQL refused it while it ran, with its code and
@@ -60,16 +60,15 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
     }
     progress.done('apply', applied.byEarlierAttempt ? 'committed by an earlier attempt of this run' : `${count} statement(s) committed in ${applied.durationMs} ms`);
 
+    // The row and the event committed in apply's transaction; this stage reports them (a step of its own would only
+    // add scheduling latency to every migration).
     stage = 'record';
     progress.start('record');
-    const recorded = await migrationSteps.recordMigration.executeWithOptions({ summary: `record ${input.name} in the event log` }, [
-      { name: input.name, checksum: input.checksum, runId },
-    ]);
-    progress.done('record', `agent_migrations row at ${recorded.appliedAt}`);
+    progress.done('record', `agent_migrations row and migration.applied event at ${applied.appliedAt}`);
     return finish({
       status: 'applied',
       message: `the migration "${input.name}" (${count} statement(s)) is applied`,
-      appliedAt: recorded.appliedAt,
+      appliedAt: applied.appliedAt,
       appliedBy: { workflowId, runId },
       statements: validated.statements,
     });
