@@ -146,7 +146,9 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
   test('a statement that runs past statement_timeout is failed with 57014 and rolled back', async () => {
     // Setup through the test's own connection: a large agent table (CREATE TABLE AS is not for migrations).
     const rows = kind === 'postgres' ? 2_500_000 : 1_500_000;
-    await query(platform.database, `CREATE TABLE agent_big AS SELECT g AS id FROM generate_series(1, ${rows}) g`);
+    // No autovacuum on it: an autovacuum worker busy on it at teardown keeps DROP DATABASE ... WITH (FORCE) from
+    // terminating it without superuser rights.
+    await query(platform.database, `CREATE TABLE agent_big WITH (autovacuum_enabled = false) AS SELECT g AS id FROM generate_series(1, ${rows}) g`);
     // Allowed by the policy, and slow: a volatile default makes PostgreSQL rewrite every row.
     const sql = 'ALTER TABLE agent_big ADD COLUMN agent_tag text DEFAULT md5(random()::text);';
     const started = Date.now();
@@ -165,6 +167,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
       expect(result.error?.enforcedBy).toBe('forge');
       expect(result.error?.message).toMatch(/over the 1000 ms statement_timeout/);
     }
+    await query(platform.database, 'DROP TABLE agent_big');
   }, 120_000);
 
   test('two migrations of one name at once: one applies, the other SQL is rejected; the same SQL joins', async () => {
