@@ -32,7 +32,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js', '**/*.mjs'],
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', setInterval: 'readonly', clearTimeout: 'readonly', clearInterval: 'readonly', URL: 'readonly', AbortController: 'readonly', Atomics: 'readonly', SharedArrayBuffer: 'readonly', Int32Array: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -1,8 +1,9 @@
 import type { Bench } from './types';
 import { registryLoad } from './registry-load';
+import { deployBench } from './deploy';
 import { sandboxBench } from './sandbox';
 import { policyCheck } from './policy-check';
 import { migrateBench } from './migrate';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, policyCheck, migrateBench, registryLoad];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad];

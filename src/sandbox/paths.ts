@@ -8,7 +8,7 @@ let root: string | undefined;
 export function packageRoot(): string {
   if (root) return root;
   let dir = __dirname;
-  while (!existsSync(join(dir, 'package.json')) || !existsSync(join(dir, 'src', 'sandbox', 'harness.mjs'))) {
+  while (!existsSync(join(dir, 'package.json')) || !existsSync(join(dir, 'src', 'sandbox', 'harness.cjs'))) {
     const up = dirname(dir);
     if (up === dir) throw new Error(`cannot find the agent-forge package root above ${__dirname}`);
     dir = up;
@@ -19,7 +19,7 @@ export function packageRoot(): string {
 
 /** The harness the child runs first; shipped as plain JS because the child has nothing to compile TypeScript. */
 export function harnessPath(): string {
-  return join(packageRoot(), 'src', 'sandbox', 'harness.mjs');
+  return join(packageRoot(), 'src', 'sandbox', 'harness.cjs');
 }
 
 /** The installed packages a tool may import. */

@@ -8,7 +8,9 @@ import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, typ
 
 /**
  * Deploys one tool: validate → compile → test in the sandbox → commit (persist the version and activate it, one
- * transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the commit).
+ * transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the commit). Validate+compile and
+ * commit+notify each run as one local activity (their stages are still reported apart): three steps in all, because
+ * every step costs the run scheduling time that, for millisecond-long steps, would outweigh the work.
  *
  * A rejection at any step ends the run with `status: "rejected"` and the verdict; nothing was stored, and the version
  * active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
@@ -29,9 +31,9 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
 
   try {
     progress.start('validate');
-    const validated = await toolSteps.validateDeployment.executeWithOptions({ summary: `validate ${input.name}` }, [input]);
+    const validated = await toolSteps.prepareDeployment.executeWithOptions({ summary: `validate and compile ${input.name}` }, [input]);
     if (validated.unchanged) {
-      progress.done('validate', `identical to the active v${validated.activeVersion}`);
+      progress.done('validate', `identical to the active v${validated.activeVersion}`, validated.validateMs);
       return finish({
         status: 'active',
         version: validated.activeVersion,
@@ -40,14 +42,9 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
         diagnostics: { stage, message: `the content is identical to the active v${validated.activeVersion}; nothing changed`, stages: [] },
       });
     }
-    progress.done('validate', validated.activeVersion ? `active now: v${validated.activeVersion}` : 'new tool');
-
+    progress.done('validate', validated.activeVersion ? `active now: v${validated.activeVersion}` : 'new tool', validated.validateMs);
     stage = 'compile';
-    progress.start('compile');
-    const compiled = await toolSteps.compileCheck.executeWithOptions({ summary: `compile ${input.name}` }, [
-      { name: input.name, source: input.source },
-    ]);
-    progress.done('compile', `${compiled.compiledBytes} bytes of JS`);
+    progress.ran('compile', validated.compile!.durationMs, `${validated.compile!.compiledBytes} bytes of JS`);
 
     stage = 'test';
     progress.start('test');
@@ -61,14 +58,13 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     progress.start('commit');
     // Registered before the step: if the commit lands and anything after it fails, the previous version comes back
     // (only while ours is still the active one: a newer deployment that committed since is left alone).
-    let previous = validated.activeVersion;
-    let ours: number | undefined;
+    const pointer: { previous?: number; ours?: number } = { previous: validated.activeVersion };
     saga.add('restore the previously active version', () =>
-      toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${previous ?? '(none)'}` }, [
-        { name: input.name, version: previous, onlyIfActive: ours, workflowId },
+      toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${pointer.previous ?? '(none)'}` }, [
+        { name: input.name, version: pointer.previous, onlyIfActive: pointer.ours, workflowId },
       ]),
     );
-    const committed = await toolSteps.commitVersion.executeWithOptions({ summary: `persist and activate ${input.name}` }, [
+    const committed = await toolSteps.commitAndPublish.executeWithOptions({ summary: `persist and activate ${input.name}, publish agent-tools/` }, [
       {
         name: input.name,
         source: input.source,
@@ -79,20 +75,17 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
         workflowId,
       },
     ]);
-    ours = committed.version;
+    pointer.ours = committed.version;
     // What the commit replaced; on a retried commit the store reports our own version, and validate's view stands.
-    if (committed.previousVersion !== committed.version) previous = committed.previousVersion;
-    progress.done('commit', `v${committed.version} active`);
-
+    if (committed.previousVersion !== committed.version) pointer.previous = committed.previousVersion;
+    progress.done('commit', `v${committed.version} active`, committed.commitMs);
     stage = 'notify';
-    progress.start('notify');
-    const published = await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, []);
-    progress.done('notify', `agent-tools/ at generation ${published.generation}`);
+    progress.ran('notify', committed.publishMs, `agent-tools/ at generation ${committed.generation}`);
 
     return finish({
       status: 'active',
       version: committed.version,
-      previousVersion: previous,
+      previousVersion: pointer.previous,
       verdict: 'passed',
       diagnostics: { stage, message: `v${committed.version} of ${input.name} is active`, sandbox: verdict, stages: [] },
     });

@@ -32,8 +32,14 @@ export class Progress {
     this.publish();
   }
 
-  done(name: string, summary?: string): void {
-    this.finish(name, 'done', summary);
+  done(name: string, summary?: string, durationMs?: number): void {
+    this.finish(name, 'done', summary, durationMs);
+  }
+
+  /** Records a stage that ran inside another step's activity, with the time that activity measured for it. */
+  ran(name: string, durationMs: number, summary?: string): void {
+    this.start(name, summary);
+    this.finish(name, 'done', summary, durationMs);
   }
 
   failed(name: string, summary?: string): void {
@@ -60,10 +66,11 @@ export class Progress {
     return { kind: this.kind, subject: this.subject, stage: this.current, stages: this.records(), outcome: this.outcome };
   }
 
-  private finish(name: string, status: 'done' | 'failed', summary?: string): void {
+  private finish(name: string, status: 'done' | 'failed', summary?: string, durationMs?: number): void {
     const stage = this.stage(name);
     stage.status = status;
-    if (stage.startedAt) stage.durationMs = Date.now() - Date.parse(stage.startedAt);
+    if (durationMs !== undefined) stage.durationMs = durationMs;
+    else if (stage.startedAt) stage.durationMs = Date.now() - Date.parse(stage.startedAt);
     if (summary) stage.summary = summary;
     this.publish();
   }

@@ -2,7 +2,7 @@
 /**
  * The sandbox harness: the first code that runs in the bounded child process, before any of the tool's.
  *
- * Plain JavaScript on purpose: the child is a bare `node` with nothing to compile TypeScript, and the harness imports
+ * Plain JavaScript on purpose: the child is a bare `node` with nothing to compile TypeScript, and the harness requires
  * only Node built-ins so that a sandbox run costs little more than a bare fork (bench/sandbox.ts measures it).
  *
  * How a tool cannot forge its verdict:
@@ -20,14 +20,34 @@
  *   /proc/self/mem). That is arbitrary native-level access, which only an OS-level boundary (a separate user or VM)
  *   would stop; DESIGN.md's threat model is a buggy or careless agent, not a kernel exploit.
  */
-import { readSync, writeSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+'use strict';
+// CommonJS, not an ES module: Node starts a CommonJS entry ~3 ms sooner (the ESM loader initialises only when the
+// tool's module is imported), and every sandbox run pays that.
+const { readSync, writeSync } = require('node:fs');
+const { pathToFileURL } = require('node:url');
 
 const CHANNEL_FD = 3;
 
 // Keeps the event loop alive until the parent has our result: a never-settling promise or a hanging top-level await
 // must end as `timeout` (the parent's clock), not as a silent exit with nothing pending.
 const keepAlive = setInterval(() => {}, 2 ** 30);
+
+// process.stdout/stderr are created lazily, and creating one costs milliseconds: note which ones the tool touched, so
+// that the flush before reporting waits only for streams that exist.
+const touchedStdio = [];
+for (const name of ['stdout', 'stderr']) {
+  const original = Object.getOwnPropertyDescriptor(process, name);
+  if (!original?.get || !original.configurable) continue;
+  Object.defineProperty(process, name, {
+    configurable: true,
+    enumerable: original.enumerable,
+    get() {
+      const stream = original.get.call(process);
+      if (!touchedStdio.includes(stream)) touchedStdio.push(stream);
+      return stream;
+    },
+  });
+}
 
 const init = readInitLine();
 const secret = String(init.secret);
@@ -60,7 +80,8 @@ async function report(frame) {
 }
 
 function flushStdio() {
-  const flushed = [process.stdout, process.stderr].map(
+  if (touchedStdio.length === 0) return Promise.resolve();
+  const flushed = touchedStdio.map(
     (stream) =>
       new Promise((resolve) => {
         try {
@@ -78,7 +99,7 @@ function flushStdio() {
 process.on('uncaughtException', (err) => void report(failure('execute', err, 'the tool threw outside execute (in a callback or timer)')));
 process.on('unhandledRejection', (reason) => void report(failure('execute', reason, 'the tool left a promise rejection unhandled')));
 
-await run();
+run().catch((err) => report(failure('execute', err, 'the sandbox harness failed')));
 
 async function run() {
   let mod;
@@ -184,7 +205,7 @@ function failure(phase, err, what) {
     frame.diagnostics.stack = safe(() =>
       String(err.stack ?? '')
         .split('\n')
-        .filter((line) => !line.includes('harness.mjs'))
+        .filter((line) => !line.includes('harness.cjs'))
         .join('\n')
         .slice(0, 4000),
     );

@@ -1,0 +1,150 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createToolActivities } from '../src/activities/tool-activities';
+import { ForgeClient } from '../src/client';
+import { loadConfig } from '../src/config';
+import { openDatabase } from '../src/db';
+import { startDevServer } from '../src/platform/dev-server';
+import { findFreePort } from '../src/platform/free-port';
+import { connectWorkerConnection } from '../src/platform/temporal-connection';
+import { toolContentHash } from '../src/registry/content-hash';
+import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
+import { compileTool, runSandbox } from '../src/sandbox';
+import { createForgeWorkers } from '../src/worker';
+import { floorRunner } from './floor';
+import { percentile, round, timeMs } from './stats';
+import type { Bench } from './types';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 30);
+const BURST = Number(process.env.BENCH_BURST ?? 100);
+
+const zodTool = (name: string, variant: number) => `import { z } from 'zod';
+export default {
+  name: '${name}',
+  description: 'Converts Celsius to Fahrenheit (variant ${variant}).',
+  inputSchema: z.object({ celsius: z.number() }),
+  async execute(input: { celsius: number }) { return { fahrenheit: input.celsius * 9 / 5 + 32 + ${variant} * 0 }; },
+};`;
+
+/**
+ * Deployment of a zod tool three ways, interleaved in one run: durable (client start → active, through Temporal),
+ * Forge's direct in-process pipeline (the same steps, no Temporal), and the bare floor (fork a child that imports the
+ * same compiled tool, runs it once and reports over IPC). Then a burst of deployments submitted at once.
+ */
+export const deployBench: Bench = {
+  name: 'deploy',
+  description: `tool deployment: durable vs direct vs floor (${RUNS} runs each), and a burst of ${BURST}`,
+  async run() {
+    const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+    const home = mkdtempSync(path.join(base, 'forge-bench-deploy-'));
+    const [port, uiPort] = [await findFreePort(), await findFreePort()];
+    const config = loadConfig({
+      FORGE_HOME: home,
+      FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+      FORGE_TEMPORAL_PORT: String(port),
+      FORGE_UI_PORT: String(uiPort),
+    });
+    const server = await startDevServer({ home, port, uiPort });
+    const { connection, namespace } = await connectWorkerConnection({ address: server.address, namespace: server.namespace });
+    const database = await openDatabase(config);
+    const workers = await createForgeWorkers({ config, connection, namespace, database, log: () => undefined });
+    const running = workers.run();
+    const forge = await ForgeClient.connect({ address: server.address, namespace: server.namespace });
+    try {
+      // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
+      // of the sandbox activity (which needs an activity context).
+      const steps = createToolActivities({
+        store: workers.store,
+        builtinTools: config.builtinTools,
+        maxSourceBytes: config.sandbox.limits.sourceBytes,
+        writeVersionFiles: async (row) => void (await writeToolVersion(config.agentToolsDir, row)),
+        publish: async () => {
+          const index = await materializeActiveTools(workers.store, config.agentToolsDir);
+          return { generation: index.generation, tools: Object.keys(index.tools).length };
+        },
+        sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
+      });
+      const direct = async (variant: number) => {
+        const input = { name: 'direct_tool', source: zodTool('direct_tool', variant), testInput: { celsius: 1 } };
+        const contentHash = toolContentHash(input);
+        await steps.validateDeployment({ ...input, contentHash });
+        await steps.compileCheck(input);
+        const { output: _o, ...verdict } = await runSandbox({ name: input.name, source: input.source, input: input.testInput, limits: config.sandbox.limits });
+        if (verdict.status !== 'passed') throw new Error(`direct run: ${verdict.status} ${verdict.error}`);
+        await steps.commitVersion({ ...input, contentHash, verdict, workflowId: 'bench-direct' });
+        await steps.publishTools();
+      };
+      const durable = async (variant: number) => {
+        const r = await forge.deployTool({ name: 'durable_tool', source: zodTool('durable_tool', variant), testInput: { celsius: 1 } });
+        if (r.status !== 'active') throw new Error(`durable run: ${JSON.stringify(r.diagnostics)}`);
+      };
+      const compiled = await compileTool(zodTool('floor_tool', 0), 'floor_tool');
+      if (!compiled.ok) throw new Error('floor tool does not compile');
+      const floorDir = mkdtempSync(path.join(process.cwd(), '.bench-floor-'));
+      writeFileSync(path.join(floorDir, 'tool.mjs'), compiled.code);
+      const floor = floorRunner(
+        `const { default: tool } = await import(${JSON.stringify(path.join(floorDir, 'tool.mjs'))});\n` +
+          `process.send(await tool.execute({ celsius: 1 }));\n`,
+      );
+
+      for (let i = 0; i < 3; i++) {
+        await durable(-1 - i);
+        await direct(-1 - i);
+        await floor();
+      }
+      const samples = { durable: [] as number[], direct: [] as number[], floor: [] as number[] };
+      for (let i = 0; i < RUNS; i++) {
+        samples.durable.push(await timeMs(() => durable(i)));
+        samples.direct.push(await timeMs(() => direct(i)));
+        samples.floor.push(await timeMs(floor));
+      }
+      rmSync(floorDir, { recursive: true, force: true });
+      const row = (label: string, s: number[]) =>
+        `${label.padEnd(28)} p50 ${round(percentile(s, 50), 1).toString().padStart(7)} ms   p95 ${round(percentile(s, 95), 1).toString().padStart(7)} ms`;
+      console.log(row('durable (client → active)', samples.durable));
+      console.log(row('direct in-process pipeline', samples.direct));
+      console.log(row('bare floor (fork+import+run)', samples.floor));
+      const vsDirect = round(percentile(samples.durable, 50) / percentile(samples.direct, 50));
+      const vsFloor = round(percentile(samples.durable, 50) / percentile(samples.floor, 50));
+      console.log(`durable / direct (p50): ${vsDirect}×  (target ≤ 1.25×)`);
+      console.log(`durable / floor (p50):  ${vsFloor}×  (target ≤ 1.5×)`);
+
+      const burstStart = performance.now();
+      const results = await Promise.all(
+        Array.from({ length: BURST }, (_, i) => forge.deployTool({ name: `burst_${i}`, source: zodTool(`burst_${i}`, i), testInput: { celsius: 1 } })),
+      );
+      const burstMs = performance.now() - burstStart;
+      const failed = results.filter((r) => r.status !== 'active').length;
+      if (failed > 0) throw new Error(`${failed} of the burst's deployments did not become active`);
+      const perSecond = round(BURST / (burstMs / 1000));
+      const ceiling = round(config.sandbox.concurrency / (percentile(samples.floor, 50) / 1000));
+      console.log(
+        `burst of ${BURST} at once: ${round(burstMs / 1000, 1)} s, ${perSecond} deploys/s with sandbox concurrency ${config.sandbox.concurrency}` +
+          ` (ceiling set by the floor: ~${ceiling}/s)`,
+      );
+      return {
+        deploy_durable_vs_direct_p50: vsDirect,
+        deploy_durable_vs_floor_p50: vsFloor,
+        deploy_durable_p50_ms: round(percentile(samples.durable, 50), 1),
+        deploy_durable_p95_ms: round(percentile(samples.durable, 95), 1),
+        deploy_direct_p50_ms: round(percentile(samples.direct, 50), 1),
+        deploy_direct_p95_ms: round(percentile(samples.direct, 95), 1),
+        deploy_floor_p50_ms: round(percentile(samples.floor, 50), 1),
+        deploy_floor_p95_ms: round(percentile(samples.floor, 95), 1),
+        deploy_burst_100_per_s: perSecond,
+        deploy_burst_100_wall_s: round(burstMs / 1000, 2),
+        deploy_sandbox_concurrency: config.sandbox.concurrency,
+      };
+    } finally {
+      await forge.close();
+      await workers.shutdown();
+      await running.catch(() => undefined);
+      await database.close();
+      await connection.close();
+      await server.stop();
+      rmSync(home, { recursive: true, force: true });
+    }
+  },
+};
