@@ -8,4 +8,5 @@ module.exports = {
   // Suites start real child processes, Temporal dev servers and databases; 2 cores, so keep parallelism low.
   maxWorkers: 2,
   testTimeout: 60_000,
+  reporters: ['default', '<rootDir>/test/helpers/summary-reporter.js'],
 };
