@@ -26,6 +26,7 @@ import {
   type MigrateSchemaResult,
 } from './workflows/migration-types';
 import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './workflows/search-attributes';
+import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
 import type {
   DeleteToolResult,
   DeployToolInput,
@@ -42,11 +43,7 @@ export type * from './workflows/types';
 export type * from './workflows/migration-types';
 export type { StatementVerdict } from './policy/types';
 
-/**
- * The largest tool source a deployment takes. Workflow inputs travel through Temporal, whose default payload limit is
- * 2 MiB; 1.5 MiB leaves room for the rest of the input. (The sandbox alone, `forge sandbox`, takes up to 10 MiB.)
- */
-export const MAX_DEPLOY_SOURCE_BYTES = 1.5 * 1024 * 1024;
+export { MAX_DEPLOY_SOURCE_BYTES };
 
 const toolName = z
   .string()

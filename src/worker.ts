@@ -2,10 +2,10 @@ import { Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/
 import { createMigrationActivities } from './activities/migration-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
 import { createToolActivities } from './activities/tool-activities';
-import { MAX_DEPLOY_SOURCE_BYTES } from './client';
 import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
+import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
 
 export interface ForgeWorkersOptions {
   config: ForgeConfig;

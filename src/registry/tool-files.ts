@@ -1,12 +1,14 @@
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { ToolVersion } from '../db';
+import { TOOL_NAME_PATTERN } from '../sandbox/run';
 import { writeFileAtomic, writeFileOnce } from './atomic-file';
 import { InvalidToolNameError, ToolFileConflictError, ToolFileFormatError } from './errors';
 import type { ActiveEntry, ActiveIndex, ToolManifest } from './types';
 
-/** Tool names of TOOL_CONTRACT.md; also what keeps every path below inside the agent-tools directory. */
-export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+// Tool names of TOOL_CONTRACT.md (one definition, in the sandbox); also what keeps every path below inside the
+// agent-tools directory.
+export { TOOL_NAME_PATTERN };
 
 /** The file holding the active pointers, directly under the agent-tools directory. */
 export const ACTIVE_INDEX_FILE = 'active.json';

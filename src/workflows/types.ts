@@ -4,6 +4,12 @@
  */
 import type { SandboxDiagnostics, SandboxStatus } from '../sandbox/verdict';
 
+/**
+ * The largest tool source a deployment takes. Workflow inputs travel through Temporal, whose default payload limit is
+ * 2 MiB; 1.5 MiB leaves room for the rest of the input. (The sandbox alone, `forge sandbox`, takes up to 10 MiB.)
+ */
+export const MAX_DEPLOY_SOURCE_BYTES = 1.5 * 1024 * 1024;
+
 /** The steps of a tool deployment, in order; `commit` persists the version and activates it in one transaction. */
 export const DEPLOY_STAGES = ['validate', 'compile', 'test', 'commit', 'notify'] as const;
 export type DeployStage = (typeof DEPLOY_STAGES)[number];
