@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.forge/**', 'agent-tools/**', 'test/fixtures/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.forge/**', 'agent-tools/**', 'test/fixtures/**', 'examples/**', 'coverage/**', '.scratch/**', '.bench-floor-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
