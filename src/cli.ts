@@ -1,9 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode, UsageError } from './commands/exit-codes';
-import { printError } from './commands/output';
+import { printError, printResult } from './commands/output';
 import { ForgeInputError } from './errors';
 import { ConfigError } from './config';
-import { PlatformUnreachableError } from './platform/errors';
+import { DevServerError, PlatformUnreachableError, TemporalBinaryNotFoundError } from './platform/errors';
 import { registerCall } from './commands/call';
 import { registerDelete } from './commands/delete';
 import { registerDeploy } from './commands/deploy';
@@ -45,8 +45,11 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help and --version end here with code 0; everything else commander rejects is bad usage.
-      return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+      // --help and --version end here with code 0; everything else commander rejects is bad usage. Commander has
+      // already explained it on stderr; with --json stdout still gets its one object.
+      if (err.exitCode === 0) return ExitCode.ok;
+      if (json) printResult(true, { error: err.message.replace(/^error: /, '') }, () => '');
+      return ExitCode.usage;
     }
     if (err instanceof UsageError || err instanceof ForgeInputError || err instanceof ConfigError) {
       printError(json, err.message);
@@ -55,6 +58,11 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof PlatformUnreachableError) {
       printError(json, err.message, { unreachable: err.address });
       return ExitCode.unreachable;
+    }
+    if (err instanceof DevServerError || err instanceof TemporalBinaryNotFoundError) {
+      // `forge up` could not start its dev server (port taken, binary missing): the reason, not a stack trace.
+      printError(json, err.message);
+      return ExitCode.refused;
     }
     throw err;
   }

@@ -1,11 +1,39 @@
+import { connect as tcpConnect } from 'node:net';
 import { ForgeClient } from '../client';
+import { PlatformUnreachableError } from '../platform/errors';
+import { resolveTemporalConnection, toPlatformError } from '../platform/temporal-connection';
 
 /** Connects the SDK for one CLI command and closes it afterwards, whatever happens. */
 export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>): Promise<T> {
+  await failFastWhenRefused();
   const client = await ForgeClient.connect();
   try {
     return await fn(client);
   } finally {
     await client.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The gRPC client keeps retrying a refused connection until its 5 s deadline; when the address's port plainly
+ * refuses TCP, say so at once (exit 3). Anything else (a slow or remote host, DNS) is left to the client.
+ */
+async function failFastWhenRefused(): Promise<void> {
+  const { address } = resolveTemporalConnection();
+  const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);
+  if (!match) return;
+  const refused = await new Promise<Error | undefined>((resolve) => {
+    const socket = tcpConnect({ host: match[1], port: Number(match[2]) });
+    const done = (err?: Error) => {
+      socket.destroy();
+      resolve(err);
+    };
+    socket.setTimeout(1_000, () => done());
+    socket.once('connect', () => done());
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED' ? err : undefined));
+  });
+  if (refused) {
+    const err = toPlatformError(refused, address);
+    if (err instanceof PlatformUnreachableError) throw err;
   }
 }

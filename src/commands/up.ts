@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { startPlatform, untilSignal } from '../platform/run-platform';
 import { ExitCode } from './exit-codes';
@@ -37,6 +38,7 @@ async function runUntilSignal(
   embeddedTemporal: boolean,
   announce: (p: { address: string; uiUrl?: string }) => void,
 ): Promise<void> {
+  quietTemporalRuntime();
   const signalled = untilSignal();
   const platform = await startPlatform({ config, embeddedTemporal });
   announce(platform);
@@ -48,4 +50,16 @@ async function runUntilSignal(
   await platform.stop();
   process.stderr.write('forge: stopped.\n');
   process.exitCode = 'error' in ended && ended.error ? ExitCode.refused : ExitCode.ok;
+}
+
+/**
+ * The Temporal SDK logs at INFO by default (every worker state change, webpack's whole bundle report): keep its
+ * warnings and errors on stderr and drop the rest, before anything creates the Runtime.
+ */
+function quietTemporalRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // A Runtime exists already (the CLI was embedded in a process that made one): keep it.
+  }
 }
