@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PlatformUnreachableError } from '../../src/platform/errors';
 import { findFreePort } from '../../src/platform/free-port';
-import { findTemporalBinary } from '../../src/platform/temporal-binary';
+import { findTemporalBinary, temporalBinarySearchPath } from '../../src/platform/temporal-binary';
+import { packageRoot } from '../../src/sandbox/paths';
 import {
   connectClient,
   connectWorkerConnection,
@@ -72,10 +73,18 @@ describe('findTemporalBinary', () => {
     return file;
   }
 
-  test('searches PATH, then $FORGE_HOME/bin, then $FORGE_HOME/venv/bin', () => {
+  // The project's own .forge/ is the last place searched; setup may have installed a binary there (it has on a
+  // machine that ran npm test), so "nothing found" means "nothing before that fallback".
+  const ownFallback = () => findTemporalBinary({ PATH: '', FORGE_HOME: path.join(dir, 'nowhere') });
+
+  test('searches PATH, then $FORGE_HOME/bin, then $FORGE_HOME/venv/bin, then the project\'s own .forge/', () => {
     const home = path.join(dir, 'home');
     const env = { PATH: path.join(dir, 'path'), FORGE_HOME: home };
-    expect(findTemporalBinary(env)).toBeUndefined();
+    expect(temporalBinarySearchPath(env).slice(-2)).toEqual([
+      path.join(packageRoot(), '.forge', 'bin'),
+      path.join(packageRoot(), '.forge', 'venv', 'bin'),
+    ]);
+    expect(findTemporalBinary(env)).toBe(ownFallback());
     const venv = fakeBinary(path.join(home, 'venv', 'bin'));
     expect(findTemporalBinary(env)).toBe(venv);
     const bin = fakeBinary(path.join(home, 'bin'));
@@ -88,6 +97,6 @@ describe('findTemporalBinary', () => {
     const home = path.join(dir, 'home');
     const file = fakeBinary(path.join(home, 'bin'));
     chmodSync(file, 0o644);
-    expect(findTemporalBinary({ PATH: '', FORGE_HOME: home })).toBeUndefined();
+    expect(findTemporalBinary({ PATH: '', FORGE_HOME: home })).toBe(ownFallback());
   });
 });
