@@ -16,9 +16,11 @@ export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>
 
 /**
  * The gRPC client keeps retrying a refused connection until its 5 s deadline; when the address's port plainly
- * refuses TCP, say so at once (exit 3). Anything else (a slow or remote host, DNS) is left to the client.
+ * refuses TCP, say so at once (exit 3). Anything else (a slow or remote host, DNS, a proxy) is left to the client.
  */
 async function failFastWhenRefused(): Promise<void> {
+  // Through a proxy the direct port says nothing about reachability.
+  if (['grpc_proxy', 'https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].some((v) => process.env[v])) return;
   const { address } = resolveTemporalConnection();
   const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);
   if (!match) return;
