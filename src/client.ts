@@ -90,8 +90,6 @@ export interface ForgeClientOptions extends TemporalConnectOptions {
 export interface DeployHandle {
   workflowId: string;
   runId: string;
-  /** True when this call joined a run already under way for the same content. */
-  joined: boolean;
   progress(): Promise<RunProgress | undefined>;
   result(options?: { onProgress?: ProgressListener }): Promise<DeployToolResult>;
 }
@@ -148,7 +146,7 @@ export class ForgeClient {
 
   /**
    * Starts a deployment and returns at once. The run's ID is derived from the content, and a start for content
-   * already being deployed joins that run instead of starting another.
+   * already being deployed joins that run instead of starting another (the handle then names that run).
    */
   async startDeployTool(input: DeployToolInput): Promise<DeployHandle> {
     const parsed = parseInput(deployInputSchema, input, 'deployTool');
@@ -173,11 +171,9 @@ export class ForgeClient {
       }),
     );
     const runId = handle.firstExecutionRunId;
-    const joined = await this.call(async () => (await handle.describe()).runId !== runId).catch(() => false);
     return {
       workflowId,
       runId,
-      joined,
       progress: () => this.progressOf(handle),
       result: (opts = {}) => this.waitWithProgress<DeployToolResult>(handle, opts.onProgress),
     };

@@ -23,7 +23,7 @@ export function registerDeploy(program: Command): void {
       const name = opts.name ?? basename(file, extname(file));
       const result = await withForgeClient(async (forge) => {
         const handle = await forge.startDeployTool({ name, source, testInput, description: opts.description });
-        process.stderr.write(`deploying ${name} — run ${handle.workflowId}${handle.joined ? ' (joined the run already under way)' : ''}\n`);
+        process.stderr.write(`deploying ${name} — run ${handle.workflowId}\n`);
         return handle.result({ onProgress: progressPrinter() });
       });
       printResult(!!opts.json, result, () => describeDeploy(result));
