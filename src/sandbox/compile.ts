@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { transform, type Message } from 'esbuild';
 import type { SourceLocation } from './verdict';
 
@@ -11,6 +12,28 @@ export type CompileResult =
  * submitted lines.
  */
 export async function compileTool(source: string, name: string): Promise<CompileResult> {
+  // The same module is compiled again and again (the deploy's compile step, its test, its commit, reverification):
+  // esbuild is deterministic, so a small cache of recent results saves a round trip to its service each time.
+  const key = source.length <= CACHE_MAX_SOURCE ? createHash('sha256').update(name).update('\0').update(source).digest('hex') : undefined;
+  const cached = key ? cache.get(key) : undefined;
+  if (cached) {
+    cache.delete(key!);
+    cache.set(key!, cached); // most recently used last
+    return cached;
+  }
+  const result = await compileUncached(source, name);
+  if (key) {
+    cache.set(key, result);
+    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+  }
+  return result;
+}
+
+const CACHE_ENTRIES = 128;
+const CACHE_MAX_SOURCE = 256 * 1024;
+const cache = new Map<string, CompileResult>();
+
+async function compileUncached(source: string, name: string): Promise<CompileResult> {
   const file = `${name}.ts`;
   try {
     const result = await transform(source, {

@@ -136,7 +136,9 @@ function superviseChild(
 ): Promise<Outcome> {
   const secret = randomBytes(32).toString('hex');
   const marker = randomBytes(12).toString('hex');
-  const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--enable-source-maps', harnessPath()];
+  // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
+  // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
+  const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
   const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024);
   const child = spawn(launch.command, launch.args, {
     cwd: dir,
