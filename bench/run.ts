@@ -1,5 +1,9 @@
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { Bench } from './types';
 import { benches } from './registry';
+
+// The benchmarks start workers in this process: their INFO lines (webpack's bundle report) would bury the figures.
+Runtime.install({ logger: new DefaultLogger('WARN') });
 
 /**
  * `npm run bench [-- NAME ...]`: runs every benchmark (or the named ones) one after the other and ends with one line
