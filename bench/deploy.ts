@@ -1,20 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createToolActivities } from '../src/activities/tool-activities';
-import { ForgeClient } from '../src/client';
-import { loadConfig } from '../src/config';
-import { openDatabase } from '../src/db';
-import { startDevServer } from '../src/platform/dev-server';
-import { findFreePort } from '../src/platform/free-port';
-import { connectWorkerConnection } from '../src/platform/temporal-connection';
 import { toolContentHash } from '../src/registry/content-hash';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox } from '../src/sandbox';
-import { createForgeWorkers } from '../src/worker';
 import { floorRunner } from './floor';
 import { percentile, round, timeMs } from './stats';
+import { startBenchPlatform } from './platform';
 import type { Bench } from './types';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
@@ -37,21 +29,7 @@ export const deployBench: Bench = {
   name: 'deploy',
   description: `tool deployment: durable vs direct vs floor (${RUNS} runs each), and a burst of ${BURST}`,
   async run() {
-    const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-    const home = mkdtempSync(path.join(base, 'forge-bench-deploy-'));
-    const [port, uiPort] = [await findFreePort(), await findFreePort()];
-    const config = loadConfig({
-      FORGE_HOME: home,
-      FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
-      FORGE_TEMPORAL_PORT: String(port),
-      FORGE_UI_PORT: String(uiPort),
-    });
-    const server = await startDevServer({ home, port, uiPort });
-    const { connection, namespace } = await connectWorkerConnection({ address: server.address, namespace: server.namespace });
-    const database = await openDatabase(config);
-    const workers = await createForgeWorkers({ config, connection, namespace, database, log: () => undefined });
-    const running = workers.run();
-    const forge = await ForgeClient.connect({ address: server.address, namespace: server.namespace });
+    const { config, workers, forge, stop } = await startBenchPlatform('deploy');
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
       // of the sandbox activity (which needs an activity context).
@@ -138,13 +116,7 @@ export const deployBench: Bench = {
         deploy_sandbox_concurrency: config.sandbox.concurrency,
       };
     } finally {
-      await forge.close();
-      await workers.shutdown();
-      await running.catch(() => undefined);
-      await database.close();
-      await connection.close();
-      await server.stop();
-      rmSync(home, { recursive: true, force: true });
+      await stop();
     }
   },
 };

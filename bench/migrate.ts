@@ -1,16 +1,7 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { createMigrationActivities } from '../src/activities/migration-activities';
-import { ForgeClient } from '../src/client';
-import { loadConfig } from '../src/config';
-import { openDatabase } from '../src/db';
-import { startDevServer } from '../src/platform/dev-server';
-import { findFreePort } from '../src/platform/free-port';
-import { connectWorkerConnection } from '../src/platform/temporal-connection';
 import { migrationChecksum } from '../src/policy';
-import { createForgeWorkers } from '../src/worker';
 import { percentile, round, timeMs } from './stats';
+import { startBenchPlatform } from './platform';
 import type { Bench } from './types';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
@@ -34,21 +25,7 @@ export const migrateBench: Bench = {
   name: 'migrate',
   description: `schema migration: durable (client → applied) vs the direct transaction (${RUNS} runs each, PGlite)`,
   async run() {
-    const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-    const home = mkdtempSync(path.join(base, 'forge-bench-migrate-'));
-    const [port, uiPort] = [await findFreePort(), await findFreePort()];
-    const config = loadConfig({
-      FORGE_HOME: home,
-      FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
-      FORGE_TEMPORAL_PORT: String(port),
-      FORGE_UI_PORT: String(uiPort),
-    });
-    const server = await startDevServer({ home, port, uiPort });
-    const { connection, namespace } = await connectWorkerConnection({ address: server.address, namespace: server.namespace });
-    const database = await openDatabase(config);
-    const workers = await createForgeWorkers({ config, connection, namespace, database, log: () => undefined });
-    const running = workers.run();
-    const forge = await ForgeClient.connect({ address: server.address, namespace: server.namespace });
+    const { config, database, forge, stop } = await startBenchPlatform('migrate');
     try {
       const steps = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
       const durable = async (i: number) => {
@@ -83,13 +60,7 @@ export const migrateBench: Bench = {
         migrate_direct_p50_ms: round(percentile(samples.direct, 50), 1),
       };
     } finally {
-      await forge.close();
-      await workers.shutdown();
-      await running.catch(() => undefined);
-      await database.close();
-      await connection.close();
-      await server.stop();
-      rmSync(home, { recursive: true, force: true });
+      await stop();
     }
   },
 };

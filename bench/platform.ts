@@ -1,0 +1,53 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ForgeClient } from '../src/client';
+import { loadConfig, type ForgeConfig } from '../src/config';
+import { openDatabase, type ForgeDatabase } from '../src/db';
+import { startDevServer } from '../src/platform/dev-server';
+import { findFreePort } from '../src/platform/free-port';
+import { connectWorkerConnection } from '../src/platform/temporal-connection';
+import { createForgeWorkers, type ForgeWorkers } from '../src/worker';
+
+/** What a benchmark measures against: a dev server, embedded PGlite and the workers, all under /dev/shm. */
+export interface BenchPlatform {
+  config: ForgeConfig;
+  database: ForgeDatabase;
+  workers: ForgeWorkers;
+  forge: ForgeClient;
+  stop(): Promise<void>;
+}
+
+/** Starts the whole platform the way `forge up` does, in a private state directory that stop() removes. */
+export async function startBenchPlatform(label: string): Promise<BenchPlatform> {
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const home = mkdtempSync(path.join(base, `forge-bench-${label}-`));
+  const [port, uiPort] = [await findFreePort(), await findFreePort()];
+  const config = loadConfig({
+    FORGE_HOME: home,
+    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+    FORGE_TEMPORAL_PORT: String(port),
+    FORGE_UI_PORT: String(uiPort),
+  });
+  const server = await startDevServer({ home, port, uiPort });
+  const { connection, namespace } = await connectWorkerConnection({ address: server.address, namespace: server.namespace });
+  const database = await openDatabase(config);
+  const workers = await createForgeWorkers({ config, connection, namespace, database, log: () => undefined });
+  const running = workers.run();
+  const forge = await ForgeClient.connect({ address: server.address, namespace: server.namespace });
+  return {
+    config,
+    database,
+    workers,
+    forge,
+    async stop() {
+      await forge.close();
+      await workers.shutdown();
+      await running.catch(() => undefined);
+      await database.close();
+      await connection.close();
+      await server.stop();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
