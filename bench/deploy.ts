@@ -1,12 +1,15 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createToolActivities } from '../src/activities/tool-activities';
+import { loadConfig } from '../src/config';
+import { createToolStore, openDatabase } from '../src/db';
 import { toolContentHash } from '../src/registry/content-hash';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox } from '../src/sandbox';
 import { floorRunner } from './floor';
 import { percentile, round, timeMs } from './stats';
-import { startBenchPlatform } from './platform';
+import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
@@ -29,17 +32,23 @@ export const deployBench: Bench = {
   name: 'deploy',
   description: `tool deployment: durable vs direct vs floor (${RUNS} runs each), and a burst of ${BURST}`,
   async run() {
-    const { config, workers, forge, stop } = await startBenchPlatform('deploy');
+    // Durable: `forge up` in its own process, this process a client, as an agent uses Forge. Direct: the same steps
+    // in this process, on a database of its own.
+    const { config, forge, stop } = await startPlatformProcess('deploy');
+    const directHome = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-bench-direct-'));
+    const directConfig = loadConfig({ FORGE_HOME: directHome, FORGE_AGENT_TOOLS_DIR: path.join(directHome, 'agent-tools') });
+    const database = await openDatabase(directConfig);
+    const store = createToolStore(database);
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
       // of the sandbox activity (which needs an activity context).
       const steps = createToolActivities({
-        store: workers.store,
+        store,
         builtinTools: config.builtinTools,
         maxSourceBytes: config.sandbox.limits.sourceBytes,
-        writeVersionFiles: async (row) => void (await writeToolVersion(config.agentToolsDir, row)),
+        writeVersionFiles: async (row) => void (await writeToolVersion(directConfig.agentToolsDir, row)),
         publish: async () => {
-          const index = await materializeActiveTools(workers.store, config.agentToolsDir);
+          const index = await materializeActiveTools(store, directConfig.agentToolsDir);
           return { generation: index.generation, tools: Object.keys(index.tools).length };
         },
         sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
@@ -117,6 +126,8 @@ export const deployBench: Bench = {
       };
     } finally {
       await stop();
+      await database.close();
+      rmSync(directHome, { recursive: true, force: true });
     }
   },
 };

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -47,6 +48,47 @@ export async function startBenchPlatform(label: string): Promise<BenchPlatform> 
       await database.close();
       await connection.close();
       await server.stop();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The platform as users run it: `forge up` in its own process (dev server, database, workers), and a client here —
+ * an agent is never the process that holds the workers. stop() sends SIGINT and waits for everything to end.
+ */
+export async function startPlatformProcess(label: string): Promise<{ config: ForgeConfig; forge: ForgeClient; stop(): Promise<void> }> {
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const home = mkdtempSync(path.join(base, `forge-bench-${label}-`));
+  const [port, uiPort] = [await findFreePort(), await findFreePort()];
+  const env = {
+    PATH: process.env.PATH,
+    FORGE_HOME: home,
+    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+    FORGE_TEMPORAL_PORT: String(port),
+    FORGE_UI_PORT: String(uiPort),
+  };
+  const config = loadConfig(env);
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'forge.js'), 'up'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Forge is up')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`forge up exited (${code}):\n${output}`)));
+  });
+  const forge = await ForgeClient.connect({ address: `127.0.0.1:${port}` });
+  return {
+    config,
+    forge,
+    async stop() {
+      await forge.close();
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGINT');
+      await exited;
       rmSync(home, { recursive: true, force: true });
     },
   };
