@@ -11,6 +11,7 @@ import { registerLintSql } from './commands/lint-sql';
 import { registerMigrate } from './commands/migrate';
 import { registerMigrations } from './commands/migrations';
 import { registerRollback } from './commands/rollback';
+import { registerRuns } from './commands/runs';
 import { registerSandbox } from './commands/sandbox';
 import { registerTools } from './commands/tools';
 import { registerUp } from './commands/up';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerLintSql(program);
   registerMigrate(program);
   registerMigrations(program);
+  registerRuns(program);
   return program;
 }
 

@@ -94,6 +94,30 @@ export interface DeployHandle {
   result(options?: { onProgress?: ProgressListener }): Promise<DeployToolResult>;
 }
 
+/** The execution statuses `listRuns` filters on, as an operator types them. */
+export const RUN_STATUSES = ['running', 'completed', 'failed', 'canceled', 'terminated', 'timed_out'] as const;
+const VISIBILITY_STATUS: Record<(typeof RUN_STATUSES)[number], string> = {
+  running: 'Running',
+  completed: 'Completed',
+  failed: 'Failed',
+  canceled: 'Canceled',
+  terminated: 'Terminated',
+  timed_out: 'TimedOut',
+};
+
+/** One line of `forge runs`. */
+export interface RunSummary {
+  workflowId: string;
+  runId: string;
+  type: string;
+  status: string;
+  kind?: string;
+  subject?: string;
+  outcome?: string;
+  startTime: string;
+  closeTime?: string;
+}
+
 /** What `getRun` tells about any Forge run. */
 export interface RunInfo {
   workflowId: string;
@@ -247,6 +271,45 @@ export class ForgeClient {
       [],
       'List applied migrations',
     );
+  }
+
+  /**
+   * Recent Forge runs from Temporal's visibility, newest first: what `forge runs` shows an operator.
+   * `kind` is a ForgeKind (deploy, migrate, ...); `status` a Temporal execution status (running, completed, failed,
+   * canceled, terminated, timed_out).
+   */
+  async listRuns(filter: { kind?: string; status?: string; limit?: number } = {}): Promise<RunSummary[]> {
+    const input = parseInput(
+      z.object({
+        kind: z.enum(['deploy', 'rollback', 'delete', 'query', 'migrate', 'promote', 'reverify']).optional(),
+        status: z.enum(RUN_STATUSES).optional(),
+        limit: z.number().int().positive().max(1000).default(20),
+      }),
+      filter,
+      'listRuns',
+    );
+    const clauses = ["ForgeKind IS NOT NULL"];
+    if (input.kind) clauses.push(`ForgeKind = '${input.kind}'`);
+    if (input.status) clauses.push(`ExecutionStatus = '${VISIBILITY_STATUS[input.status]}'`);
+    const runs: RunSummary[] = [];
+    await this.call(async () => {
+      for await (const run of this.temporal.workflow.list({ query: clauses.join(' AND '), pageSize: input.limit })) {
+        const attrs = run.typedSearchAttributes;
+        runs.push({
+          workflowId: run.workflowId,
+          runId: run.runId,
+          type: run.type,
+          status: run.status.name,
+          kind: attrs.get(ForgeKindKey),
+          subject: attrs.get(ForgeSubjectKey),
+          outcome: attrs.get(ForgeOutcomeKey),
+          startTime: run.startTime.toISOString(),
+          closeTime: run.closeTime?.toISOString(),
+        });
+        if (runs.length >= input.limit) break;
+      }
+    });
+    return runs;
   }
 
   /** Everything Temporal knows of one Forge run: status, search attributes, live progress, result or failure. */

@@ -153,6 +153,15 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(await platform.forge.deleteTool('never_was')).toMatchObject({ status: 'rejected' });
   });
 
+  test('listRuns finds runs by kind and status from visibility', async () => {
+    const deploys = await platform.forge.listRuns({ kind: 'deploy', status: 'completed', limit: 100 });
+    expect(deploys.length).toBeGreaterThan(0);
+    expect(deploys.every((r) => r.kind === 'deploy' && r.status === 'COMPLETED' && r.workflowId.startsWith('tool-deploy/'))).toBe(true);
+    const rollbacks = await platform.forge.listRuns({ kind: 'rollback' });
+    expect(rollbacks.every((r) => r.workflowId.startsWith('tool-rollback/'))).toBe(true);
+    await expect(platform.forge.listRuns({ status: 'sideways' })).rejects.toBeInstanceOf(ForgeInputError);
+  });
+
   test('getRun tells kind, subject, outcome, progress and result', async () => {
     const result = await platform.forge.deployTool({ name: 'described', source: adder('x').replace("'adder'", "'described'"), testInput: { a: 1, b: 1 } });
     const run = await platform.forge.getRun(result.workflowId);
