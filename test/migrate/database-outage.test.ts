@@ -6,7 +6,7 @@ import { relationExists, TcpProxy, waitUntil } from './helpers';
 const url = process.env.DATABASE_URL;
 
 // PostgreSQL only: PGlite is in the worker's own process, so it cannot go away while the worker stays up.
-(url ? describe : describe.skip)('a migration while PostgreSQL is down', () => {
+(url ? describe : describe.skip)('while PostgreSQL is down', () => {
   let env: TestWorkflowEnvironment;
   let platform: TestPlatform;
   let proxy: TcpProxy;
@@ -44,5 +44,21 @@ const url = process.env.DATABASE_URL;
     expect(await relationExists(platform.database, 'agent_outage')).toBe(true);
     const migrations = await platform.forge.listMigrations();
     expect(migrations.migrations.filter((m) => m.name === 'outage')).toHaveLength(1);
+  }, 60_000);
+
+  test('a tool deployment waits too, then becomes active once the database is back', async () => {
+    const source = `import { z } from 'zod';
+export default { name: 'outage_tool', inputSchema: z.object({}), async execute() { return { ok: true }; } };`;
+    await proxy.stop();
+    const handle = await platform.forge.startDeployTool({ name: 'outage_tool', source, testInput: {} });
+    await new Promise((r) => setTimeout(r, 3_000));
+    const described = await env.client.workflow.getHandle(handle.workflowId).describe();
+    expect(described.status.name).toBe('RUNNING');
+    expect((await handle.progress())?.stage).toBe('validate');
+
+    await proxy.start();
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'active', name: 'outage_tool', version: 1 });
+    expect((await platform.forge.listTools()).tools.map((t) => t.name)).toContain('outage_tool');
   }, 60_000);
 });
