@@ -1,0 +1,60 @@
+import { readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { containment, runSandbox } from '../../src/sandbox';
+import { processesMarkedWith } from '../helpers/processes';
+
+/**
+ * The fallback for machines that refuse PID namespaces: a process group plus a hunt for the run's marker in /proc.
+ * Forced here with FORGE_SANDBOX_CONTAINMENT (jest gives each test file fresh modules, so the probe runs again).
+ * A descendant that both calls setsid() and scrubs its environment can escape this mode (src/sandbox/containment.ts
+ * says so), so the detached child below keeps its environment.
+ */
+const source = (name: string) => readFileSync(join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
+const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-pg-'));
+
+beforeAll(() => {
+  process.env.FORGE_SANDBOX_CONTAINMENT = 'process-group';
+  process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
+});
+afterAll(() => {
+  delete process.env.FORGE_SANDBOX_CONTAINMENT;
+  delete process.env.FORGE_SANDBOX_TMPDIR;
+  rmSync(tempRoot, { recursive: true, force: true });
+});
+
+const detachedKeepingEnv = `import { spawn } from 'node:child_process';
+import { z } from 'zod';
+export default {
+  name: 'detached_keeping_env',
+  inputSchema: z.object({ marker: z.string() }),
+  async execute({ marker }: { marker: string }) {
+    spawn('sh', ['-c', \`sleep 300; : \${marker}\`], { detached: true, stdio: 'ignore' }).unref();
+    spawn('setsid', ['sh', '-c', \`(sleep 301; : \${marker}) &\`], { detached: true, stdio: 'ignore' }).unref();
+    await new Promise((r) => setTimeout(r, 200));
+    return { ok: true };
+  },
+};`;
+
+test('the mode is in force', () => {
+  expect(containment().mode).toBe('process-group');
+});
+
+const cases: { name: string; src: string; input: (marker: string) => unknown; status: string }[] = [
+  { name: 'celsius_to_fahrenheit', src: source('celsius_to_fahrenheit'), input: () => ({ celsius: 1 }), status: 'passed' },
+  { name: 'sync_loop', src: source('sync_loop'), input: () => ({}), status: 'timeout' },
+  { name: 'offheap_bomb', src: source('offheap_bomb'), input: () => ({}), status: 'oom' },
+  { name: 'many_children', src: source('many_children'), input: (m) => ({ marker: m, count: 30 }), status: 'passed' },
+  { name: 'detached_keeping_env', src: detachedKeepingEnv, input: (m) => ({ marker: m }), status: 'passed' },
+  { name: 'self_kill', src: source('self_kill'), input: () => ({}), status: 'crashed' },
+];
+
+test.each(cases)('$name ends $status and leaves nothing behind', async ({ name, src, input, status }) => {
+  const marker = `forge-test-${randomBytes(6).toString('hex')}`;
+  process.env.FORGE_TEST_MARKER = marker;
+  const verdict = await runSandbox({ name, source: src, input: input(marker), limits: { envPassthrough: ['FORGE_TEST_MARKER'] } });
+  expect(verdict.status).toBe(status);
+  expect(processesMarkedWith(marker)).toEqual([]);
+  expect(readdirSync(tempRoot)).toEqual([]);
+});
