@@ -2,6 +2,7 @@
 import { TOOLS_CHANNEL } from '../db/channels';
 import { createToolStore } from '../db/tool-store';
 import type { ForgeDatabase } from '../db/types';
+import { inputJsonSchemaOf } from './input-json-schema';
 import { memo, type LoadedTool, type Snapshot, type ToolSource } from './source';
 
 /**
@@ -30,7 +31,13 @@ export function databaseSource(database: ForgeDatabase): ToolSource {
         if (!row) continue; // removed since listActive; its removal notified, so another reload follows
         const compiledJs = row.compiledJs;
         tools.set(pointer.name, {
-          descriptor: { name: row.name, version: row.version, contentHash: row.contentHash, description: row.description },
+          descriptor: {
+            name: row.name,
+            version: row.version,
+            contentHash: row.contentHash,
+            description: row.description,
+            ...inputJsonSchemaOf(row.verdict),
+          },
           compiledJs: memo(() => Promise.resolve(compiledJs)),
         });
       }
@@ -50,3 +57,4 @@ export function databaseSource(database: ForgeDatabase): ToolSource {
     },
   };
 }
+

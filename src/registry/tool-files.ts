@@ -2,6 +2,7 @@ import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { ToolVersion } from '../db';
 import { TOOL_NAME_PATTERN } from '../sandbox/run';
+import { inputJsonSchemaOf } from './input-json-schema';
 import { writeFileAtomic, writeFileOnce } from './atomic-file';
 import { InvalidToolNameError, ToolFileConflictError, ToolFileFormatError } from './errors';
 import type { ActiveEntry, ActiveIndex, ToolManifest } from './types';
@@ -51,6 +52,8 @@ export interface ToolVersionFiles {
  * twice produces the same bytes, which is what makes a retried write a no-op rather than a conflict.
  */
 export function filesFromRow(row: ToolVersion, extra: { inputJsonSchema?: unknown } = {}): ToolVersionFiles {
+  // The sandbox's verdict, stored with the version, carries the schema the test run derived (src/sandbox/harness.cjs).
+  extra = { ...inputJsonSchemaOf(row.verdict), ...extra };
   const manifest: ToolManifest = {
     name: row.name,
     version: row.version,

@@ -113,7 +113,12 @@ async function run() {
   if (problem) return report({ status: 'invalid', error: problem, diagnostics: { phase: 'contract' } });
   const tool = mod.default ?? mod.tool;
   const timeoutMs = typeof tool.timeoutMs === 'number' ? tool.timeoutMs : undefined;
-  send({ type: 'ready', timeoutMs, description: typeof tool.description === 'string' ? tool.description : undefined });
+  send({
+    type: 'ready',
+    timeoutMs,
+    description: typeof tool.description === 'string' ? tool.description : undefined,
+    inputJsonSchema: await inputJsonSchema(tool.inputSchema),
+  });
 
   let parsed;
   try {
@@ -163,6 +168,22 @@ async function run() {
     });
   }
   report({ status: 'passed', outputJson: json });
+}
+
+/**
+ * The input schema as JSON Schema, for agents that describe tools to a model. Only for zod 4 schemas, through the
+ * zod the tool itself imported (the same module instance, so this costs no load), and never fatal: a schema zod cannot
+ * express (a transform, a custom check) simply has none.
+ */
+async function inputJsonSchema(schema) {
+  if (!schema || typeof schema !== 'object' || !('_zod' in schema)) return undefined;
+  try {
+    const zod = await import('zod');
+    const z = zod.z ?? zod.default ?? zod;
+    return typeof z.toJSONSchema === 'function' ? z.toJSONSchema(schema, { unrepresentable: 'any' }) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Why the module does not export a tool of TOOL_CONTRACT.md's shape, or undefined when it does. */

@@ -232,7 +232,7 @@ function superviseChild(
       for (const frame of parsed) {
         if (!authentic(frame, secret)) continue; // a frame without the run's secret is the tool's, not the harness's
         if (frame.type === 'ready') {
-          toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs) };
+          toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: frame.inputJsonSchema ?? undefined };
           const ownDeadline = toolInfo.timeoutMs !== undefined ? performance.now() + toolInfo.timeoutMs : Infinity;
           if (ownDeadline < deadline) {
             deadline = ownDeadline;

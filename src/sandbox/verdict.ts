@@ -29,7 +29,7 @@ export interface SandboxDiagnostics {
   /** The limit that was hit, in its unit. */
   limit?: { kind: 'timeMs' | 'memoryMb' | 'outputBytes' | 'resultBytes' | 'sourceBytes'; value: number };
   /** The tool's own description and declared timeout, once its module loaded. */
-  tool?: { description?: string; timeoutMs?: number };
+  tool?: { description?: string; timeoutMs?: number; inputJsonSchema?: unknown };
 }
 
 /**

@@ -49,6 +49,12 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     ]);
     await registry.waitFor('adder', 1, 10_000);
     expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 1, output: { sum: 5, variant: 'one' } });
+    // The schema as JSON Schema, derived by the test run, for agents that describe tools to a model.
+    expect(registry.get('adder')?.inputJsonSchema).toMatchObject({
+      type: 'object',
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+      required: ['a', 'b'],
+    });
 
     const v2 = await platform.forge.deployTool({ name: 'adder', source: adder('two'), testInput: { a: 1, b: 2 } });
     expect(v2).toMatchObject({ status: 'active', version: 2, previousVersion: 1 });
