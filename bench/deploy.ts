@@ -8,7 +8,7 @@ import { toolContentHash } from '../src/registry/content-hash';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox } from '../src/sandbox';
 import { floorRunner } from './floor';
-import { percentile, round, timeMs } from './stats';
+import { p50p95, percentile, round, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
 
@@ -88,11 +88,9 @@ export const deployBench: Bench = {
         samples.floor.push(await timeMs(floor));
       }
       rmSync(floorDir, { recursive: true, force: true });
-      const row = (label: string, s: number[]) =>
-        `${label.padEnd(28)} p50 ${round(percentile(s, 50), 1).toString().padStart(7)} ms   p95 ${round(percentile(s, 95), 1).toString().padStart(7)} ms`;
-      console.log(row('durable (client → active)', samples.durable));
-      console.log(row('direct in-process pipeline', samples.direct));
-      console.log(row('bare floor (fork+import+run)', samples.floor));
+      console.log(statsRow('durable (client → active)', samples.durable));
+      console.log(statsRow('direct in-process pipeline', samples.direct));
+      console.log(statsRow('bare floor (fork+import+run)', samples.floor));
       const vsDirect = round(percentile(samples.durable, 50) / percentile(samples.direct, 50));
       const vsFloor = round(percentile(samples.durable, 50) / percentile(samples.floor, 50));
       console.log(`durable / direct (p50): ${vsDirect}×  (target ≤ 1.25×)`);
@@ -114,12 +112,9 @@ export const deployBench: Bench = {
       return {
         deploy_durable_vs_direct_p50: vsDirect,
         deploy_durable_vs_floor_p50: vsFloor,
-        deploy_durable_p50_ms: round(percentile(samples.durable, 50), 1),
-        deploy_durable_p95_ms: round(percentile(samples.durable, 95), 1),
-        deploy_direct_p50_ms: round(percentile(samples.direct, 50), 1),
-        deploy_direct_p95_ms: round(percentile(samples.direct, 95), 1),
-        deploy_floor_p50_ms: round(percentile(samples.floor, 50), 1),
-        deploy_floor_p95_ms: round(percentile(samples.floor, 95), 1),
+        ...p50p95('deploy_durable', samples.durable),
+        ...p50p95('deploy_direct', samples.direct),
+        ...p50p95('deploy_floor', samples.floor),
         deploy_burst_100_per_s: perSecond,
         deploy_burst_100_wall_s: round(burstMs / 1000, 2),
         deploy_sandbox_concurrency: config.sandbox.concurrency,

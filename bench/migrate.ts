@@ -1,6 +1,6 @@
 import { createMigrationActivities } from '../src/activities/migration-activities';
 import { migrationChecksum } from '../src/policy';
-import { percentile, round, timeMs } from './stats';
+import { p50p95, percentile, round, statsRow, timeMs } from './stats';
 import { startBenchPlatform } from './platform';
 import type { Bench } from './types';
 
@@ -48,16 +48,14 @@ export const migrateBench: Bench = {
         samples.durable.push(await timeMs(() => durable(i)));
         samples.direct.push(await timeMs(() => direct(i)));
       }
-      const row = (label: string, s: number[]) =>
-        `${label.padEnd(30)} p50 ${round(percentile(s, 50), 1).toString().padStart(7)} ms   p95 ${round(percentile(s, 95), 1).toString().padStart(7)} ms`;
-      console.log(row('durable (client → applied)', samples.durable));
-      console.log(row('direct transaction', samples.direct));
+      console.log(statsRow('durable (client → applied)', samples.durable, 30));
+      console.log(statsRow('direct transaction', samples.direct, 30));
       const ratio = round(percentile(samples.durable, 50) / percentile(samples.direct, 50));
       console.log(`durable / direct (p50): ${ratio}×`);
       return {
         migrate_durable_vs_direct_p50: ratio,
-        migrate_durable_p50_ms: round(percentile(samples.durable, 50), 1),
-        migrate_direct_p50_ms: round(percentile(samples.direct, 50), 1),
+        ...p50p95('migrate_durable', samples.durable),
+        ...p50p95('migrate_direct', samples.direct),
       };
     } finally {
       await stop();

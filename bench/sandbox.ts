@@ -1,6 +1,6 @@
 import { runSandbox } from '../src/sandbox';
 import { floorRunner } from './floor';
-import { percentile, round, timeMs } from './stats';
+import { p50p95, percentile, round, statsRow, timeMs } from './stats';
 import type { Bench } from './types';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 40);
@@ -37,11 +37,9 @@ export const sandboxBench: Bench = {
       samples.trivial.push(await timeMs(trivial));
       samples.zod.push(await timeMs(zod));
     }
-    const row = (label: string, s: number[]) =>
-      `${label.padEnd(22)} p50 ${round(percentile(s, 50), 1).toString().padStart(6)} ms   p95 ${round(percentile(s, 95), 1).toString().padStart(6)} ms`;
-    console.log(row('bare fork floor', samples.floor));
-    console.log(row('sandbox, trivial tool', samples.trivial));
-    console.log(row('sandbox, zod tool', samples.zod));
+    console.log(statsRow('bare fork floor', samples.floor));
+    console.log(statsRow('sandbox, trivial tool', samples.trivial));
+    console.log(statsRow('sandbox, zod tool', samples.zod));
     const trivialRatio = round(percentile(samples.trivial, 50) / percentile(samples.floor, 50));
     const zodRatio = round(percentile(samples.zod, 50) / percentile(samples.floor, 50));
     console.log(`trivial / floor (p50): ${trivialRatio}×  (target ≤ 1.3×)`);
@@ -49,12 +47,9 @@ export const sandboxBench: Bench = {
     return {
       sandbox_trivial_vs_floor_p50: trivialRatio,
       sandbox_zod_vs_floor_p50: zodRatio,
-      sandbox_trivial_p50_ms: round(percentile(samples.trivial, 50), 1),
-      sandbox_trivial_p95_ms: round(percentile(samples.trivial, 95), 1),
-      sandbox_zod_p50_ms: round(percentile(samples.zod, 50), 1),
-      sandbox_zod_p95_ms: round(percentile(samples.zod, 95), 1),
-      sandbox_floor_p50_ms: round(percentile(samples.floor, 50), 1),
-      sandbox_floor_p95_ms: round(percentile(samples.floor, 95), 1),
+      ...p50p95('sandbox_trivial', samples.trivial),
+      ...p50p95('sandbox_zod', samples.zod),
+      ...p50p95('sandbox_floor', samples.floor),
     };
   },
 };

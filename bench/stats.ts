@@ -17,3 +17,14 @@ export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
   await fn();
   return Number(process.hrtime.bigint() - start) / 1e6;
 }
+
+/** `{<prefix>_p50_ms, <prefix>_p95_ms}` of the samples, rounded to 0.1 ms: the figures every benchmark reports. */
+export function p50p95(prefix: string, samples: number[]): Record<string, number> {
+  return { [`${prefix}_p50_ms`]: round(percentile(samples, 50), 1), [`${prefix}_p95_ms`]: round(percentile(samples, 95), 1) };
+}
+
+/** One aligned line of a benchmark's table: label, p50 and p95 in milliseconds. */
+export function statsRow(label: string, samples: number[], width = 28): string {
+  const fmt = (p: number) => round(percentile(samples, p), 1).toString().padStart(7);
+  return `${label.padEnd(width)} p50 ${fmt(50)} ms   p95 ${fmt(95)} ms`;
+}

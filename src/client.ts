@@ -119,16 +119,7 @@ export interface RunSummary {
 }
 
 /** What `getRun` tells about any Forge run. */
-export interface RunInfo {
-  workflowId: string;
-  runId: string;
-  type: string;
-  status: string;
-  kind?: string;
-  subject?: string;
-  outcome?: string;
-  startTime: string;
-  closeTime?: string;
+export interface RunInfo extends RunSummary {
   progress?: RunProgress;
   result?: unknown;
   failure?: string;
