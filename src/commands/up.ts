@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { inspect } from 'node:util';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { startPlatform, untilSignal } from '../platform/run-platform';
 import { ExitCode } from './exit-codes';
@@ -58,8 +59,18 @@ async function runUntilSignal(
  */
 function quietTemporalRuntime(): void {
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new DefaultLogger('WARN', dropExpectedWarnings) });
   } catch {
     // A Runtime exists already (the CLI was embedded in a process that made one): keep it.
   }
+}
+
+/**
+ * The sandbox worker polls activities only, on purpose; the SDK warns about that at every start. An operator reading
+ * stderr at 3 a.m. should see only warnings that mean something.
+ */
+function dropExpectedWarnings({ level, timestampNanos, message, meta }: LogEntry): void {
+  if (message.startsWith('No workflows registered, not polling for workflow tasks')) return;
+  const at = new Date(Number(timestampNanos / 1_000_000n)).toISOString();
+  process.stderr.write(`${at} [${level}] ${message}${meta === undefined ? '' : ` ${inspect(meta, { breakLength: Infinity })}`}\n`);
 }
