@@ -29,23 +29,32 @@ export class DatabaseOpenError extends Error {
   }
 }
 
+/** Where and why a migration's SQL failed, as an agent can act on it (carried into the workflow's result). */
+export interface MigrationStatementDetails {
+  /** SQLSTATE, e.g. `42704` (undefined object), `55P03` (lock timeout), `57014` (statement timeout), `42601` (syntax). */
+  code: string;
+  /** 1-based character position in the whole migration text, when PostgreSQL gave one. */
+  position?: number;
+  /** Line and column (1-based) of `position`, or of the failing statement's start. */
+  line?: number;
+  column?: number;
+  /** 0-based index of the statement that failed. */
+  statementIndex?: number;
+  detail?: string;
+  hint?: string;
+  /**
+   * Who ended the statement: PostgreSQL itself, or Forge measuring it after it returned (PGlite ignores
+   * `statement_timeout` and cannot be interrupted; the transaction is still rolled back).
+   */
+  enforcedBy: 'postgres' | 'forge';
+}
+
 /** Thrown when PostgreSQL (or Forge's own statement bound) ends an agent migration; the transaction was rolled back. */
 export class MigrationStatementError extends Error {
   override readonly name = 'MigrationStatementError';
   constructor(
     message: string,
-    readonly details: {
-      /** SQLSTATE. */
-      code: string;
-      /** 1-based character position in the whole migration text. */
-      position?: number;
-      line?: number;
-      column?: number;
-      statementIndex?: number;
-      detail?: string;
-      hint?: string;
-      enforcedBy: 'postgres' | 'forge';
-    },
+    readonly details: MigrationStatementDetails,
     options?: { cause?: unknown },
   ) {
     super(message, options);

@@ -2,6 +2,7 @@
  * Inputs and results of the schema migration workflow: plain JSON, shared by the client, the activities and the
  * workflow (which may import only types from here).
  */
+import type { MigrationStatementDetails } from '../db/errors';
 import type { StatementVerdict } from '../policy/types';
 import type { StageRecord } from './types';
 
@@ -31,24 +32,9 @@ export interface MigrateSchemaWorkflowInput extends MigrateSchemaInput {
 }
 
 /** A PostgreSQL error raised while the migration ran, as an agent can act on it. */
-export interface MigrationSqlError {
-  /** SQLSTATE, e.g. `42704` (undefined object), `55P03` (lock timeout), `57014` (statement timeout), `42601` (syntax). */
-  code: string;
+export interface MigrationSqlError extends Omit<MigrationStatementDetails, 'enforcedBy'> {
   message: string;
-  /** 1-based character position in the whole migration text, when PostgreSQL gave one. */
-  position?: number;
-  /** Line and column (1-based) of `position`, or of the failing statement's start. */
-  line?: number;
-  column?: number;
-  /** 0-based index of the statement that failed. */
-  statementIndex?: number;
-  detail?: string;
-  hint?: string;
-  /**
-   * Who ended the statement: PostgreSQL itself, or Forge measuring it after it returned (PGlite ignores
-   * `statement_timeout` and cannot be interrupted; the transaction is still rolled back).
-   */
-  enforcedBy?: 'postgres' | 'forge';
+  enforcedBy?: MigrationStatementDetails['enforcedBy'];
 }
 
 /** Why a migration was refused before anything ran. */

@@ -4,19 +4,12 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { cliEnv, runForge, runForgeJson, TOOL_FIXTURES } from './run-cli';
+import { adderTool } from '../helpers/tools';
 
 /**
  * The commands that go through Temporal, run as a user would: the real binary against a real dev server and real
  * workers (PGlite), pointed there only by `platform.childEnv`.
  */
-const adder = (variant: string) => `import { z } from 'zod';
-export default {
-  name: 'adder',
-  description: 'Adds two numbers (${variant}).',
-  inputSchema: z.object({ a: z.number(), b: z.number() }),
-  async execute({ a, b }: { a: number; b: number }) { return { sum: a + b, variant: '${variant}' }; },
-};
-`;
 
 let env: TestWorkflowEnvironment;
 let platform: TestPlatform;
@@ -43,7 +36,7 @@ afterAll(async () => {
 
 describe('tools through the CLI', () => {
   test('deploy --json: exit 0, {status: "active", name, version, workflowId, verdict, diagnostics}; progress on stderr', async () => {
-    const { code, json, stderr } = await runForgeJson(['deploy', file('adder.ts', adder('one')), '--test-input', '{"a":1,"b":2}', '--description', 'adds'], {
+    const { code, json, stderr } = await runForgeJson(['deploy', file('adder.ts', adderTool('one')), '--test-input', '{"a":1,"b":2}', '--description', 'adds'], {
       env: childEnv,
     });
     expect(code).toBe(0);
@@ -107,7 +100,7 @@ describe('tools through the CLI', () => {
   });
 
   test('a second version, then rollback --json (to the previous one) and rollback --to', async () => {
-    const v2 = await runForge(['deploy', file('adder.ts', adder('two')), '--test-input', '{"a":1,"b":2}'], { env: childEnv });
+    const v2 = await runForge(['deploy', file('adder.ts', adderTool('two')), '--test-input', '{"a":1,"b":2}'], { env: childEnv });
     expect(v2.code).toBe(0);
     expect(v2.stdout).toBe('adder v2 is active (was v1).\n');
 

@@ -1,34 +1,20 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeInputError } from '../../src/client';
 import { ToolRegistry } from '../../src/registry';
-import { databaseKinds, startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { databaseKinds, startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
+import { adderTool } from '../helpers/tools';
 
 const fixture = (name: string) => readFileSync(path.join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
 
-/** A small zod tool whose output says which variant of the source is running. */
-const adder = (variant: string) => `import { z } from 'zod';
-export default {
-  name: 'adder',
-  description: 'Adds two numbers (${variant}).',
-  inputSchema: z.object({ a: z.number(), b: z.number() }),
-  async execute({ a, b }: { a: number; b: number }) { return { sum: a + b, variant: '${variant}' }; },
-};`;
 
-let env: TestWorkflowEnvironment;
-beforeAll(async () => {
-  env = await startTemporal();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+const temporal = useTemporal();
 
 describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   let platform: TestPlatform;
   let registry: ToolRegistry;
   beforeAll(async () => {
-    platform = await startTestPlatform(env, kind);
+    platform = await startTestPlatform(temporal(), kind);
     registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100 });
   }, 120_000);
   afterAll(async () => {
@@ -37,7 +23,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   });
 
   test('deploy → call → redeploy → call sees v2 → rollback → call sees v1', async () => {
-    const v1 = await platform.forge.deployTool({ name: 'adder', source: adder('one'), testInput: { a: 1, b: 2 } });
+    const v1 = await platform.forge.deployTool({ name: 'adder', source: adderTool('one'), testInput: { a: 1, b: 2 } });
     expect(v1).toMatchObject({ status: 'active', name: 'adder', version: 1, verdict: 'passed' });
     expect(v1.workflowId).toMatch(/^tool-deploy\/adder\/[0-9a-f]{16}$/);
     expect(v1.diagnostics.stages.map((s) => [s.name, s.status])).toEqual([
@@ -56,7 +42,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
       required: ['a', 'b'],
     });
 
-    const v2 = await platform.forge.deployTool({ name: 'adder', source: adder('two'), testInput: { a: 1, b: 2 } });
+    const v2 = await platform.forge.deployTool({ name: 'adder', source: adderTool('two'), testInput: { a: 1, b: 2 } });
     expect(v2).toMatchObject({ status: 'active', version: 2, previousVersion: 1 });
     await registry.waitFor('adder', 2, 10_000);
     expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 2, output: { variant: 'two' } });
@@ -90,28 +76,28 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     const broken = await platform.forge.deployTool({ name: 'syntax_error', source: fixture('syntax_error'), testInput: {} });
     expect(broken).toMatchObject({ status: 'rejected', verdict: 'failed', diagnostics: { stage: 'compile' } });
     expect(broken.diagnostics.compileErrors?.[0].location).toMatchObject({ line: 5, column: 36 });
-    const builtin = await platform.forge.deployTool({ name: 'shell', source: adder('x').replace("'adder'", "'shell'"), testInput: {} });
+    const builtin = await platform.forge.deployTool({ name: 'shell', source: adderTool('x', 'shell'), testInput: {} });
     expect(builtin).toMatchObject({ status: 'rejected', verdict: 'refused', diagnostics: { stage: 'validate' } });
     expect(builtin.diagnostics.message).toMatch(/built-in/);
   });
 
   test('invalid input is refused by the client before anything starts', async () => {
     const bad = [
-      { name: 'Adder', source: adder('x'), testInput: {} },
-      { name: '../etc/passwd', source: adder('x'), testInput: {} },
-      { name: 'a'.repeat(65), source: adder('x'), testInput: {} },
+      { name: 'Adder', source: adderTool('x'), testInput: {} },
+      { name: '../etc/passwd', source: adderTool('x'), testInput: {} },
+      { name: 'a'.repeat(65), source: adderTool('x'), testInput: {} },
       { name: 'empty_source', source: '   ', testInput: {} },
-      { name: 'bad_input', source: adder('x'), testInput: { n: 10n } },
+      { name: 'bad_input', source: adderTool('x'), testInput: { n: 10n } },
     ];
     for (const input of bad) await expect(platform.forge.deployTool(input)).rejects.toBeInstanceOf(ForgeInputError);
     const started: string[] = [];
-    for await (const run of env.client.workflow.list({ query: `WorkflowId STARTS_WITH 'tool-deploy/'` })) started.push(run.workflowId);
+    for await (const run of temporal().client.workflow.list({ query: `WorkflowId STARTS_WITH 'tool-deploy/'` })) started.push(run.workflowId);
     const refusedNames = bad.map((b) => b.name);
     expect(started.filter((id) => refusedNames.includes(id.split('/')[1]))).toEqual([]);
   });
 
   test('an identical resubmission joins the same run; after it, identical content is a no-op', async () => {
-    const input = { name: 'twice', source: adder('x').replace("'adder'", "'twice'"), testInput: { a: 1, b: 1 } };
+    const input = { name: 'twice', source: adderTool('x', 'twice'), testInput: { a: 1, b: 1 } };
     const [first, second] = await Promise.all([platform.forge.startDeployTool(input), platform.forge.startDeployTool(input)]);
     expect(second.workflowId).toBe(first.workflowId);
     expect(second.runId).toBe(first.runId);
@@ -126,7 +112,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   test('20 concurrent deployments of one tool end with database, disk and registry agreeing', async () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        platform.forge.deployTool({ name: 'racer', source: adder(`r${i}`).replace("'adder'", "'racer'"), testInput: { a: i, b: 0 } }),
+        platform.forge.deployTool({ name: 'racer', source: adderTool(`r${i}`, 'racer'), testInput: { a: i, b: 0 } }),
       ),
     );
     expect(results.every((r) => r.status === 'active')).toBe(true);
@@ -147,7 +133,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   }, 180_000);
 
   test('delete removes the tool everywhere; a redeploy continues the version numbers', async () => {
-    const source = adder('d').replace("'adder'", "'doomed'");
+    const source = adderTool('d', 'doomed');
     await platform.forge.deployTool({ name: 'doomed', source, testInput: { a: 1, b: 1 } });
     const deleted = await platform.forge.deleteTool('doomed');
     expect(deleted).toMatchObject({ status: 'deleted', previousVersion: 1, removedVersions: 1 });
@@ -169,7 +155,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   });
 
   test('getRun tells kind, subject, outcome, progress and result', async () => {
-    const result = await platform.forge.deployTool({ name: 'described', source: adder('x').replace("'adder'", "'described'"), testInput: { a: 1, b: 1 } });
+    const result = await platform.forge.deployTool({ name: 'described', source: adderTool('x', 'described'), testInput: { a: 1, b: 1 } });
     const run = await platform.forge.getRun(result.workflowId);
     expect(run).toMatchObject({ status: 'COMPLETED', kind: 'deploy', subject: 'described', outcome: 'active', type: 'deployToolWorkflow' });
     expect(run.progress?.stages.every((s) => s.status === 'done')).toBe(true);

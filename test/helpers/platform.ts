@@ -52,6 +52,24 @@ export async function startTemporal(): Promise<TestWorkflowEnvironment> {
   });
 }
 
+/**
+ * One real dev server for the whole test file: started before its first test, torn down after its last. Returns a
+ * getter, since the server exists only once beforeAll has run.
+ */
+export function useTemporal(): () => TestWorkflowEnvironment {
+  let env: TestWorkflowEnvironment | undefined;
+  beforeAll(async () => {
+    env = await startTemporal();
+  }, 120_000);
+  afterAll(async () => {
+    await env?.teardown();
+  });
+  return () => {
+    if (!env) throw new Error('the Temporal dev server is not running (useTemporal() must be called at the top of the file)');
+    return env;
+  };
+}
+
 export type DatabaseKind = 'pglite' | 'postgres';
 
 /** PGlite always; PostgreSQL too when DATABASE_URL is set (CI sets it). */

@@ -1,26 +1,19 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Pool } from 'pg';
 import { main } from '../../src/cli';
 import { ForgeInputError } from '../../src/client';
 import { ExitCode } from '../../src/commands/exit-codes';
 import { migrationChecksum } from '../../src/policy';
-import { databaseKinds, startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { databaseKinds, startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { columnExists, migrationRows, query, relationExists } from './helpers';
 
 /** Low bounds, so a test sees them act in about a second. Ordinary DDL here takes milliseconds. */
 const LOCK_TIMEOUT_MS = 500;
 const STATEMENT_TIMEOUT_MS = 1000;
 
-let env: TestWorkflowEnvironment;
-beforeAll(async () => {
-  env = await startTemporal();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+const temporal = useTemporal();
 
 /** Runs the real `forge` CLI in-process against the platform, capturing stdout. */
 async function cli(platform: TestPlatform, args: string[]): Promise<{ code: number; stdout: string }> {
@@ -46,7 +39,7 @@ describe.each(databaseKinds())('schema migration on %s', (kind) => {
   let platform: TestPlatform;
   let dir: string;
   beforeAll(async () => {
-    platform = await startTestPlatform(env, kind, {
+    platform = await startTestPlatform(temporal(), kind, {
       env: { FORGE_MIGRATION_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS), FORGE_MIGRATION_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) },
     });
     dir = mkdtempSync(path.join(tmpdir(), 'forge-migrate-test-'));
@@ -201,7 +194,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
       await expect(platform.forge.migrateSchema(input)).rejects.toBeInstanceOf(ForgeInputError);
     }
     const started: string[] = [];
-    for await (const run of env.client.workflow.list({ query: `WorkflowId = 'schema-migrate/empty'` })) started.push(run.workflowId);
+    for await (const run of temporal().client.workflow.list({ query: `WorkflowId = 'schema-migrate/empty'` })) started.push(run.workflowId);
     expect(started).toEqual([]);
   });
 
