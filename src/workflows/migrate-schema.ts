@@ -31,13 +31,7 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
     const count = validated.statements.length;
     if (validated.status === 'alreadyApplied') {
       progress.done('validate', `already applied at ${validated.appliedAt}`);
-      return finish({
-        status: 'alreadyApplied',
-        message: `the migration "${input.name}" with this checksum was applied at ${validated.appliedAt}; nothing changed`,
-        appliedAt: validated.appliedAt,
-        appliedBy: validated.appliedBy,
-        statements: validated.statements,
-      });
+      return finish(alreadyApplied(input.name, validated));
     }
     progress.done('validate', `${count} statement(s) accepted by the schema policy`);
 
@@ -50,13 +44,7 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
     if (applied.status === 'alreadyApplied') {
       // Another run committed the same SQL between validate and apply.
       progress.done('apply', `applied by ${applied.appliedBy.workflowId ?? 'another run'} meanwhile`);
-      return finish({
-        status: 'alreadyApplied',
-        message: `the migration "${input.name}" with this checksum was applied at ${applied.appliedAt}; nothing changed`,
-        appliedAt: applied.appliedAt,
-        appliedBy: applied.appliedBy,
-        statements: validated.statements,
-      });
+      return finish(alreadyApplied(input.name, { ...applied, statements: validated.statements }));
     }
     progress.done('apply', applied.byEarlierAttempt ? 'committed by an earlier attempt of this run' : `${count} statement(s) committed in ${applied.durationMs} ms`);
 
@@ -87,4 +75,21 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
     if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
     throw err;
   }
+}
+
+/**
+ * The result when this name with this checksum is already in agent_migrations: found by validate, or committed by
+ * another run between validate and apply.
+ */
+function alreadyApplied(
+  name: string,
+  row: Pick<MigrateSchemaResult, 'appliedAt' | 'appliedBy' | 'statements'>,
+): Pick<MigrateSchemaResult, 'status' | 'message' | 'appliedAt' | 'appliedBy' | 'statements'> {
+  return {
+    status: 'alreadyApplied',
+    message: `the migration "${name}" with this checksum was applied at ${row.appliedAt}; nothing changed`,
+    appliedAt: row.appliedAt,
+    appliedBy: row.appliedBy,
+    statements: row.statements,
+  };
 }
