@@ -121,24 +121,44 @@ async function waitUntilReady(
 /**
  * Starts `temporal server start-dev` with its state in `$FORGE_HOME/temporal.sqlite` (so runs survive a restart)
  * and Forge's search attributes, in its own process group, and waits until the namespace answers.
+ * A start-up that dies on a collision of the server's own internal ports is retried (up to three starts in all).
  * @throws DevServerError with the server's last output when it exits early or does not answer in time.
  */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const ip = options.ip ?? '127.0.0.1';
-  const namespace = options.namespace ?? 'default';
-  const binary = options.binary ?? requireTemporalBinary();
-  // Checked up front: otherwise the readiness probe could be answered by whatever already listens there.
-  for (const [name, port] of [
-    ['gRPC', options.port],
-    ['Web UI', options.uiPort],
-  ] as const) {
-    if (!(await isPortFree(port, ip))) {
-      throw new DevServerError(
-        `Cannot start the Temporal dev server: the ${name} port ${ip}:${port} is already in use (set FORGE_TEMPORAL_PORT / FORGE_UI_PORT, or stop what listens there).`,
-        '',
-      );
+  for (let attempt = 1; ; attempt++) {
+    // Checked up front (and before each retry): otherwise the readiness probe could be answered by whatever already
+    // listens there.
+    for (const [name, port] of [
+      ['gRPC', options.port],
+      ['Web UI', options.uiPort],
+    ] as const) {
+      if (!(await isPortFree(port, ip))) {
+        throw new DevServerError(
+          `Cannot start the Temporal dev server: the ${name} port ${ip}:${port} is already in use (set FORGE_TEMPORAL_PORT / FORGE_UI_PORT, or stop what listens there).`,
+          '',
+        );
+      }
+    }
+    try {
+      return await startDevServerOnce(options, ip);
+    } catch (err) {
+      // The server picks its internal service ports (history, matching, worker) itself, as free ephemeral ports,
+      // before anything binds; another process can take one in between, or the pick can even equal our own frontend
+      // port. That start-up dies with "address already in use" and says nothing about our ports: a fresh start
+      // picks again.
+      const internalPortRace = err instanceof DevServerError && /address already in use/.test(err.outputTail);
+      if (!internalPortRace || attempt >= START_ATTEMPTS) throw err;
     }
   }
+}
+
+/** Start-ups that die on an internal port collision are retried this many times in all. */
+const START_ATTEMPTS = 3;
+
+async function startDevServerOnce(options: DevServerOptions, ip: string): Promise<DevServer> {
+  const namespace = options.namespace ?? 'default';
+  const binary = options.binary ?? requireTemporalBinary();
   mkdirSync(options.home, { recursive: true });
   const logFile = path.join(options.home, 'temporal-server.log');
   const args = [

@@ -7,6 +7,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from 
 import { ForgeClient } from '../../src/client';
 import { loadConfig, type ForgeConfig } from '../../src/config';
 import type { ForgeDatabase } from '../../src/db';
+import { findFreePort } from '../../src/platform/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { createForgeWorkers, type ForgeWorkers } from '../../src/worker';
 import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from '../../src/workflows/search-attributes';
@@ -43,13 +44,22 @@ export async function startTemporal(): Promise<TestWorkflowEnvironment> {
   if (process.env.TEMPORAL_ADDRESS) {
     return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
   }
-  return TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: requireTemporalBinary() },
-      searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey],
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
+  // The port comes from below the ephemeral range (findFreePort says why); a start-up that still loses a port race
+  // to another process is retried with a new one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestWorkflowEnvironment.createLocal({
+        server: {
+          executable: { type: 'existing-path', path: requireTemporalBinary() },
+          port: await findFreePort(),
+          searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey],
+          extraArgs: ['--log-level', 'error'],
+        },
+      });
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
 }
 
 /**

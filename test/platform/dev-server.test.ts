@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -103,6 +103,25 @@ describe('Temporal dev server', () => {
     } finally {
       rmSync(otherHome, { recursive: true, force: true });
     }
+  });
+
+  test('a start-up that dies on a collision of its own internal ports is retried, and the retry serves', async () => {
+    // A stand-in for the CLI that loses the internal port race on its first start (as the real one does when its
+    // worker service's pick is taken) and runs the real server afterwards.
+    const attempts = path.join(home, 'attempts');
+    const flaky = path.join(home, 'flaky-temporal');
+    writeFileSync(
+      flaky,
+      `#!/bin/sh\necho x >> '${attempts}'\nif [ "$(wc -l < '${attempts}')" -eq 1 ]; then\n` +
+        `  echo 'level=ERROR msg="Failed to start gRPC listener" error="listen tcp 127.0.0.1:1: bind: address already in use"' >&2\n` +
+        `  exit 1\nfi\nexec '${binary}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const server = await startDevServer({ home, ...(await ports()), binary: flaky });
+    started.push(server);
+    expect(readFileSync(attempts, 'utf8').trim().split('\n')).toHaveLength(2);
+    const client = await connectClient({ address: server.address });
+    await client.connection.close();
   });
 
   test('a server that exits during start-up is a DevServerError that says so', async () => {
