@@ -16,7 +16,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
-# The sandbox runs its plain-JS harness from src/sandbox (nothing in the child compiles TypeScript).
+# Plain-JS entries run from src/: the sandbox's harness (nothing in the child compiles TypeScript) and the thread
+# that hosts embedded PGlite (src/db/pglite-thread.cjs).
 COPY src ./src
 COPY drizzle ./drizzle
 # Sandbox processes run as this unprivileged user too.

@@ -1,5 +1,5 @@
 import { asc, eq, sql } from 'drizzle-orm';
-import { MigrationStatementError } from './errors';
+import { MigrationStatementError, StatementBoundError } from './errors';
 import { agentMigrations, events } from './schema';
 import type { ForgeDatabase } from './types';
 
@@ -46,15 +46,20 @@ export function isConnectionSqlState(code: string): boolean {
   return code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code);
 }
 
-/** The PostgreSQL error behind `err` (drizzle wraps driver errors), when there is one with a SQLSTATE. */
-export function postgresErrorOf(err: unknown): PostgresErrorFields | undefined {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const fields = e as Error & Partial<PostgresErrorFields>;
-    if (typeof fields.code === 'string' && /^[0-9A-Z]{5}$/.test(fields.code) && 'severity' in fields) {
-      return { code: fields.code, message: e.message, position: fields.position, detail: fields.detail, hint: fields.hint };
-    }
-  }
+/** The first error in `err`'s cause chain (drizzle wraps driver errors) that `match` accepts. */
+function findCause<T extends Error>(err: unknown, match: (e: Error) => e is T): T | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (match(e)) return e;
   return undefined;
+}
+
+/** The PostgreSQL error behind `err`, when there is one with a SQLSTATE. */
+export function postgresErrorOf(err: unknown): PostgresErrorFields | undefined {
+  const found = findCause(err, (e): e is Error & PostgresErrorFields => {
+    const code = (e as Partial<PostgresErrorFields>).code;
+    return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && 'severity' in e;
+  });
+  if (!found) return undefined;
+  return { code: found.code, message: found.message, position: found.position, detail: found.detail, hint: found.hint };
 }
 
 /** The fields node-postgres' and PGlite's DatabaseError share. */
@@ -76,9 +81,12 @@ export interface PostgresErrorFields {
  * `runId` means an earlier attempt of this run committed and was lost before it could report (a worker killed
  * between COMMIT and completion): that is `applied`, once.
  *
- * The statement bound holds on both backends: PostgreSQL cancels a statement at `statement_timeout` (57014);
- * PGlite ignores that setting and runs in this thread, so a statement cannot be interrupted there, but one that
- * returns after the bound rolls the transaction back with the same 57014, `enforcedBy: 'forge'`.
+ * The statement bound holds on both backends: PostgreSQL cancels a statement at `statement_timeout` (57014).
+ * PGlite ignores that setting, so Forge cancels a statement still running at the bound itself
+ * (`ForgeDatabase.boundStatement`: the database's thread is ended and the data directory reopened, which discards the
+ * transaction) and reports the same 57014 with `enforcedBy: 'forge'`; on an in-memory PGlite the statement runs to
+ * its end first. Measured on PGlite under /dev/shm (2026-11-22): with a 1 s bound, an ALTER TABLE rewrite that runs
+ * ~19 s left alone fails 5–30 ms after the bound, and the next call waits ~0.5–0.9 s for the reopen.
  *
  * @throws MigrationStatementError for any SQL error (with SQLSTATE, position, statement index); the transaction is
  *   rolled back. Connection errors are thrown as they are, for the caller to retry.
@@ -107,21 +115,10 @@ export async function applyAgentMigration(
       }
       const started = performance.now();
       for (const [index, statement] of input.statements.entries()) {
-        const t0 = performance.now();
         try {
-          await tx.execute(sql.raw(statement.text));
+          await database.boundStatement(limits.statementTimeoutMs, () => tx.execute(sql.raw(statement.text)));
         } catch (err) {
-          throw statementError(err, input, index) ?? err;
-        }
-        const took = performance.now() - t0;
-        if (took > limits.statementTimeoutMs) {
-          const where = locate(input.sql, statement.offset);
-          throw new MigrationStatementError(
-            `canceling statement due to statement timeout: statement ${index} ran ${Math.round(took)} ms, over the ` +
-              `${limits.statementTimeoutMs} ms statement_timeout (measured by Forge: this database cannot interrupt a running statement); ` +
-              'the migration was rolled back',
-            { code: '57014', statementIndex: index, ...where, enforcedBy: 'forge' },
-          );
+          throw boundError(err, input, index) ?? statementError(err, input, index) ?? err;
         }
       }
       const [row] = await tx
@@ -142,6 +139,18 @@ export async function applyAgentMigration(
     // A SQL error outside the statements (COMMIT's deferred checks, the row's insert) is a verdict too.
     throw statementError(err, input, undefined) ?? err;
   }
+}
+
+/** A MigrationStatementError for Forge's own statement bound (PGlite), or undefined when `err` is something else. */
+function boundError(err: unknown, input: ApplyAgentMigrationInput, index: number): MigrationStatementError | undefined {
+  const bound = findCause(err, (e): e is StatementBoundError => e instanceof StatementBoundError);
+  if (!bound) return undefined;
+  return new MigrationStatementError(
+    `canceling statement due to statement timeout: statement ${index} passed the ${bound.boundMs} ms statement_timeout ` +
+      `(enforced by Forge, as embedded PGlite ignores it): ${bound.message}; the migration was rolled back`,
+    { code: '57014', statementIndex: index, ...locate(input.sql, input.statements[index].offset), enforcedBy: 'forge' },
+    { cause: err },
+  );
 }
 
 /** A MigrationStatementError for a PostgreSQL error, or undefined for a connection error (or no PostgreSQL error). */

@@ -43,8 +43,9 @@ export interface MigrationStatementDetails {
   detail?: string;
   hint?: string;
   /**
-   * Who ended the statement: PostgreSQL itself, or Forge measuring it after it returned (PGlite ignores
-   * `statement_timeout` and cannot be interrupted; the transaction is still rolled back).
+   * Who ended the statement: PostgreSQL itself, or Forge (PGlite ignores `statement_timeout`: Forge cancels the
+   * statement at the bound by ending the database's thread, or, on an in-memory PGlite, fails it once it returned).
+   * The transaction is rolled back either way.
    */
   enforcedBy: 'postgres' | 'forge';
 }
@@ -58,5 +59,28 @@ export class MigrationStatementError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * Thrown when a statement passed the wall-clock bound Forge enforces on embedded PGlite
+ * (`ForgeDatabase.boundStatement`): `cancelled` when it was stopped at the bound, else it ran to its end first (an
+ * in-memory database cannot be cancelled without losing it). Either way its transaction does not commit.
+ */
+export class StatementBoundError extends Error {
+  override readonly name = 'StatementBoundError';
+  constructor(
+    readonly boundMs: number,
+    readonly cancelled: boolean,
+    /** How long it ran, when it ran to its end. */
+    readonly elapsedMs?: number,
+  ) {
+    super(
+      cancelled
+        ? `the statement was cancelled at its ${boundMs} ms bound: the embedded database's thread was ended and the ` +
+            'database reopened, which discards the open transaction'
+        : `the statement ran ${elapsedMs} ms, past its ${boundMs} ms bound; an in-memory embedded database cannot ` +
+            'be cancelled without losing its data, so it ran to its end',
+    );
   }
 }

@@ -1,24 +1,32 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { drizzle } from 'drizzle-orm/pglite';
 import { assertChannelName } from './channels';
 import { DatabaseOpenError } from './errors';
 import { migratePglite } from './migrate';
+import { isInMemoryDataDir, PgliteThreadClient } from './pglite-client';
 import { lockDataDir } from './pglite-lock';
 import * as tables from './schema';
 import type { ForgeDatabase, ForgeDb } from './types';
 
 /**
- * Opens (creating if needed) the embedded database in `dataDir` and applies Forge's migrations.
- * Only one process may have it open; a second one gets a DatabaseOpenError.
+ * Opens (creating if needed) the embedded database in `dataDir` and applies Forge's migrations. PGlite runs in a
+ * thread of its own (src/db/pglite-client.ts), so a long statement neither blocks this thread nor outlives its bound.
+ * Only one process may have a directory open; a second one gets a DatabaseOpenError. `memory://` opens a database
+ * that lives only in this process.
  */
 export async function openPglite(dataDir: string, schema: string): Promise<ForgeDatabase> {
-  mkdirSync(path.dirname(dataDir), { recursive: true });
-  const release = lockDataDir(`${dataDir}.lock`);
-  let client: PGlite;
+  const inMemory = isInMemoryDataDir(dataDir);
+  if (!inMemory) mkdirSync(path.dirname(dataDir), { recursive: true });
+  // Held across restarts of the thread: the directory stays this process's.
+  const release = inMemory ? () => undefined : lockDataDir(`${dataDir}.lock`);
+  // One session, so a session-level search_path holds for the migrations and every later query (set again on restart).
+  const sessionSql =
+    schema === 'public' ? '' : `CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}"`;
+  let client: PgliteThreadClient;
   try {
-    client = await PGlite.create({ dataDir });
+    client = await PgliteThreadClient.open(dataDir, sessionSql);
   } catch (err) {
     release();
     throw new DatabaseOpenError(`Cannot open the embedded database at ${dataDir}: ${String(err)}`, 'pglite', {
@@ -26,11 +34,8 @@ export async function openPglite(dataDir: string, schema: string): Promise<Forge
     });
   }
   try {
-    // One connection, so a session-level search_path holds for the migrations and every later query.
-    if (schema !== 'public') {
-      await client.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}"`);
-    }
-    const db = drizzle(client, { schema: tables });
+    // drizzle-orm/pglite calls query() (with its own parsers), transaction() and the transaction's query().
+    const db = drizzle(client as unknown as PGlite, { schema: tables });
     await migratePglite(db, schema);
     let closed = false;
     return {
@@ -54,11 +59,16 @@ export async function openPglite(dataDir: string, schema: string): Promise<Forge
         };
       },
       onListenerReconnect() {
-        return () => undefined; // one in-process backend: there is no connection to lose
+        // One session, restarted only when a statement is cancelled: what committed before was delivered before,
+        // and the cancelled transaction notified nothing.
+        return () => undefined;
       },
       async notify(channel, payload) {
         assertChannelName(channel);
         await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
+      },
+      boundStatement(ms, statement) {
+        return client.bounded(ms, statement);
       },
     };
   } catch (err) {

@@ -87,5 +87,8 @@ export async function openPostgres(url: string, schema: string, poolConfig: Pool
       assertChannelName(channel);
       await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    boundStatement(_ms, statement) {
+      return statement(); // PostgreSQL enforces statement_timeout (the caller's SET LOCAL) itself: 57014
+    },
   };
 }

@@ -31,4 +31,13 @@ export interface ForgeDatabase {
   onListenerReconnect(callback: () => void): () => void;
   /** Sends a notification outside any transaction (inside one, use `pg_notify` in the transaction). */
   notify(channel: string, payload: string): Promise<void>;
+  /**
+   * Runs `statement` (queries on this database or one of its transactions) under a wall-clock bound of `ms` per
+   * query. PostgreSQL enforces `statement_timeout` itself, so there this only runs it. Embedded PGlite ignores that
+   * setting: a query still running at the bound is cancelled by ending the database's thread and reopening it (crash
+   * recovery discards the open transaction); an in-memory PGlite would lose everything that way, so there the query
+   * runs to its end and fails afterwards.
+   * @throws StatementBoundError (PGlite) when the bound was passed; the transaction does not commit.
+   */
+  boundStatement<T>(ms: number, statement: () => Promise<T>): Promise<T>;
 }

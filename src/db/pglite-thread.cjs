@@ -1,0 +1,66 @@
+'use strict';
+// Embedded PGlite in a worker thread of its own, driven by src/db/pglite-client.ts. Plain CommonJS because it runs
+// both under ts-jest and from dist/ (the build compiles .ts only; the client finds this file under src/ either way).
+// It executes what the client sends, one message per call; the client does all the serialising (PGlite's own
+// mutexes only see one call at a time) and all the bookkeeping, so that ending this thread loses nothing but the
+// call in flight.
+const { parentPort, workerData } = require('node:worker_threads');
+const { PGlite } = require('@electric-sql/pglite');
+
+const identity = (value) => value;
+
+/** The fields of PGlite's DatabaseError (PostgreSQL's ErrorResponse) that cross postMessage; its options cannot. */
+const ERROR_FIELDS = [
+  'severity', 'code', 'detail', 'hint', 'position', 'internalPosition', 'internalQuery', 'where',
+  'schema', 'table', 'column', 'dataType', 'constraint', 'file', 'line', 'routine',
+];
+
+function errorFields(err) {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const fields = { message: err.message, name: err.name, stack: err.stack };
+  for (const key of ERROR_FIELDS) if (err[key] !== undefined) fields[key] = err[key];
+  return fields;
+}
+
+async function run(pg, call) {
+  switch (call.op) {
+    case 'query': {
+      // Drizzle's parsers are identity functions for the types it parses itself; the client checked that and sends
+      // their type OIDs.
+      const options = call.options && {
+        rowMode: call.options.rowMode,
+        parsers: Object.fromEntries(call.options.rawTypes.map((oid) => [oid, identity])),
+      };
+      return pg.query(call.sql, call.params, options);
+    }
+    case 'exec':
+      return pg.exec(call.sql);
+    case 'close':
+      await pg.close();
+      return null;
+    default:
+      throw new Error(`unknown call ${call.op}`);
+  }
+}
+
+async function main() {
+  const pg = await PGlite.create({ dataDir: workerData.dataDir });
+  // Session state (search_path) is re-established on every start: a restarted thread is a new session.
+  if (workerData.sessionSql) await pg.exec(workerData.sessionSql);
+  pg.onNotification((channel, payload) => parentPort.postMessage({ notification: { channel, payload } }));
+  parentPort.on('message', (call) => {
+    run(pg, call).then(
+      (result) => {
+        try {
+          parentPort.postMessage({ id: call.id, result });
+        } catch (err) {
+          parentPort.postMessage({ id: call.id, error: errorFields(err) }); // a value that cannot be cloned
+        }
+      },
+      (err) => parentPort.postMessage({ id: call.id, error: errorFields(err) }),
+    );
+  });
+  parentPort.postMessage({ ready: true });
+}
+
+main().catch((err) => parentPort.postMessage({ startError: errorFields(err) }));
