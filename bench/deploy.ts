@@ -6,7 +6,7 @@ import { loadConfig } from '../src/config';
 import { createToolStore, openDatabase } from '../src/db';
 import { toolContentHash } from '../src/registry/content-hash';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
-import { compileTool, runSandbox } from '../src/sandbox';
+import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { floorRunner } from './floor';
 import { p50p95, percentile, round, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
@@ -39,6 +39,8 @@ export const deployBench: Bench = {
     const directConfig = loadConfig({ FORGE_HOME: directHome, FORGE_AGENT_TOOLS_DIR: path.join(directHome, 'agent-tools') });
     const database = await openDatabase(directConfig);
     const store = createToolStore(database);
+    // The direct pipeline's sandbox step keeps spares started as the worker's does (same configuration).
+    const directPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
       // of the sandbox activity (which needs an activity context).
@@ -58,7 +60,10 @@ export const deployBench: Bench = {
         const contentHash = toolContentHash(input);
         await steps.validateDeployment({ ...input, contentHash });
         await steps.compileCheck(input);
-        const { output: _o, ...verdict } = await runSandbox({ name: input.name, source: input.source, input: input.testInput, limits: config.sandbox.limits });
+        const { output: _o, ...verdict } = await runSandbox(
+          { name: input.name, source: input.source, input: input.testInput, limits: config.sandbox.limits },
+          { pool: directPool },
+        );
         if (verdict.status !== 'passed') throw new Error(`direct run: ${verdict.status} ${verdict.error}`);
         await steps.commitVersion({ ...input, contentHash, verdict, workflowId: 'bench-direct' });
         await steps.publishTools();
@@ -121,6 +126,7 @@ export const deployBench: Bench = {
       };
     } finally {
       await stop();
+      await directPool?.close();
       await database.close();
       rmSync(directHome, { recursive: true, force: true });
     }

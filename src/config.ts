@@ -29,6 +29,8 @@ export interface ForgeConfig {
   sandbox: {
     /** How many sandbox activities one worker runs at once. */
     concurrency: number;
+    /** Sandbox processes a worker keeps started ahead of demand (FORGE_SANDBOX_SPARES; 0: start each on demand). */
+    spares: number;
     /** Where per-run private directories go (FORGE_SANDBOX_TMPDIR); unset lets the sandbox pick /dev/shm or tmp. */
     tmpDir: string | undefined;
     /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this spreads into `resolveLimits`. */
@@ -127,6 +129,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_TASK_QUEUE_CONTROL',
   'FORGE_TASK_QUEUE_SANDBOX',
   'FORGE_SANDBOX_CONCURRENCY',
+  'FORGE_SANDBOX_SPARES',
   'FORGE_SANDBOX_MAX_TIMEOUT_MS',
   'FORGE_SANDBOX_MEMORY_MB',
   'FORGE_SANDBOX_OUTPUT_BYTES',
@@ -201,6 +204,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     sandbox: {
       concurrency: read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism())),
+      // One spare per slot by default, so that as many runs as may run at once all find a started process.
+      spares: read(env, 'FORGE_SANDBOX_SPARES', int(0, 1024), nonEmpty(env.FORGE_SANDBOX_CONCURRENCY) ?? String(availableParallelism())),
       tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
       limits: {
         maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),

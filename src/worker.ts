@@ -5,6 +5,7 @@ import { createToolActivities } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
+import { SandboxPool } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
 
 export interface ForgeWorkersOptions {
@@ -75,14 +76,22 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       ...createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations }),
     },
   });
-  const sandbox = await Worker.create({
-    connection,
-    namespace,
-    taskQueue: config.taskQueues.sandbox,
-    activities: createSandboxActivities({ limits: config.sandbox.limits }),
-    // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
-    maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
-  });
+  // Started here, after the workers' own start-up, so their boot does not compete with bundling the workflows.
+  const sandboxPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
+  let sandbox: Worker;
+  try {
+    sandbox = await Worker.create({
+      connection,
+      namespace,
+      taskQueue: config.taskQueues.sandbox,
+      activities: createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool }),
+      // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
+      maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
+    });
+  } catch (err) {
+    await sandboxPool?.close();
+    throw err;
+  }
 
   let stopping: Promise<void> | undefined;
   const shutdown = () => {
@@ -90,6 +99,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       for (const w of [control, sandbox]) if (w.getState() === 'RUNNING') w.shutdown();
       stopReconnectHook();
       await unlisten().catch(() => undefined);
+      await sandboxPool?.close();
     })();
     return stopping;
   };

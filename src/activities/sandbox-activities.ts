@@ -1,10 +1,12 @@
 import { Context } from '@temporalio/activity';
-import { runSandbox, type SandboxLimits, type SandboxVerdict } from '../sandbox';
+import { runSandbox, type SandboxLimits, type SandboxPool, type SandboxVerdict } from '../sandbox';
 import type { VerdictSummary } from '../workflows/types';
 import { toolRejected } from './failures';
 
 export interface SandboxActivityDeps {
   limits: Partial<SandboxLimits>;
+  /** Processes started ahead of demand (the worker's); without one, every test starts its own. */
+  pool?: SandboxPool;
 }
 
 /** The sandbox-queue activity: runs on workers whose concurrency is capped near the core count. */
@@ -27,7 +29,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
           input: input.testInput,
           limits: deps.limits,
           signal: ctx.cancellationSignal,
-        });
+        }, { pool: deps.pool });
       } finally {
         clearInterval(beat);
       }

@@ -67,6 +67,10 @@ function send(frame) {
   }
 }
 
+// Before any of the tool's code exists: the parent now knows the run reached this process, so a harness that dies
+// without this frame never ran the tool (a pre-started one is then replaced, and the run is not charged for it).
+send({ type: 'started' });
+
 /**
  * Reports the one result of this run; later calls (a stray rejection after the result) are ignored. What the tool
  * wrote to stdout/stderr is flushed first, so that output queued before the result is counted against the limit.

@@ -1,12 +1,13 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
-import { killTree, launchCommand } from './containment';
+import { killTree, launchCommand, type Launch } from './containment';
 import { resolveLimits, type SandboxLimits } from './limits';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
+import type { SandboxPool } from './pool';
 import { TailBuffer } from './tail-buffer';
 import type { SandboxDiagnostics, SandboxStatus, SandboxVerdict } from './verdict';
 
@@ -32,7 +33,7 @@ export interface SandboxRequest {
  * every way a run can end, including a failure of the sandbox machinery itself, is one of the verdicts, and the whole
  * process tree and the run's temp directory are gone before it resolves.
  */
-export async function runSandbox(request: SandboxRequest): Promise<SandboxVerdict> {
+export async function runSandbox(request: SandboxRequest, options: { pool?: SandboxPool } = {}): Promise<SandboxVerdict> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const limits = resolveLimits(request.limits);
@@ -53,7 +54,7 @@ export async function runSandbox(request: SandboxRequest): Promise<SandboxVerdic
       }
       code = compiled.code;
     }
-    const outcome = await runInChild(request, code, limits);
+    const outcome = await runInChild(request, code, limits, options.pool);
     return { ...outcome, durationMs: elapsed() };
   } catch (err) {
     // The machinery failed (ENOSPC, EMFILE, a missing binary): still a verdict, and the caller decides whether an
@@ -94,20 +95,91 @@ function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<Sand
 
 type Outcome = Omit<SandboxVerdict, 'durationMs'>;
 
-async function runInChild(request: SandboxRequest, code: string, limits: SandboxLimits): Promise<Outcome> {
+async function runInChild(request: SandboxRequest, code: string, limits: SandboxLimits, pool?: SandboxPool): Promise<Outcome> {
+  const spare = pool?.take(limits);
+  if (spare) {
+    const outcome = await runOn(spare, true, request, code, limits);
+    // The spare died before it read the run (killed from outside while it waited): the tool never ran, so it gets a
+    // fresh process instead of a verdict about someone else's death.
+    if (outcome !== 'lost') return outcome;
+  }
+  return (await runOn(await bootHarness(limits), false, request, code, limits)) as Outcome;
+}
+
+/** One run on one harness; its directory is removed afterwards. */
+async function runOn(harness: BootedHarness, spare: boolean, request: SandboxRequest, code: string, limits: SandboxLimits): Promise<Outcome | 'lost'> {
+  try {
+    const modulePath = join(harness.dir, 'tool.mjs');
+    // A fresh harness is still booting while this is written: it learns the module's path only from the init line,
+    // sent once this is done.
+    return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, code), limits);
+  } finally {
+    await rm(harness.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A contained harness process, started and blocked reading its one run from fd 3 (it has run no tool code and
+ * never will run another's): what {@link superviseRun} hands a run to, fresh or taken from a {@link SandboxPool}.
+ */
+export interface BootedHarness {
+  child: ChildProcess;
+  launch: Launch;
+  /** Its private directory (cwd, HOME, TMPDIR; the module is written here). */
+  dir: string;
+  /** FORGE_SANDBOX_RUN in its environment, for the process-group mode's hunt. */
+  marker: string;
+  /** What the launcher (setpriv, unshare, sh) said on its own stderr since the start. */
+  launcherStderr: TailBuffer;
+  /** Settles once the process exited and every pipe drained. */
+  closed: Promise<void>;
+  /** Set when the process exited (before a run, it means the harness is unusable). */
+  exit?: { code: number | null; signal: string | null };
+}
+
+/** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
+export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness> {
   const dir = await mkdtemp(join(sandboxTempRoot(), 'forge-sbx-'));
   try {
-    const modulePath = join(dir, 'tool.mjs');
-    // Written while node boots: the harness learns the module's path only from the init line, sent once this is done.
-    const moduleReady = Promise.all([
-      writeFile(modulePath, code),
-      // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
-      symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir'),
-    ]);
-    return await superviseChild(request, modulePath, dir, limits, moduleReady);
-  } finally {
+    // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
+    await symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir');
+    const marker = randomBytes(12).toString('hex');
+    // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
+    // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
+    const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
+    const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024);
+    const child = spawn(launch.command, launch.args, {
+      cwd: dir,
+      env: childEnvironment(dir, marker, limits),
+      // 0: none; 1: the tool's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the tool's stderr.
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+      detached: launch.detached,
+    });
+    const harness: BootedHarness = {
+      child,
+      launch,
+      dir,
+      marker,
+      launcherStderr: new TailBuffer(2048),
+      closed: new Promise<void>((r) => child.once('close', () => r())),
+    };
+    child.stderr?.on('data', (chunk: Buffer) => harness.launcherStderr.push(chunk));
+    child.once('exit', (code, signal) => {
+      harness.exit = { code, signal };
+    });
+    // A spawn that fails ('error') also closes; the run that takes this harness reports it as crashed.
+    child.on('error', () => undefined);
+    return harness;
+  } catch (err) {
     await rm(dir, { recursive: true, force: true });
+    throw err;
   }
+}
+
+/** Kills a harness that never got a run and removes its directory. */
+export async function disposeHarness(harness: BootedHarness): Promise<void> {
+  await killTree(harness.child, harness.launch.mode, harness.marker).catch(() => undefined);
+  await rm(harness.dir, { recursive: true, force: true });
 }
 
 function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {
@@ -127,40 +199,35 @@ function childEnvironment(dir: string, marker: string, limits: SandboxLimits): N
 /** The stderr patterns of a process that V8 or Node ended because memory ran out. */
 const OOM_PATTERN = /JavaScript heap out of memory|Reached heap limit|Allocation failed - process out of memory|FATAL ERROR: .*[Oo]ut of memory/;
 
-function superviseChild(
+/**
+ * Hands one run to a started harness and supervises it to its verdict. 'lost' (spares only): the process ended before
+ * it read the run (it never sent its `started` frame), so no tool code ran in it; a fresh harness that does the same
+ * failed to launch, which is a `crashed` verdict saying what the launcher said.
+ */
+function superviseRun(
+  harness: BootedHarness,
+  spare: boolean,
   request: SandboxRequest,
   modulePath: string,
-  dir: string,
-  limits: SandboxLimits,
   moduleReady: Promise<unknown>,
-): Promise<Outcome> {
+  limits: SandboxLimits,
+): Promise<Outcome | 'lost'> {
+  const { child, launch, marker, launcherStderr } = harness;
   const secret = randomBytes(32).toString('hex');
-  const marker = randomBytes(12).toString('hex');
-  // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
-  // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
-  const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
-  const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024);
-  const child = spawn(launch.command, launch.args, {
-    cwd: dir,
-    env: childEnvironment(dir, marker, limits),
-    // 0: none; 1: the tool's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the tool's stderr.
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-    detached: launch.detached,
-  });
   const channel = child.stdio[3] as unknown as Readable & Writable;
   const toolStderr = child.stdio[4] as Readable;
   const stderrTail = new TailBuffer(limits.stderrTailBytes);
-  const launcherStderr = new TailBuffer(2048);
-  const spawnedAt = performance.now();
-  let deadline = spawnedAt + limits.maxTimeoutMs;
+  // The clock starts with the run, not with the process: a pooled harness may have waited long before it.
+  const startedAt = performance.now();
+  let deadline = startedAt + limits.maxTimeoutMs;
   let toolInfo: SandboxDiagnostics['tool'];
 
-  return new Promise<Outcome>((resolve) => {
+  let started = false;
+
+  return new Promise<Outcome | 'lost'>((resolve) => {
     let decided: Outcome | undefined;
     let timer: NodeJS.Timeout | undefined;
-    let exit: { code: number | null; signal: string | null } | undefined;
-
-    const closed = new Promise<void>((r) => child.once('close', () => r()));
+    const { closed } = harness;
     /**
      * The first decision wins. The tree is killed and every pipe drained before the verdict is handed back, and only
      * then is the output counted for good: output a tool wrote before its result still counts against the limit.
@@ -182,7 +249,7 @@ function superviseChild(
     let deadlineSays = `the platform limit of ${limits.maxTimeoutMs} ms`;
     const armTimer = () => {
       if (timer) clearTimeout(timer);
-      const limitMs = Math.round(deadline - spawnedAt);
+      const limitMs = Math.round(deadline - startedAt);
       timer = setTimeout(
         () =>
           decide({
@@ -216,7 +283,6 @@ function superviseChild(
       stderrTail.push(chunk);
       countOutput(chunk);
     });
-    child.stderr?.on('data', (chunk: Buffer) => launcherStderr.push(chunk));
 
     const frames = new FrameReader(limits.resultBytes + 64 * 1024);
     channel.on('data', (chunk: Buffer) => {
@@ -231,7 +297,9 @@ function superviseChild(
       }
       for (const frame of parsed) {
         if (!authentic(frame, secret)) continue; // a frame without the run's secret is the tool's, not the harness's
-        if (frame.type === 'ready') {
+        if (frame.type === 'started') {
+          started = true;
+        } else if (frame.type === 'ready') {
           toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: frame.inputJsonSchema ?? undefined };
           const ownDeadline = toolInfo.timeoutMs !== undefined ? performance.now() + toolInfo.timeoutMs : Infinity;
           if (ownDeadline < deadline) {
@@ -248,13 +316,17 @@ function superviseChild(
     child.on('error', (err) =>
       decide({ status: 'crashed', error: `the sandbox process could not start: ${err.message}`, diagnostics: { phase: 'process' } }),
     );
-    child.on('exit', (code, signal) => {
-      exit = { code, signal };
-    });
     // 'close' comes after every pipe has drained, so a result written just before exiting is never lost.
-    child.on('close', (code, signal) => {
-      const status = exit ?? { code, signal };
+    const onClose = () => {
+      const status = harness.exit ?? { code: child.exitCode, signal: child.signalCode };
       if (decided) return;
+      if (spare && !started) {
+        if (timer) clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
+        const lost = () => resolve('lost');
+        killTree(child, launch.mode, marker).then(lost, lost); // whatever of it is left
+        return;
+      }
       const oom = OOM_PATTERN.test(stderrTail.text());
       decide({
         status: oom ? 'oom' : 'crashed',
@@ -269,7 +341,8 @@ function superviseChild(
           tool: toolInfo,
         },
       });
-    });
+    };
+    void closed.then(onClose);
 
     const init = JSON.stringify({ secret, modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes });
     moduleReady.then(

@@ -25,6 +25,7 @@ describe('loadConfig', () => {
     expect(config.builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS]);
     expect(config.taskQueues).toEqual({ control: 'forge-control', sandbox: 'forge-sandbox' });
     expect(config.sandbox.concurrency).toBeGreaterThanOrEqual(1);
+    expect(config.sandbox.spares).toBe(config.sandbox.concurrency);
     expect(config.sandbox.limits).toEqual({
       maxTimeoutMs: 30_000,
       memoryMb: 512,
@@ -51,6 +52,8 @@ describe('loadConfig', () => {
     expect(config.builtinTools).toEqual(['search', 'fetch_page']);
     expect(config.sandbox.limits.envPassthrough).toEqual(['LANG', 'TZ']);
     expect(config.sandbox.concurrency).toBe(3);
+    expect(config.sandbox.spares).toBe(3); // one per slot unless FORGE_SANDBOX_SPARES says otherwise
+    expect(loadConfig({ FORGE_SANDBOX_CONCURRENCY: '3', FORGE_SANDBOX_SPARES: '0' }).sandbox.spares).toBe(0);
     expect(config.temporal).toEqual({ port: 7300, uiPort: 8300 });
   });
 
@@ -65,6 +68,7 @@ describe('loadConfig', () => {
     ['FORGE_TEMPORAL_PORT', '70000'],
     ['FORGE_UI_PORT', '7233'],
     ['FORGE_SANDBOX_CONCURRENCY', '0'],
+    ['FORGE_SANDBOX_SPARES', '-1'],
     ['FORGE_SANDBOX_MAX_TIMEOUT_MS', '-5'],
     ['FORGE_SANDBOX_MEMORY_MB', '1.5'],
     ['FORGE_BUILTIN_TOOLS', 'ok,Not-OK'],

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { runSandbox, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
+import { runSandbox, SandboxPool, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
 import { processesMarkedWith } from '../helpers/processes';
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'tools');
@@ -29,21 +29,33 @@ interface Case {
   check?: (v: SandboxVerdict) => void;
 }
 
+/** Resolves once `condition` holds (polled), or fails after `ms`. */
+async function until(condition: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /**
  * Runs one fixture with a fresh marker that its processes carry (environment passthrough, and the command line of the
- * fixtures that spawn), then asserts the verdict, the time bound, and that no process or temp file is left.
+ * fixtures that spawn), then asserts the verdict, the time bound, and that no process or temp file is left. `pooled`:
+ * the run gets a harness a SandboxPool started beforehand (the pool is closed before the leftover check, since its
+ * replacement spare carries the marker too; a process the run left behind is not one of the pool's).
  */
-async function runCase(c: Case): Promise<SandboxVerdict> {
+async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   const marker = `forge-test-${randomBytes(6).toString('hex')}`;
   process.env.FORGE_TEST_MARKER = marker;
+  const limits = { envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits };
+  const pool = pooled ? new SandboxPool(limits, 1) : undefined;
+  if (pool) await until(() => pool.ready === 1);
   const started = Date.now();
-  const verdict = await runSandbox({
-    name: c.name ?? c.fixture,
-    source: source(c.fixture),
-    input: c.input ? c.input(marker) : {},
-    limits: { envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits },
-  });
+  const verdict = await runSandbox({ name: c.name ?? c.fixture, source: source(c.fixture), input: c.input ? c.input(marker) : {}, limits }, { pool });
   const wall = Date.now() - started;
+  // A run refused before any process (compile error, request checks) leaves the spare unused.
+  if (pool) expect(pool.served).toBe(verdict.diagnostics?.phase === 'compile' || verdict.diagnostics?.phase === 'request' ? 0 : 1);
+  await pool?.close();
   expect({ fixture: c.fixture, status: verdict.status, error: verdict.error }).toMatchObject({ fixture: c.fixture, status: c.status });
   expect(wall).toBeLessThan(c.maxMs);
   expect(verdict.durationMs).toBeLessThanOrEqual(wall + 5);
@@ -117,6 +129,96 @@ const cases: Case[] = [
 describe('sandbox verdicts on hostile tools', () => {
   test.each(cases.map((c) => [`${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
     await runCase(c);
+  });
+});
+
+describe('the same verdicts from a harness started ahead of the run (SandboxPool)', () => {
+  test.each(cases.map((c) => [`${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
+    await runCase(c, true);
+  });
+});
+
+describe('SandboxPool', () => {
+  const uptimeTool = `import { z } from 'zod';
+export default {
+  name: 'uptime', description: 'Reports how long its process has existed.', inputSchema: z.object({ waitMs: z.number() }), timeoutMs: 1000,
+  async execute(input: { waitMs: number }) { await new Promise((r) => setTimeout(r, input.waitMs)); return { uptimeMs: process.uptime() * 1000, env: process.env.FORGE_TEST_MARKER ?? null }; },
+};`;
+  const run = (pool: SandboxPool, waitMs = 0) =>
+    runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs }, limits: { envPassthrough: ['FORGE_TEST_MARKER'] } }, { pool });
+
+  test('a run gets a process started before it, its clock starts with the run, and a replacement is started', async () => {
+    process.env.FORGE_TEST_MARKER = 'pool-clock';
+    const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 1);
+    try {
+      await until(() => pool.ready === 1);
+      await new Promise((r) => setTimeout(r, 1500)); // the spare waits longer than the tool's own timeoutMs
+      const v = await run(pool, 300);
+      expect(v.status).toBe('passed');
+      const { uptimeMs, env } = v.output as { uptimeMs: number; env: string };
+      expect(uptimeMs).toBeGreaterThan(1500); // the process existed well before the run began
+      expect(env).toBe('pool-clock');
+      expect(pool.served).toBe(1);
+      await until(() => pool.ready === 1); // its replacement
+    } finally {
+      await pool.close();
+    }
+    expect(processesMarkedWith('pool-clock')).toEqual([]);
+    expect(readdirSync(tempRoot)).toEqual([]);
+  });
+
+  test('a spare killed from outside, or started with an environment that changed since, is never handed out', async () => {
+    process.env.FORGE_TEST_MARKER = 'pool-old';
+    const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 1);
+    try {
+      await until(() => pool.ready === 1);
+      for (const p of processesMarkedWith('pool-old')) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // gone already: killing its parent took it down
+        }
+      }
+      await until(() => processesMarkedWith('pool-old').length === 0);
+      // Whether the spare's death was noticed before the run took it or only when it never read the run, the tool
+      // runs in a fresh process and passes.
+      const afterKill = await run(pool);
+      expect(afterKill.status).toBe('passed');
+      const servedBefore = pool.served;
+
+      await until(() => pool.ready === 1);
+      process.env.FORGE_TEST_MARKER = 'pool-new';
+      const afterChange = await run(pool);
+      expect(afterChange.status).toBe('passed');
+      expect((afterChange.output as { env: string }).env).toBe('pool-new');
+      expect(pool.served).toBe(servedBefore);
+      await until(() => pool.ready === 1);
+      const fromNewSpare = await run(pool);
+      expect((fromNewSpare.output as { env: string }).env).toBe('pool-new');
+      expect(pool.served).toBe(servedBefore + 1);
+    } finally {
+      await pool.close();
+    }
+    expect(processesMarkedWith('pool-old')).toEqual([]);
+    expect(processesMarkedWith('pool-new')).toEqual([]);
+    expect(readdirSync(tempRoot)).toEqual([]);
+  });
+
+  test('a run with other boot-time limits starts its own process; after close() runs still work and nothing is left', async () => {
+    process.env.FORGE_TEST_MARKER = 'pool-close';
+    const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 2);
+    await until(() => pool.ready === 2);
+    const other = await runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs: 0 }, limits: { envPassthrough: ['FORGE_TEST_MARKER'], memoryMb: 256 } }, { pool });
+    expect(other.status).toBe('passed');
+    expect(pool.served).toBe(0);
+    expect(pool.ready).toBe(2);
+    await pool.close();
+    await pool.close(); // idempotent
+    expect(processesMarkedWith('pool-close')).toEqual([]);
+    expect(readdirSync(tempRoot)).toEqual([]);
+    expect((await run(pool)).status).toBe('passed');
+    expect(pool.served).toBe(0);
+    expect(processesMarkedWith('pool-close')).toEqual([]);
   });
 });
 

@@ -1,0 +1,83 @@
+import { bootHarness, disposeHarness, type BootedHarness } from './run';
+import { resolveLimits, type SandboxLimits } from './limits';
+
+/**
+ * What a harness is started with: its V8 heap and address space, and its environment (the passthrough variables'
+ * values as they are now). Everything else in the limits applies per run.
+ */
+function bootKey(limits: SandboxLimits): string {
+  const env = [...limits.envPassthrough].sort().map((name) => [name, process.env[name] ?? null]);
+  return JSON.stringify([limits.memoryMb, limits.virtualOverheadMb, env]);
+}
+
+/**
+ * Keeps `size` sandbox processes started ahead of demand, so a run does not wait for Node to boot (~30 ms of a
+ * sandbox run's ~40 ms floor on the reference machine).
+ *
+ * Nothing about isolation changes: every spare is a fresh contained process (own PID namespace, limits, private
+ * directory) that has run no code but the harness and is blocked reading its one run from fd 3; it serves exactly one
+ * run and is then killed like any other. A spare is only handed to a run whose boot-time limits (memory, environment
+ * passthrough) equal the pool's; any other run starts its own process, as without a pool. Taking a spare starts its
+ * replacement at once, in the background.
+ */
+export class SandboxPool {
+  private readonly limits: SandboxLimits;
+  private readonly spares: { harness: BootedHarness; key: string }[] = [];
+  /** Spares being started; close() waits for them, so that nothing it started outlives it. */
+  private readonly booting = new Set<Promise<void>>();
+  private closed = false;
+  /** Spares handed out to runs. */
+  served = 0;
+
+  constructor(limits: Partial<SandboxLimits>, readonly size: number) {
+    this.limits = resolveLimits(limits);
+    this.refill();
+  }
+
+  /** A started harness for a run with these limits, or undefined (none ready, or other boot-time limits). */
+  take(limits: SandboxLimits): BootedHarness | undefined {
+    const key = bootKey(limits);
+    if (this.closed || key !== bootKey(this.limits)) return undefined;
+    let spare: { harness: BootedHarness; key: string } | undefined;
+    while ((spare = this.spares.shift())) {
+      // A spare that died while waiting (killed from outside), or that was started with an environment that has
+      // changed since, is never handed out.
+      if (!spare.harness.exit && spare.key === key) break;
+      void disposeHarness(spare.harness);
+    }
+    this.refill();
+    if (spare) this.served++;
+    return spare?.harness;
+  }
+
+  /** How many spares are started and waiting (for tests and the operator). */
+  get ready(): number {
+    return this.spares.length;
+  }
+
+  /** Kills every spare and removes its directory; runs already handed out are not affected. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.booting);
+    await Promise.all(this.spares.splice(0).map((s) => disposeHarness(s.harness)));
+  }
+
+  private refill(): void {
+    while (!this.closed && this.spares.length + this.booting.size < this.size) {
+      const key = bootKey(this.limits);
+      const boot: Promise<void> = bootHarness(this.limits)
+        .then(
+          async (harness) => {
+            if (this.closed) await disposeHarness(harness);
+            else this.spares.push({ harness, key });
+          },
+          () => {
+            // Could not start one (EMFILE, ENOSPC): runs start their own, whose verdict carries the reason; the next
+            // take() tries again.
+          },
+        )
+        .finally(() => this.booting.delete(boot));
+      this.booting.add(boot);
+    }
+  }
+}
