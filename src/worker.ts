@@ -4,9 +4,13 @@ import { createSandboxActivities } from './activities/sandbox-activities';
 import { createToolActivities } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
+import { coalesce } from './registry/coalesce';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { SandboxPool } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
+
+/** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
+const REPUBLISH_DELAY_MS = 50;
 
 export interface ForgeWorkersOptions {
   config: ForgeConfig;
@@ -48,10 +52,14 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
 
   const initial = await publish();
   log(`forge: agent-tools/ at ${dir} holds ${initial.tools} active tool(s) (generation ${initial.generation})`);
-  const republish = () =>
-    publish().catch((err: Error) => log(`forge: could not update agent-tools/ after a change (will retry on the next one): ${err.message}`));
-  const unlisten = await database.listen(TOOLS_CHANNEL, () => void republish());
-  const stopReconnectHook = database.onListenerReconnect(() => void republish());
+  // Coalesced and a little delayed: a deployment run by this process publishes in its own activity right after its
+  // commit, while the commit's NOTIFY is arriving here, so republishing at once would only repeat that work on the
+  // deployment's critical path. A change committed by another host's worker is on disk here REPUBLISH_DELAY_MS later.
+  const republish = coalesce(async () => {
+    await publish().catch((err: Error) => log(`forge: could not update agent-tools/ after a change (will retry on the next one): ${err.message}`));
+  }, REPUBLISH_DELAY_MS);
+  const unlisten = await database.listen(TOOLS_CHANNEL, () => republish.trigger());
+  const stopReconnectHook = database.onListenerReconnect(() => republish.trigger());
 
   const toolActivities = createToolActivities({
     store,
@@ -99,6 +107,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       for (const w of [control, sandbox]) if (w.getState() === 'RUNNING') w.shutdown();
       stopReconnectHook();
       await unlisten().catch(() => undefined);
+      await republish.flush();
       await sandboxPool?.close();
     })();
     return stopping;
