@@ -135,6 +135,8 @@ export interface BootedHarness {
   closed: Promise<void>;
   /** Set when the process exited (before a run, it means the harness is unusable). */
   exit?: { code: number | null; signal: string | null };
+  /** Why the process could not be started, if it could not. */
+  spawnError?: Error;
 }
 
 /** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
@@ -167,8 +169,12 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
     child.once('exit', (code, signal) => {
       harness.exit = { code, signal };
     });
-    // A spawn that fails ('error') also closes; the run that takes this harness reports it as crashed.
-    child.on('error', () => undefined);
+    // A spawn that failed may never emit 'exit' or 'close': remember it, so a pool never hands it out and a run on it
+    // ends at once as crashed.
+    child.on('error', (err) => {
+      harness.spawnError ??= err;
+      harness.exit ??= { code: null, signal: null };
+    });
     return harness;
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
@@ -313,9 +319,10 @@ function superviseRun(
       }
     });
     channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
-    child.on('error', (err) =>
-      decide({ status: 'crashed', error: `the sandbox process could not start: ${err.message}`, diagnostics: { phase: 'process' } }),
-    );
+    const spawnFailed = (err: Error) =>
+      decide({ status: 'crashed', error: `the sandbox process could not start: ${err.message}`, diagnostics: { phase: 'process' } });
+    if (harness.spawnError) spawnFailed(harness.spawnError);
+    child.on('error', spawnFailed);
     // 'close' comes after every pipe has drained, so a result written just before exiting is never lost.
     const onClose = () => {
       const status = harness.exit ?? { code: child.exitCode, signal: child.signalCode };
