@@ -1,4 +1,4 @@
-import { defaultConcurrency, resolveLimits, runSandbox, type SandboxLimits, type SandboxVerdict } from '../sandbox';
+import { defaultConcurrency, resolveLimits, runSandbox, SandboxPool, type SandboxLimits, type SandboxVerdict } from '../sandbox';
 
 /** One call of a loaded tool version, as the registry hands it to an {@link Invoker}. */
 export interface InvocationRequest {
@@ -20,6 +20,8 @@ export interface InvocationRequest {
  */
 export interface Invoker {
   invoke(request: InvocationRequest): Promise<SandboxVerdict>;
+  /** Releases what the invoker holds (spare processes); the registry calls it on close for invokers it made. */
+  close?(): Promise<void>;
 }
 
 /**
@@ -34,15 +36,18 @@ export interface Invoker {
  * - Calls have the same verdict semantics as the deployment's sandbox test (`passed`, `invalid` for input the schema
  *   rejects, `timeout`, `oom`, ...), because they are the same code path.
  * - The cost is a process start per call, tens of milliseconds (see bench/sandbox.ts for the figure beside the bare
- *   fork floor). A pooled runner behind {@link Invoker} can cut that later without changing the registry.
+ *   fork floor). With `spares`, that many processes are kept started ahead (a SandboxPool): a call takes one, still
+ *   fresh and used once, and skips Node's start-up.
  *
  * At most `concurrency` calls run at once (default: the core count); further calls wait their turn, so a burst of
  * calls cannot fork the host to its knees.
  */
-export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; concurrency?: number } = {}): Invoker {
+export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; concurrency?: number; spares?: number } = {}): Invoker {
   const limits = resolveLimits(options.limits);
   const slots = new Semaphore(options.concurrency ?? defaultConcurrency());
+  const pool = options.spares ? new SandboxPool(limits, options.spares) : undefined;
   return {
+    close: async () => pool?.close(),
     async invoke(request) {
       const started = performance.now();
       const acquired = await slots.acquire(request.signal);
@@ -65,7 +70,7 @@ export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; 
           input: request.input,
           limits: { ...limits, maxTimeoutMs },
           signal: request.signal,
-        });
+        }, { pool });
       } finally {
         slots.release();
       }

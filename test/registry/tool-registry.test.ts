@@ -12,6 +12,7 @@ import {
   writeFileAtomic,
   type RegistryChange,
 } from '../../src/registry';
+import { processesMarkedWith } from '../helpers/processes';
 import { greeterSource, scratchDatabase, scratchDir, storeVersion } from './helpers';
 
 const spinnerSource = `import { z } from 'zod';
@@ -72,6 +73,28 @@ describe('ToolRegistry', () => {
 
       const result = await registry.invoke('greeter', { who: 'world' });
       expect(result).toMatchObject({ ok: true, name: 'greeter', version: v1, output: { greeting: 'hello world' } });
+    });
+
+    it('with spares, calls take processes started ahead; close() leaves none behind', async () => {
+      const v1 = await deploy('greeter', 'hello');
+      const marker = `forge-registry-spares-${process.pid}-${Date.now()}`;
+      process.env.FORGE_TEST_REGISTRY_MARKER = marker;
+      try {
+        const registry = await ToolRegistry.open({ dir, spares: 2, limits: { envPassthrough: ['FORGE_TEST_REGISTRY_MARKER'] } });
+        const deadline = Date.now() + 10_000;
+        // Each spare is a launcher chain (setpriv/unshare, sh, node) carrying the marker in its environment.
+        while (processesMarkedWith(marker).filter((p) => p.cmdline.includes('harness.cjs')).length < 2 && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(processesMarkedWith(marker).filter((p) => p.cmdline.includes('harness.cjs')).length).toBeGreaterThanOrEqual(2);
+        const results = await Promise.all(['a', 'b', 'c'].map((who) => registry.invoke('greeter', { who })));
+        expect(results.map((r) => (r.ok ? r.output : r))).toEqual([{ greeting: 'hello a' }, { greeting: 'hello b' }, { greeting: 'hello c' }]);
+        expect(results.every((r) => r.version === v1)).toBe(true);
+        await registry.close();
+        expect(processesMarkedWith(marker)).toEqual([]);
+      } finally {
+        delete process.env.FORGE_TEST_REGISTRY_MARKER;
+      }
     });
 
     it('validates the input with the tool schema and reports unknown tools with what is available', async () => {
