@@ -169,13 +169,11 @@ export function createToolActivities(deps: ToolActivityDeps) {
     /**
      * Compensation: makes `version` active again, or deactivates the tool when there was none, then publishes — but
      * only while `onlyIfActive` (the version the failed run activated) is still the active one: a deployment that
-     * committed since must not be undone. Idempotent.
+     * committed since must not be undone. The check and the move are one transaction under the tool's lock.
+     * Idempotent.
      */
     async restoreActive(input: { name: string; version?: number; onlyIfActive?: number; workflowId: string }): Promise<void> {
-      const active = await store.getActive(input.name);
-      if (input.onlyIfActive !== undefined && active?.version !== input.onlyIfActive) return;
-      if (input.version !== undefined) await store.activate(input.name, input.version, { workflowId: input.workflowId });
-      else await store.deactivate(input.name, { workflowId: input.workflowId });
+      await store.restoreActive(input.name, { version: input.version, ifActive: input.onlyIfActive }, { workflowId: input.workflowId });
       await deps.publish();
     },
 

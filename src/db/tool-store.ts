@@ -101,6 +101,12 @@ export interface ToolStore {
   activate(name: string, version: number, ref?: WorkflowRef): Promise<ActivationResult>;
   /** Removes the active pointer (versions stay), logs `tool.deactivated` and notifies. Idempotent. */
   deactivate(name: string, ref?: WorkflowRef): Promise<DeactivationResult>;
+  /**
+   * A compensation: makes `target.version` active again (deactivates when it is undefined), but only while
+   * `target.ifActive` is the active version. The check and the move are one transaction under the tool's lock, so a
+   * deployment that committed in between is never undone. Idempotent.
+   */
+  restoreActive(name: string, target: { version?: number; ifActive?: number }, ref?: WorkflowRef): Promise<{ changed: boolean }>;
   /** Deactivates and deletes every stored version (the counter stays), logs `tool.removed`, notifies. Idempotent. */
   removeTool(name: string, ref?: WorkflowRef): Promise<RemovalResult>;
   appendEvent(event: NewEvent): Promise<ToolEvent>;
@@ -193,6 +199,20 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
   return { name, version, previousVersion: current?.version, changed: true };
 }
 
+/** The pointer removal of deactivate/restoreActive; the caller holds the tool's lock. */
+async function deactivateLocked(tx: ForgeTx, name: string, ref: WorkflowRef): Promise<DeactivationResult> {
+  const [removed] = await tx.delete(activeTools).where(eq(activeTools.name, name)).returning({ version: activeTools.version });
+  if (!removed) return { name, previousVersion: undefined };
+  await insertEvent(tx, {
+    kind: 'tool.deactivated',
+    subject: name,
+    detail: { previousVersion: removed.version },
+    workflowId: ref.workflowId,
+  });
+  await notifyTools(tx, name);
+  return { name, previousVersion: removed.version };
+}
+
 /** Builds the store over an open database (see {@link ToolStore} for the guarantees). */
 export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore {
   const { db } = database;
@@ -251,19 +271,19 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
     deactivate(name, ref = {}) {
       return db.transaction(async (tx) => {
         await lockTool(tx, name);
-        const [removed] = await tx
-          .delete(activeTools)
-          .where(eq(activeTools.name, name))
-          .returning({ version: activeTools.version });
-        if (!removed) return { name, previousVersion: undefined };
-        await insertEvent(tx, {
-          kind: 'tool.deactivated',
-          subject: name,
-          detail: { previousVersion: removed.version },
-          workflowId: ref.workflowId,
-        });
-        await notifyTools(tx, name);
-        return { name, previousVersion: removed.version };
+        return deactivateLocked(tx, name, ref);
+      });
+    },
+
+    restoreActive(name, target, ref = {}) {
+      return db.transaction(async (tx) => {
+        await lockTool(tx, name);
+        if (target.ifActive !== undefined) {
+          const [current] = await tx.select({ version: activeTools.version }).from(activeTools).where(eq(activeTools.name, name)).limit(1);
+          if (current?.version !== target.ifActive) return { changed: false };
+        }
+        if (target.version !== undefined) return { changed: (await activateLocked(tx, name, target.version, ref)).changed };
+        return { changed: (await deactivateLocked(tx, name, ref)).previousVersion !== undefined };
       });
     },
 

@@ -180,6 +180,41 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     expect(await store.deactivate('deact')).toEqual({ name: 'deact', previousVersion: undefined });
   });
 
+  test('restoreActive undoes only while the run being compensated is still the active one, atomically', async () => {
+    await store.commitVersion(version('restorer', 'v1'));
+    await store.commitVersion(version('restorer', 'v2')); // the run to compensate activated v2 over v1
+    await store.commitVersion(version('restorer', 'v3')); // and a newer deployment committed since
+    expect(await store.restoreActive('restorer', { version: 1, ifActive: 2 })).toEqual({ changed: false });
+    expect((await store.getActive('restorer'))?.version).toBe(3);
+    // While ours is still active, the previous version comes back; a second call finds it done.
+    expect(await store.restoreActive('restorer', { version: 2, ifActive: 3 })).toEqual({ changed: true });
+    expect((await store.getActive('restorer'))?.version).toBe(2);
+    expect(await store.restoreActive('restorer', { version: 2, ifActive: 3 })).toEqual({ changed: false });
+    // No version before: the tool is deactivated.
+    expect(await store.restoreActive('restorer', { ifActive: 2 })).toEqual({ changed: true });
+    expect(await store.getActive('restorer')).toBeUndefined();
+
+    // Concurrent: 10 compensations of v4 race 10 newer commits; whichever order the lock gives, a newer commit is
+    // never undone (each restore either finds v4 active and restores v3, or finds a newer version and does nothing).
+    await store.commitVersion(version('racer', 'v1'));
+    await store.commitVersion(version('racer', 'v2'));
+    await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => store.commitVersion(version('racer', `newer ${i}`))),
+      ...Array.from({ length: 10 }, () => store.restoreActive('racer', { version: 1, ifActive: 2 })),
+    ]);
+    const active = (await store.getActive('racer'))?.version;
+    const events = (await store.listEvents({ subject: 'racer', limit: 100 })).reverse();
+    const lastActivation = events.filter((e) => e.kind === 'tool.activated').at(-1);
+    expect(lastActivation?.detail).toMatchObject({ version: active });
+    // v1 can only have come back right after v2, never after a newer commit.
+    for (const [i, e] of events.entries()) {
+      if (e.kind === 'tool.activated' && (e.detail as { version: number }).version === 1 && i > 0) {
+        const before = events.slice(0, i).filter((x) => x.kind === 'tool.activated').at(-1);
+        expect((before?.detail as { version: number }).version).toBe(2);
+      }
+    }
+  });
+
   test('versions only increase, also after the tool was removed', async () => {
     await store.insertVersion(version('phoenix', 'v1'));
     await store.insertVersion(version('phoenix', 'v2'));
