@@ -172,13 +172,11 @@ export default {
     const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 1);
     try {
       await until(() => pool.ready === 1);
-      for (const p of processesMarkedWith('pool-old')) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          // gone already: killing its parent took it down
-        }
-      }
+      // Kill the spare's Node process (the leaf of its launcher chain, once it exists): the rest of the chain ends
+      // with it. Killing the chain from the top while it is still forking could orphan the leaf.
+      const harnessNode = () => processesMarkedWith('pool-old').filter((p) => p.cmdline.startsWith(process.execPath));
+      await until(() => harnessNode().length === 1);
+      process.kill(harnessNode()[0].pid, 'SIGKILL');
       await until(() => processesMarkedWith('pool-old').length === 0);
       // Whether the spare's death was noticed before the run took it or only when it never read the run, the tool
       // runs in a fresh process and passes.
