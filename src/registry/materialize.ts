@@ -1,7 +1,9 @@
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ToolStore, ToolVersion } from '../db';
 import { Mutex } from './mutex';
 import {
+  ACTIVE_INDEX_LOCK_FILE,
   filesFromRow,
   listToolDirectories,
   readActiveIndex,
@@ -13,6 +15,7 @@ import {
   type WriteVersionResult,
 } from './tool-files';
 import { ToolFileConflictError } from './errors';
+import { withFileLock } from './file-lock';
 import type { ActiveEntry, ActiveIndex } from './types';
 
 /**
@@ -104,12 +107,16 @@ async function replaceIndex(dir: string, eventId: number, tools: Record<string, 
   const current = await readActiveIndex(dir);
   if (current && eventId <= current.generation && sameTools(current.tools, tools)) return current;
   const generation = Math.max(eventId, (current?.generation ?? -1) + 1);
-  // Another process sharing the directory may have written meanwhile; never go back past what it wrote.
-  const latest = await readActiveIndex(dir);
-  if (latest && latest.generation >= generation) return latest;
-  const next: ActiveIndex = { generation, updatedAt: new Date().toISOString(), tools };
-  await writeActiveIndex(dir, next);
-  return next;
+  // Another process sharing the directory (a second worker on this host) may write too: the look at what is there
+  // and the replacement are one step under a lock file, so active.json never goes back past what it wrote.
+  await mkdir(dir, { recursive: true });
+  return withFileLock(path.join(dir, ACTIVE_INDEX_LOCK_FILE), async () => {
+    const latest = await readActiveIndex(dir);
+    if (latest && latest.generation >= generation) return latest;
+    const next: ActiveIndex = { generation, updatedAt: new Date().toISOString(), tools };
+    await writeActiveIndex(dir, next);
+    return next;
+  });
 }
 
 /** Deletes directories of tools that active.json no longer lists and the database no longer stores. */

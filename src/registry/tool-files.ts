@@ -13,6 +13,8 @@ export { TOOL_NAME_PATTERN };
 
 /** The file holding the active pointers, directly under the agent-tools directory. */
 export const ACTIVE_INDEX_FILE = 'active.json';
+/** Held (briefly) by whoever replaces active.json; the leading dot keeps it out of tool listings. */
+export const ACTIVE_INDEX_LOCK_FILE = '.active.json.lock';
 
 /** @throws InvalidToolNameError unless `name` is a valid tool name (so it cannot be `..`, contain `/`, etc.). */
 export function assertToolName(name: unknown): asserts name is string {

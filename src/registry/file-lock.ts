@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { open, readFile, stat, unlink } from 'node:fs/promises';
+
+/** A lock older than this is taken over: its holder died (sections under it last milliseconds). */
+const STALE_MS = 5_000;
+
+/**
+ * Runs `fn` while holding a lock shared by every process of the host on `lockFile` (created with O_EXCL, removed on
+ * release). For short read-compare-replace sections, such as never letting active.json go back a generation when two
+ * workers share agent-tools/. A lock left by a process that died is taken over after {@link STALE_MS}; staleness goes
+ * by age, not by pid, because processes sharing the directory may live in different PID namespaces (containers).
+ * @throws Error when the lock cannot be had within `timeoutMs` (the caller's retry path applies).
+ */
+export async function withFileLock<T>(lockFile: string, fn: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const token = `${process.pid}:${randomBytes(6).toString('hex')}`;
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 1; ; wait = Math.min(wait * 2, 25)) {
+    if (await tryCreate(lockFile, token)) break;
+    if (await isStale(lockFile)) {
+      await unlink(lockFile).catch(() => undefined);
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`could not take the lock ${lockFile} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, wait));
+  }
+  try {
+    return await fn();
+  } finally {
+    // Only our own: a holder that was taken over as stale must not remove its successor's lock.
+    if ((await readFile(lockFile, 'utf8').catch(() => '')) === token) await unlink(lockFile).catch(() => undefined);
+  }
+}
+
+async function tryCreate(lockFile: string, token: string): Promise<boolean> {
+  try {
+    const handle = await open(lockFile, 'wx');
+    try {
+      await handle.writeFile(token);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+async function isStale(lockFile: string): Promise<boolean> {
+  try {
+    return Date.now() - (await stat(lockFile)).mtimeMs > STALE_MS;
+  } catch {
+    return false; // gone meanwhile: the next attempt will take it
+  }
+}
