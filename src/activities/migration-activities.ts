@@ -138,7 +138,8 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
         const d = err.details;
         const at = d.statementIndex !== undefined ? ` in statement ${d.statementIndex}${d.line !== undefined ? ` (line ${d.line}, column ${d.column})` : ''}` : '';
         throw migrationFailed({
-          message: `PostgreSQL refused the migration${at}: ${err.message} [${d.code}]; it was rolled back, nothing of it remains`,
+          // enforcedBy 'forge': Forge cut the statement off at the bound (PGlite cannot time itself out).
+          message: `${d.enforcedBy === 'forge' ? 'Forge cancelled the migration' : 'PostgreSQL refused the migration'}${at}: ${err.message} [${d.code}]; it was rolled back, nothing of it remains`,
           error: { ...d, message: err.message },
         });
       }

@@ -166,6 +166,9 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
       if (kind === 'pglite') {
         // PGlite ignores statement_timeout: Forge ended the thread running it and reopened the database.
         expect(result.error?.message).toMatch(/passed the 1000 ms statement_timeout.*cancelled at its 1000 ms bound.*rolled back/);
+        expect(result.message).toMatch(/^Forge cancelled the migration in statement 1/);
+      } else {
+        expect(result.message).toMatch(/^PostgreSQL refused the migration in statement 1/);
       }
       expect(await relationExists(platform.database, 'agent_slow_side')).toBe(false);
       expect(await columnExists(platform.database, 'agent_big', 'agent_tag')).toBe(false);
