@@ -1,7 +1,7 @@
 /**
- * Turns a task into a trigger that may be pulled any number of times: the task runs `delayMs` after the first pull,
- * once for every pull made before it started, and once more if pulled while it ran. It never runs twice at once.
- * `flush()` cancels a pending delay and waits for what is running (for shutdown).
+ * Turns a task into a trigger that may be pulled any number of times: the task runs `delayMs` after the first pull
+ * (at once for 0), once for every pull made before it started, and once more if pulled while it ran. It never runs
+ * twice at once. `flush()` cancels a pending delay and waits for what is running (for shutdown).
  */
 export function coalesce(task: () => Promise<void>, delayMs: number): { trigger(): void; flush(): Promise<void> } {
   let timer: NodeJS.Timeout | undefined;
@@ -25,7 +25,8 @@ export function coalesce(task: () => Promise<void>, delayMs: number): { trigger(
       again = true;
       return;
     }
-    timer = setTimeout(start, delayMs);
+    if (delayMs === 0) start();
+    else timer = setTimeout(start, delayMs);
   };
   return {
     trigger: schedule,

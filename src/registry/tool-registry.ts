@@ -4,6 +4,7 @@ import { sandboxLimitsFromEnv } from '../sandbox/limits-from-env';
 import { databaseSource } from './database-source';
 import { directorySource } from './directory-source';
 import { RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError } from './errors';
+import { coalesce } from './coalesce';
 import { childPerCallInvoker, type Invoker } from './invoker';
 import type { Snapshot, ToolSource } from './source';
 import type { ToolDescriptor } from './types';
@@ -82,8 +83,8 @@ export class ToolRegistry {
   private snapshot: Snapshot;
   private closed = false;
   private stopWatching: (() => Promise<void>) | undefined;
-  private reloading: Promise<void> | undefined;
-  private reloadAgain = false;
+  /** Change signals, coalesced: one reload at a time, plus one more if a signal came in while it ran. */
+  private readonly reloads = coalesce(() => this.reloadOrRetry(), 0);
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RETRY_MIN_MS;
   private readonly listeners = new Set<(change: RegistryChange) => void>();
@@ -244,7 +245,7 @@ export class ToolRegistry {
     for (const reject of [...this.closeWaiters]) reject(new RegistryClosedError());
     this.listeners.clear();
     await this.stopWatching?.().catch(() => undefined);
-    await this.reloading?.catch(() => undefined);
+    await this.reloads.flush();
     await this.ownInvoker?.close?.().catch(() => undefined);
   }
 
@@ -254,34 +255,23 @@ export class ToolRegistry {
     return `no active tool named ${JSON.stringify(name)}; available: ${names.length === 0 ? '(none)' : shown}`;
   }
 
-  /** Coalesces change signals: one reload at a time, plus one more if a signal came in while it ran. */
   private scheduleReload(): void {
-    if (this.closed) return;
-    if (this.reloading) {
-      this.reloadAgain = true;
-      return;
-    }
-    this.reloading = this.reloadLoop().finally(() => {
-      this.reloading = undefined;
-    });
+    if (!this.closed) this.reloads.trigger();
   }
 
-  private async reloadLoop(): Promise<void> {
-    do {
-      this.reloadAgain = false;
-      try {
-        await this.reloadOnce();
-        this.retryDelayMs = RETRY_MIN_MS;
-      } catch (err) {
-        if (this.closed) return;
-        this.onReloadError(err);
-        if (this.retryTimer) clearTimeout(this.retryTimer);
-        this.retryTimer = setTimeout(() => this.scheduleReload(), this.retryDelayMs);
-        this.retryTimer.unref();
-        this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_MS);
-        return;
-      }
-    } while (this.reloadAgain && !this.closed);
+  /** One reload; a failure is reported and retried later with backoff (the loaded tools stay meanwhile). */
+  private async reloadOrRetry(): Promise<void> {
+    try {
+      await this.reloadOnce();
+      this.retryDelayMs = RETRY_MIN_MS;
+    } catch (err) {
+      if (this.closed) return;
+      this.onReloadError(err);
+      if (this.retryTimer) clearTimeout(this.retryTimer);
+      this.retryTimer = setTimeout(() => this.scheduleReload(), this.retryDelayMs);
+      this.retryTimer.unref();
+      this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_MS);
+    }
   }
 
   private async reloadOnce(): Promise<void> {
