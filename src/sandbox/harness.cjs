@@ -13,6 +13,16 @@
  *   only in this module's closure: not in argv, the environment, a file or anything else the tool can read through an
  *   API. Every frame the harness sends carries it; the parent drops every frame whose secret does not match (a tool
  *   can write to fd 3, but only without the secret), and it takes the first genuine result only.
+ * - The tool runs in this process and can rewrite any built-in it reaches (JSON.stringify, Object.prototype.toJSON,
+ *   a typed array's `byteLength` getter, Promise.prototype.then, ...). So everything the harness does once the tool's
+ *   module has loaded goes through intrinsics captured below, before it loaded: frames are written by hand over
+ *   primitives (`frameJson`), passed to fs.writeSync as a string (its buffer path reads `byteLength` through the
+ *   prototype, where a tool could read the secret out of the buffer), and the settlement of `execute` is observed
+ *   through the captured `then` (an `await` consults `constructor` and `then` on the promise, so a patched prototype
+ *   could turn a rejection into a resolution). What a tool patches can change its own output or stall the harness
+ *   (then the verdict is `timeout` or `crashed`), never read the secret or make a failure read `passed`.
+ * - Each frame starts with a newline and goes out in one write, so a partial line the tool wrote to fd 3 before it
+ *   cannot swallow a genuine frame.
  * - A tool that throws after printing or sending a fake "passed" therefore still ends `failed`: the harness reports
  *   the throw, and the fake frame never counted. A tool that kills or exits the process before the harness reports
  *   ends `crashed`, because a process that ends without a genuine result is never `passed`.
@@ -25,6 +35,26 @@
 // tool's module is imported), and every sandbox run pays that.
 const { readSync, writeSync } = require('node:fs');
 const { pathToFileURL } = require('node:url');
+const { isPromise } = require('node:util').types;
+
+// Intrinsics the harness uses after the tool's module loaded, captured while no tool code exists (see above).
+const stringify = JSON.stringify;
+const objectKeys = Object.keys;
+const isArray = Array.isArray;
+const apply = Reflect.apply;
+const promiseThen = Promise.prototype.then;
+const stringSlice = String.prototype.slice;
+const regExpTest = RegExp.prototype.test;
+const toText = String;
+const getPrototypeOf = Object.getPrototypeOf;
+const rangeErrorPrototype = RangeError.prototype;
+const OOM_MESSAGE = /allocation failed|out of memory/i;
+const byteLength = Buffer.byteLength;
+const setTimer = setTimeout;
+const clearTimer = clearTimeout;
+const clearRepeat = clearInterval;
+const atomicsWait = Atomics.wait;
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
 
 const CHANNEL_FD = 3;
 
@@ -42,8 +72,10 @@ for (const name of ['stdout', 'stderr']) {
     configurable: true,
     enumerable: original.enumerable,
     get() {
-      const stream = original.get.call(process);
-      if (!touchedStdio.includes(stream)) touchedStdio.push(stream);
+      const stream = apply(original.get, process, []);
+      let known = false;
+      for (let i = 0; i < touchedStdio.length; i++) if (touchedStdio[i] === stream) known = true;
+      if (!known) touchedStdio[touchedStdio.length] = stream;
       return stream;
     },
   });
@@ -53,18 +85,67 @@ const init = readInitLine();
 const secret = String(init.secret);
 let reported = false;
 
-/** Sends one authenticated frame to the parent; synchronous so no tool code can run between decision and report. */
+/**
+ * Sends one authenticated frame to the parent; synchronous so no tool code can run between decision and report. The
+ * leading newline ends whatever partial line the tool left on fd 3 before; a partial write (interrupted by a signal)
+ * is followed by the whole frame again, on a line of its own.
+ */
 function send(frame) {
-  const bytes = Buffer.from(JSON.stringify({ ...frame, secret }) + '\n', 'utf8');
-  let offset = 0;
-  while (offset < bytes.length) {
+  let body;
+  try {
+    body = frameJson({ ...frame, secret });
+  } catch {
+    // A getter or toString of the tool's threw while the harness read its error: the verdict still goes out, plainer.
+    body = frameJson({
+      type: frame.type,
+      status: frame.status,
+      error: 'the tool changed built-ins the sandbox harness uses, so its error cannot be described',
+      diagnostics: { phase: 'process' },
+      secret,
+    });
+  }
+  const line = '\n' + body + '\n';
+  const total = byteLength(line, 'utf8');
+  for (;;) {
     try {
-      offset += writeSync(CHANNEL_FD, bytes, offset, bytes.length - offset);
+      if (writeSync(CHANNEL_FD, line) === total) return;
     } catch (err) {
       if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'EAGAIN') throw err;
       sleepMs(1);
     }
   }
+}
+
+/**
+ * The JSON text of a frame the harness built: strings, numbers, booleans, arrays and plain objects. Written by hand on
+ * purpose: JSON.stringify on an object consults `toJSON` and getters that a tool can add to Object.prototype, which
+ * would hand it the secret or let it replace a failure with "passed". On primitives the captured stringify consults
+ * nothing, and only own properties are read here.
+ */
+function frameJson(value) {
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+      return stringify(value);
+    case 'object':
+      break;
+    default:
+      return 'null';
+  }
+  if (value === null) return 'null';
+  let out = '';
+  if (isArray(value)) {
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + frameJson(value[i]);
+    return '[' + out + ']';
+  }
+  const keys = objectKeys(value);
+  for (let i = 0; i < keys.length; i++) {
+    const item = value[keys[i]];
+    if (item === undefined) continue;
+    out += (out === '' ? '' : ',') + stringify(keys[i]) + ':' + frameJson(item);
+  }
+  return '{' + out + '}';
 }
 
 // Before any of the tool's code exists: the parent now knows the run reached this process, so a harness that dies
@@ -74,30 +155,44 @@ send({ type: 'started' });
 /**
  * Reports the one result of this run; later calls (a stray rejection after the result) are ignored. What the tool
  * wrote to stdout/stderr is flushed first, so that output queued before the result is counted against the limit.
+ * Callbacks, not promises: a tool may have rewritten Promise.prototype.then by now.
  */
-async function report(frame) {
+function report(frame) {
   if (reported) return;
   reported = true;
-  await flushStdio();
-  send({ type: 'result', ...frame });
-  clearInterval(keepAlive);
+  afterStdioFlushed(() => {
+    send({ type: 'result', ...frame });
+    clearRepeat(keepAlive);
+  });
 }
 
-function flushStdio() {
-  if (touchedStdio.length === 0) return Promise.resolve();
-  const flushed = touchedStdio.map(
-    (stream) =>
-      new Promise((resolve) => {
-        try {
-          // Nothing queued (the usual case) means nothing to wait for: a write callback costs a few ms of latency.
-          if (stream.destroyed || !stream.writable || stream.writableLength === 0) return resolve(undefined);
-          stream.write('', () => resolve(undefined));
-        } catch {
-          resolve(undefined);
-        }
-      }),
-  );
-  return Promise.race([Promise.all(flushed), new Promise((resolve) => setTimeout(resolve, 2000))]);
+/** Calls `done` once every stdio stream the tool touched has handed its queued writes to the OS (at most 2 s). */
+function afterStdioFlushed(done) {
+  let pending = touchedStdio.length + 1;
+  let timer;
+  const settle = () => {
+    if (--pending !== 0) return;
+    pending = -1;
+    if (timer !== undefined) clearTimer(timer);
+    done();
+  };
+  if (touchedStdio.length > 0) {
+    timer = setTimer(() => {
+      pending = 1;
+      settle();
+    }, 2000);
+  }
+  for (let i = 0; i < touchedStdio.length; i++) {
+    const stream = touchedStdio[i];
+    try {
+      // Nothing queued (the usual case) means nothing to wait for: a write callback costs a few ms of latency.
+      if (stream.destroyed || !stream.writable || stream.writableLength === 0) settle();
+      else stream.write('', settle);
+    } catch {
+      settle();
+    }
+  }
+  settle();
 }
 
 process.on('uncaughtException', (err) => void report(failure('execute', err, 'the tool threw outside execute (in a callback or timer)')));
@@ -116,12 +211,15 @@ async function run() {
   const problem = contractProblem(mod, init.name);
   if (problem) return report({ status: 'invalid', error: problem, diagnostics: { phase: 'contract' } });
   const tool = mod.default ?? mod.tool;
-  const timeoutMs = typeof tool.timeoutMs === 'number' ? tool.timeoutMs : undefined;
+  // Read once: a getter of the tool's could answer differently the second time.
+  const declaredTimeout = safe(() => tool.timeoutMs);
+  const timeoutMs = typeof declaredTimeout === 'number' && declaredTimeout > 0 ? declaredTimeout : undefined;
+  const description = safe(() => tool.description);
   send({
     type: 'ready',
     timeoutMs,
-    description: typeof tool.description === 'string' ? tool.description : undefined,
-    inputJsonSchema: await inputJsonSchema(tool.inputSchema),
+    description: typeof description === 'string' ? description : undefined,
+    inputJsonSchemaJson: await inputJsonSchemaJson(tool.inputSchema),
   });
 
   let parsed;
@@ -133,27 +231,70 @@ async function run() {
     return report(failure('schema', err, "the tool's inputSchema threw while checking the input"));
   }
   if (!parsed || parsed.success !== true) {
-    const issues = (parsed?.error?.issues ?? []).slice(0, 20).map((i) => ({
-      path: Array.isArray(i.path) ? i.path.map((p) => (typeof p === 'number' ? p : String(p))) : [],
-      message: String(i.message),
-    }));
-    const summary = issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');
+    const issues = safe(() => schemaIssues(parsed)) ?? [];
+    let summary = '';
+    for (let i = 0; i < issues.length; i++) {
+      let path = '';
+      for (let j = 0; j < issues[i].path.length; j++) path += (j === 0 ? '' : '.') + issues[i].path[j];
+      summary += (i === 0 ? ': ' : '; ') + (path || '(input)') + ': ' + issues[i].message;
+    }
     return report({
       status: 'invalid',
-      error: `the input does not match the tool's inputSchema${summary ? `: ${summary}` : ''}`,
+      error: "the input does not match the tool's inputSchema" + summary,
       diagnostics: { phase: 'schema', schemaIssues: issues },
     });
   }
 
   const controller = new AbortController();
-  if (timeoutMs !== undefined && timeoutMs > 0) setTimeout(() => controller.abort(), timeoutMs).unref();
-  let result;
+  if (timeoutMs !== undefined) setTimer(() => controller.abort(), timeoutMs);
+  const threw = (err) => report(failure('execute', err, "the tool's execute threw or rejected"));
+  let returned;
   try {
-    result = await tool.execute(parsed.data, controller.signal);
+    returned = tool.execute(parsed.data, controller.signal);
   } catch (err) {
-    return report(failure('execute', err, "the tool's execute threw or rejected"));
+    return threw(err);
   }
+  settled(returned, reportResult, threw);
+}
 
+/**
+ * Calls `onValue` or `onError` once, with what `value` settles to, as `await` would; but a native promise is observed
+ * through the `then` captured at start-up, because `await` looks `constructor` and `then` up on the promise, where a
+ * tool may have rewritten them to turn its own rejection into a resolution.
+ */
+function settled(value, onValue, onError) {
+  if (isPromise(value)) {
+    try {
+      apply(promiseThen, value, [onValue, onError]);
+    } catch (err) {
+      onError(err); // its `constructor` (species) threw: the tool broke its own promise
+    }
+    return;
+  }
+  let then;
+  try {
+    then = value !== null && (typeof value === 'object' || typeof value === 'function') ? value.then : undefined;
+  } catch (err) {
+    return onError(err);
+  }
+  if (typeof then !== 'function') return onValue(value);
+  // Any other thenable settles as it says, once, like a promise resolved with it.
+  let called = false;
+  const once = (fn) => (arg) => {
+    if (called) return;
+    called = true;
+    fn(arg);
+  };
+  const fail = once(onError);
+  try {
+    apply(then, value, [once((v) => settled(v, onValue, onError)), fail]);
+  } catch (err) {
+    fail(err);
+  }
+}
+
+/** Reports what execute resolved with: `passed` when it survives a JSON round trip within the size limit. */
+function reportResult(result) {
   const where = jsonProblem(result);
   if (where) {
     return report({
@@ -162,8 +303,20 @@ async function run() {
       diagnostics: { phase: 'serialize', resultPath: where.path },
     });
   }
-  const json = JSON.stringify(result);
-  const bytes = Buffer.byteLength(json, 'utf8');
+  let json;
+  try {
+    json = stringify(result);
+  } catch (err) {
+    return report(failure('serialize', err, 'the result could not be serialised'));
+  }
+  if (typeof json !== 'string') {
+    return report({
+      status: 'failed',
+      error: 'the result does not survive a JSON round trip: result: it serialises to nothing',
+      diagnostics: { phase: 'serialize', resultPath: 'result' },
+    });
+  }
+  const bytes = byteLength(json, 'utf8');
   if (bytes > init.resultBytes) {
     return report({
       status: 'failed',
@@ -174,17 +327,33 @@ async function run() {
   report({ status: 'passed', outputJson: json });
 }
 
+/** zod's issues, trimmed to what a frame carries: path (strings and numbers) and message, at most 20. */
+function schemaIssues(parsed) {
+  const raw = parsed?.error?.issues;
+  const issues = [];
+  if (!isArray(raw)) return issues;
+  for (let i = 0; i < raw.length && i < 20; i++) {
+    const path = [];
+    const rawPath = raw[i]?.path;
+    if (isArray(rawPath)) for (let j = 0; j < rawPath.length; j++) path[j] = typeof rawPath[j] === 'number' ? rawPath[j] : toText(rawPath[j]);
+    issues[i] = { path, message: clip(toText(raw[i]?.message), 1000) ?? '' };
+  }
+  return issues;
+}
+
 /**
- * The input schema as JSON Schema, for agents that describe tools to a model. Only for zod 4 schemas, through the
+ * The input schema as JSON Schema text, for agents that describe tools to a model. Only for zod 4 schemas, through the
  * zod the tool itself imported (the same module instance, so this costs no load), and never fatal: a schema zod cannot
- * express (a transform, a custom check) simply has none.
+ * express (a transform, a custom check) simply has none. Text, not an object: frames carry nothing the tool built.
  */
-async function inputJsonSchema(schema) {
+async function inputJsonSchemaJson(schema) {
   if (!schema || typeof schema !== 'object' || !('_zod' in schema)) return undefined;
   try {
     const zod = await import('zod');
     const z = zod.z ?? zod.default ?? zod;
-    return typeof z.toJSONSchema === 'function' ? z.toJSONSchema(schema, { unrepresentable: 'any' }) : undefined;
+    if (typeof z.toJSONSchema !== 'function') return undefined;
+    const text = stringify(z.toJSONSchema(schema, { unrepresentable: 'any' }));
+    return typeof text === 'string' ? text : undefined;
   } catch {
     return undefined;
   }
@@ -199,7 +368,7 @@ function contractProblem(mod, expectedName) {
   if (typeof tool !== 'object') return `the exported tool is a ${typeof tool}, not an object`;
   try {
     if (tool.name !== expectedName) {
-      return `the tool's name is ${JSON.stringify(tool.name)} but it is deployed as ${JSON.stringify(expectedName)}: make them equal`;
+      return `the tool's name is ${stringify(tool.name)} but it is deployed as ${stringify(expectedName)}: make them equal`;
     }
     if (tool.description !== undefined && typeof tool.description !== 'string') return '`description` must be a string';
     if (!tool.inputSchema || (typeof tool.inputSchema.safeParse !== 'function' && typeof tool.inputSchema.safeParseAsync !== 'function')) {
@@ -215,39 +384,49 @@ function contractProblem(mod, expectedName) {
   return undefined;
 }
 
-/** A result frame for something the tool threw; allocation failures are the memory limit, not the tool's bug. */
-/** `what` is the sentence's subject and verb, e.g. "the tool's execute threw or rejected". */
+/**
+ * A result frame for something the tool threw (`what` is the sentence's subject and verb, e.g. "the tool's execute
+ * threw or rejected"); V8's allocation failures are the memory limit, not the tool's bug. Every text is clipped and
+ * read defensively: the error is the tool's object, with the tool's getters.
+ */
 function failure(phase, err, what) {
-  const isOom = err instanceof RangeError && /allocation failed|out of memory/i.test(String(err.message));
+  const isOom = safe(() => getPrototypeOf(err) === rangeErrorPrototype && apply(regExpTest, OOM_MESSAGE, [err.message])) === true;
   const frame = {
     status: isOom ? 'oom' : 'failed',
     error: isOom ? `the tool ran out of memory: ${describe(err)}` : `${what}: ${describe(err)}`,
     diagnostics: { phase: isOom ? 'limits' : phase },
   };
-  if (err instanceof Error) {
-    frame.diagnostics.errorName = safe(() => String(err.name));
+  if (safe(() => err instanceof Error)) {
+    frame.diagnostics.errorName = clip(safe(() => toText(err.name)), 200);
     // The harness's own frames say nothing to the tool's author.
-    frame.diagnostics.stack = safe(() =>
-      String(err.stack ?? '')
-        .split('\n')
-        .filter((line) => !line.includes('harness.cjs'))
-        .join('\n')
-        .slice(0, 4000),
+    frame.diagnostics.stack = clip(
+      safe(() =>
+        toText(err.stack ?? '')
+          .split('\n')
+          .filter((line) => !line.includes('harness.cjs'))
+          .join('\n'),
+      ),
+      4000,
     );
   }
   return frame;
 }
 
-/** A one-line description of any thrown value, even one whose toString throws. */
+/** A one-line description of any thrown value, even one whose toString throws; at most 8000 characters. */
 function describe(value) {
-  return (
-    safe(() => {
-      if (value instanceof Error) return `${value.name}: ${value.message}`;
-      if (value === undefined) return 'undefined (a rejection without a reason)';
-      if (typeof value === 'string') return value;
-      return `${typeof value} ${JSON.stringify(value) ?? String(value)}`;
-    }) ?? 'a value that cannot be described'
-  );
+  const text = safe(() => {
+    if (value instanceof Error) return `${value.name}: ${value.message}`;
+    if (value === undefined) return 'undefined (a rejection without a reason)';
+    if (typeof value === 'string') return value;
+    return `${typeof value} ${stringify(value) ?? toText(value)}`;
+  });
+  return clip(text, 8000) ?? 'a value that cannot be described';
+}
+
+/** `value` when it is a string (cut to `max` characters), else undefined; no method of the tool's is consulted. */
+function clip(value, max) {
+  if (typeof value !== 'string') return undefined;
+  return value.length > max ? apply(stringSlice, value, [0, max]) + '…' : value;
 }
 
 function safe(fn) {
@@ -341,5 +520,5 @@ function readInitLine() {
 }
 
 function sleepMs(ms) {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  atomicsWait(sleepCell, 0, 0, ms);
 }

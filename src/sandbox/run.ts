@@ -9,7 +9,7 @@ import { resolveLimits, type SandboxLimits } from './limits';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
 import type { SandboxPool } from './pool';
 import { TailBuffer } from './tail-buffer';
-import type { SandboxDiagnostics, SandboxStatus, SandboxVerdict } from './verdict';
+import { SANDBOX_STATUSES, type SandboxDiagnostics, type SandboxStatus, type SandboxVerdict } from './verdict';
 
 /** Tool names of TOOL_CONTRACT.md. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
@@ -290,6 +290,22 @@ function superviseRun(
       countOutput(chunk);
     });
 
+    const onFrame = (frame: Record<string, unknown>) => {
+      if (!authentic(frame, secret)) return; // a frame without the run's secret is the tool's, not the harness's
+      if (frame.type === 'started') {
+        started = true;
+      } else if (frame.type === 'ready') {
+        toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: parseOr(frame.inputJsonSchemaJson, undefined) };
+        const ownDeadline = toolInfo.timeoutMs !== undefined ? performance.now() + toolInfo.timeoutMs : Infinity;
+        if (ownDeadline < deadline) {
+          deadline = ownDeadline;
+          deadlineSays = `the tool's timeoutMs of ${toolInfo.timeoutMs} ms`;
+          armTimer();
+        }
+      } else if (frame.type === 'result') {
+        decide(resultOutcome(frame, toolInfo));
+      }
+    };
     const frames = new FrameReader(limits.resultBytes + 64 * 1024);
     channel.on('data', (chunk: Buffer) => {
       const parsed = frames.push(chunk);
@@ -301,22 +317,7 @@ function superviseRun(
         });
         return;
       }
-      for (const frame of parsed) {
-        if (!authentic(frame, secret)) continue; // a frame without the run's secret is the tool's, not the harness's
-        if (frame.type === 'started') {
-          started = true;
-        } else if (frame.type === 'ready') {
-          toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: frame.inputJsonSchema ?? undefined };
-          const ownDeadline = toolInfo.timeoutMs !== undefined ? performance.now() + toolInfo.timeoutMs : Infinity;
-          if (ownDeadline < deadline) {
-            deadline = ownDeadline;
-            deadlineSays = `the tool's timeoutMs of ${toolInfo.timeoutMs} ms`;
-            armTimer();
-          }
-        } else if (frame.type === 'result') {
-          decide(resultOutcome(frame, toolInfo));
-        }
-      }
+      for (const frame of parsed) onFrame(frame);
     });
     channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
     const spawnFailed = (err: Error) =>
@@ -360,16 +361,49 @@ function superviseRun(
   });
 }
 
+/**
+ * The outcome a genuine result frame reports. Checked all the same, since the verdict is what the caller acts on: a
+ * status outside TOOL_CONTRACT.md or an output that is not JSON is the harness's failure, never a `passed`.
+ */
 function resultOutcome(frame: Record<string, unknown>, toolInfo: SandboxDiagnostics['tool']): Outcome {
-  const status = frame.status as SandboxStatus;
-  const diagnostics = { ...(frame.diagnostics as SandboxDiagnostics | undefined), tool: toolInfo } as SandboxDiagnostics;
-  if (status === 'passed') return { status, output: JSON.parse(String(frame.outputJson)), diagnostics };
-  return { status, error: String(frame.error), diagnostics };
+  const status = frame.status;
+  const diagnostics = { ...(isRecord(frame.diagnostics) ? frame.diagnostics : {}), tool: toolInfo } as SandboxDiagnostics;
+  if (!(SANDBOX_STATUSES as readonly unknown[]).includes(status)) {
+    return { status: 'crashed', error: `the sandbox harness reported an unknown verdict ${JSON.stringify(status)}`, diagnostics: { phase: 'process', tool: toolInfo } };
+  }
+  if (status === 'passed') {
+    const output = parseOr(frame.outputJson, NOT_JSON);
+    if (output === NOT_JSON) return { status: 'failed', error: 'the result the harness sent is not JSON', diagnostics: { phase: 'serialize', tool: toolInfo } };
+    return { status, output, diagnostics };
+  }
+  return { status: status as SandboxStatus, error: clipText(String(frame.error), MAX_ERROR_CHARS), diagnostics };
 }
 
+const NOT_JSON = Symbol('not JSON');
+/** Long enough for any error the harness sends (it clips to 8000 characters), short enough for a Temporal payload. */
+const MAX_ERROR_CHARS = 10_000;
+
+function parseOr(text: unknown, fallback: unknown): unknown {
+  if (typeof text !== 'string') return fallback;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return fallback;
+  }
+}
+
+function clipText(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 function authentic(frame: Record<string, unknown>, secret: string): boolean {
-  if (typeof frame.secret !== 'string' || frame.secret.length !== secret.length) return false;
-  return timingSafeEqual(Buffer.from(frame.secret), Buffer.from(secret));
+  if (typeof frame.secret !== 'string') return false;
+  const given = Buffer.from(frame.secret);
+  const expected = Buffer.from(secret);
+  // timingSafeEqual throws on buffers of different lengths: a tool's frame must be dropped, never crash the parent.
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** What the launcher (unshare, sh) said, when the run never got as far as the tool. */

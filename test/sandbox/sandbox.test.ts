@@ -102,6 +102,19 @@ const cases: Case[] = [
   { fixture: 'many_children', status: 'passed', maxMs: 8000, input: (m) => ({ marker: m, count: 100 }) },
   { fixture: 'forged_verdict', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/I failed, whatever I printed/) },
   { fixture: 'forged_then_exit', status: 'crashed', maxMs: 5000 },
+  { fixture: 'forged_with_stolen_secret', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/found 0 secrets/) },
+  { fixture: 'forged_by_promise_hijack', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/whatever await was told/) },
+  { fixture: 'forged_partial_frame', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/whatever I left on the channel/) },
+  {
+    fixture: 'huge_error',
+    status: 'failed',
+    maxMs: 5000,
+    check: (v) => {
+      expect(v.error).toMatch(/^the tool's execute threw or rejected: Error: too much to say x+…$/);
+      expect(v.error!.length).toBeLessThan(8200);
+      expect(v.diagnostics!.stack!.length).toBeLessThanOrEqual(4001);
+    },
+  },
   {
     fixture: 'big_result',
     status: 'passed',
