@@ -83,6 +83,7 @@ for (const name of ['stdout', 'stderr']) {
 
 const init = readInitLine();
 const secret = String(init.secret);
+const moduleDir = String(init.modulePath).slice(0, String(init.modulePath).lastIndexOf('/') + 1);
 let reported = false;
 
 /**
@@ -398,13 +399,17 @@ function failure(phase, err, what) {
   };
   if (safe(() => err instanceof Error)) {
     frame.diagnostics.errorName = clip(safe(() => toText(err.name)), 200);
-    // The harness's own frames say nothing to the tool's author.
+    // The harness's own frames say nothing to the tool's author, nor does the run's private directory: `tool.ts:3:9`.
     frame.diagnostics.stack = clip(
       safe(() =>
         toText(err.stack ?? '')
           .split('\n')
           .filter((line) => !line.includes('harness.cjs'))
-          .join('\n'),
+          .join('\n')
+          .split('file://' + moduleDir)
+          .join('')
+          .split(moduleDir)
+          .join(''),
       ),
       4000,
     );

@@ -80,7 +80,16 @@ const cases: Case[] = [
   { fixture: 'exit_zero', status: 'crashed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/before it sent a result/) },
   { fixture: 'exit_one', status: 'crashed', maxMs: 5000 },
   { fixture: 'self_kill', status: 'crashed', maxMs: 5000 },
-  { fixture: 'throws', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/TypeError: boom from execute/) },
+  {
+    fixture: 'throws',
+    status: 'failed',
+    maxMs: 5000,
+    check: (v) => {
+      expect(v.error).toMatch(/TypeError: boom from execute/);
+      // The stack names the submitted file and line, not the run's private directory.
+      expect(v.diagnostics?.stack).toMatch(/^TypeError: boom from execute\n {4}at .*\(throws\.ts:2:\d+\)/);
+    },
+  },
   { fixture: 'rejects', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/rejected on purpose/) },
   { fixture: 'rejects_undefined', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/undefined/) },
   { fixture: 'bigint_result', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/result\.total: a BigInt/) },
