@@ -26,6 +26,9 @@ interface Case {
   input?: (marker: string) => unknown;
   limits?: Partial<SandboxLimits>;
   name?: string;
+  /** The source, when it is not the fixture file as it is (then `title` says what it is). */
+  sourceText?: () => string;
+  title?: string;
   check?: (v: SandboxVerdict) => void;
 }
 
@@ -51,7 +54,7 @@ async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   const pool = pooled ? new SandboxPool(limits, 1) : undefined;
   if (pool) await until(() => pool.ready === 1);
   const started = Date.now();
-  const verdict = await runSandbox({ name: c.name ?? c.fixture, source: source(c.fixture), input: c.input ? c.input(marker) : {}, limits }, { pool });
+  const verdict = await runSandbox({ name: c.name ?? c.fixture, source: c.sourceText?.() ?? source(c.fixture), input: c.input ? c.input(marker) : {}, limits }, { pool });
   const wall = Date.now() - started;
   // A run refused before any process (compile error, request checks) leaves the spare unused.
   if (pool) expect(pool.served).toBe(verdict.diagnostics?.phase === 'compile' || verdict.diagnostics?.phase === 'request' ? 0 : 1);
@@ -64,6 +67,9 @@ async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   c.check?.(verdict);
   return verdict;
 }
+
+/** A valid tool inside ~5 MB of comments. */
+const fiveMegabyteSource = () => source('celsius_to_fahrenheit') + `\n// ${'p'.repeat(100)}`.repeat(50_000);
 
 const cases: Case[] = [
   { fixture: 'celsius_to_fahrenheit', status: 'passed', maxMs: 5000, input: () => ({ celsius: 100 }), check: (v) => expect(v.output).toEqual({ fahrenheit: 212 }) },
@@ -136,6 +142,15 @@ const cases: Case[] = [
     },
   },
   { fixture: 'big_result', status: 'failed', maxMs: 5000, input: () => ({ bytes: 5 * 1024 * 1024 }), check: (v) => expect(v.error).toMatch(/over the 4194304-byte limit/) },
+  {
+    fixture: 'celsius_to_fahrenheit',
+    title: 'a 5 MB source → passed',
+    sourceText: fiveMegabyteSource,
+    status: 'passed',
+    maxMs: 8000,
+    input: () => ({ celsius: 0 }),
+    check: (v) => expect(v.output).toEqual({ fahrenheit: 32 }),
+  },
   { fixture: 'chatty_valid', status: 'passed', maxMs: 5000, input: () => ({ lines: 5000 }), check: (v) => expect(v.stderrTail).toMatch(/a warning/) },
   {
     fixture: 'syntax_error',
@@ -149,13 +164,13 @@ const cases: Case[] = [
 ];
 
 describe('sandbox verdicts on hostile tools', () => {
-  test.each(cases.map((c) => [`${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
+  test.each(cases.map((c) => [c.title ?? `${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
     await runCase(c);
   });
 });
 
 describe('the same verdicts from a harness started ahead of the run (SandboxPool)', () => {
-  test.each(cases.map((c) => [`${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
+  test.each(cases.map((c) => [c.title ?? `${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
     await runCase(c, true);
   });
 });
@@ -243,15 +258,13 @@ export default {
 });
 
 describe('sandbox limits and environment', () => {
-  test('a 5 MB source compiles and runs; one over the source limit is invalid before anything starts', async () => {
-    const padding = `\n// ${'p'.repeat(100)}`.repeat(50_000); // ~5 MB of comment around a valid tool
-    const big = source('celsius_to_fahrenheit') + padding;
-    expect(Buffer.byteLength(big)).toBeGreaterThan(5_000_000);
-    const ok = await runSandbox({ name: 'celsius_to_fahrenheit', source: big, input: { celsius: 0 } });
-    expect(ok).toMatchObject({ status: 'passed', output: { fahrenheit: 32 } });
+  test('a source over the source limit is invalid before anything starts', async () => {
+    const big = fiveMegabyteSource();
+    expect(Buffer.byteLength(big)).toBeGreaterThan(5_000_000); // the corpus case above runs this one under the default
     const tooBig = await runSandbox({ name: 'celsius_to_fahrenheit', source: big, input: { celsius: 0 }, limits: { sourceBytes: 1_000_000 } });
-    expect(tooBig.status).toBe('invalid');
+    expect(tooBig).toMatchObject({ status: 'invalid', diagnostics: { phase: 'request', limit: { kind: 'sourceBytes', value: 1_000_000 } } });
     expect(tooBig.error).toMatch(/over the 1000000-byte limit/);
+    expect(tooBig.durationMs).toBeLessThan(100);
     expect(readdirSync(tempRoot)).toEqual([]);
   });
 
@@ -284,6 +297,7 @@ describe('sandbox limits and environment', () => {
     const v = await runSandbox({ name: 'never_settles', source: source('never_settles'), input: {}, signal: controller.signal, limits: { maxTimeoutMs: 20_000 } });
     expect(v.status).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(3000);
+    expect(readdirSync(tempRoot)).toEqual([]);
   });
 
   test('several sandboxes at once do not interfere', async () => {
