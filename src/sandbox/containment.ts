@@ -87,9 +87,9 @@ export function launchCommand(nodeArgs: string[], addressSpaceKb: number): Launc
  * FORGE_SANDBOX_RUN variable the run's processes carry (used by the process-group mode only).
  */
 export async function killTree(child: ChildProcess, mode: ContainmentMode, marker: string): Promise<void> {
-  const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
   const pid = child.pid;
   if (pid === undefined) return;
+  const exited = boundedExit(child, pid);
   if (mode === 'process-group') {
     signal(-pid);
     await exited;
@@ -112,6 +112,28 @@ export async function killTree(child: ChildProcess, mode: ContainmentMode, marke
   if (init !== undefined) await waitGone(init);
   // The launcher's own group (setpriv/unshare) last, in case the namespace was never created.
   signal(-pid);
+}
+
+/** How long a SIGKILLed tree may take to die before the caller gets on with its verdict. */
+const KILL_WAIT_MS = 10_000;
+
+/**
+ * Resolves when the launcher exits, or after {@link KILL_WAIT_MS}: SIGKILL cannot end a task the cgroup freezer holds
+ * (or one stuck in uninterruptible sleep), and a caller waiting for it forever would never return a verdict. That case
+ * is said on stderr, since the tree then outlives the verdict.
+ */
+function boundedExit(child: ChildProcess, pid: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      process.stderr.write(`forge sandbox: process ${pid} did not die within ${KILL_WAIT_MS} ms of SIGKILL (frozen or uninterruptible); not waiting longer\n`);
+      resolve();
+    }, KILL_WAIT_MS);
+    void once(child, 'exit').then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function signal(pid: number): void {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { removeRunDir } from './remove-run-dir';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
@@ -114,7 +115,7 @@ async function runOn(harness: BootedHarness, spare: boolean, request: SandboxReq
     // sent once this is done.
     return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, code), limits);
   } finally {
-    await rm(harness.dir, { recursive: true, force: true });
+    await removeRunDir(harness.dir);
   }
 }
 
@@ -185,7 +186,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
 /** Kills a harness that never got a run and removes its directory. */
 export async function disposeHarness(harness: BootedHarness): Promise<void> {
   await killTree(harness.child, harness.launch.mode, harness.marker).catch(() => undefined);
-  await rm(harness.dir, { recursive: true, force: true });
+  await removeRunDir(harness.dir);
 }
 
 function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {
@@ -335,7 +336,9 @@ function superviseRun(
         killTree(child, launch.mode, marker).then(lost, lost); // whatever of it is left
         return;
       }
-      const oom = OOM_PATTERN.test(stderrTail.text());
+      // V8 prints its banner and then aborts: a process that printed the banner itself and exited otherwise is crashed.
+      const aborted = status.signal === 'SIGABRT' || status.code === 128 + 6;
+      const oom = aborted && OOM_PATTERN.test(stderrTail.text());
       decide({
         status: oom ? 'oom' : 'crashed',
         error: oom

@@ -85,6 +85,7 @@ const cases: Case[] = [
   { fixture: 'stderr_flood', status: 'output_limit', maxMs: 5000, check: (v) => expect(v.stderrTail!.length).toBeLessThanOrEqual(4096) },
   { fixture: 'exit_zero', status: 'crashed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/before it sent a result/) },
   { fixture: 'exit_one', status: 'crashed', maxMs: 5000 },
+  { fixture: 'fake_oom_banner', status: 'crashed', maxMs: 5000, check: (v) => expect(v.diagnostics?.exitCode).toBe(1) },
   { fixture: 'self_kill', status: 'crashed', maxMs: 5000 },
   {
     fixture: 'throws',
@@ -113,6 +114,7 @@ const cases: Case[] = [
   },
   { fixture: 'missing_package', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/forge-no-such-package-anywhere/) },
   { fixture: 'detached_grandchild', status: 'passed', maxMs: 5000, input: (m) => ({ marker: m }) },
+  { fixture: 'deep_dir', status: 'passed', maxMs: 5000 },
   { fixture: 'interval_after_return', status: 'passed', maxMs: 5000, check: (v) => expect(v.output).toEqual({ ok: true }) },
   { fixture: 'many_children', status: 'passed', maxMs: 8000, input: (m) => ({ marker: m, count: 100 }) },
   { fixture: 'forged_verdict', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/I failed, whatever I printed/) },
