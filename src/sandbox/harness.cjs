@@ -8,27 +8,29 @@
  * How a tool cannot forge its verdict:
  * - The parent decides the verdict. It treats stdout and stderr as opaque bytes (counted, tail kept) and never parses
  *   them, so nothing a tool prints there can become a verdict.
- * - The harness's only channel to the parent is fd 3. Its first act is to read, synchronously and before the tool's
- *   module is even imported, one line from the parent holding a per-run 256-bit secret. From then on the secret lives
- *   only in this module's closure: not in argv, the environment, a file or anything else the tool can read through an
- *   API. Every frame the harness sends carries it; the parent drops every frame whose secret does not match (a tool
- *   can write to fd 3, but only without the secret), and it takes the first genuine result only.
+ * - The harness's only channel to the parent is fd 3. Its first act, before the tool's module is even imported, is to
+ *   read the run's 256-bit key from it (raw bytes, never a string) and absorb it into the HMAC states of
+ *   frame-mac.cjs, which then zeroes the bytes. Every frame the harness sends carries an HMAC of its number and body
+ *   under that key; the parent drops every frame whose MAC does not check out or whose number is not past the last
+ *   accepted one, and it takes the first genuine result only. A tool can write to fd 3, or even swap fd 3 for a file
+ *   and read what the harness writes, but it only ever sees MACs of the harness's own frames, never the key, so it
+ *   cannot make a frame of its own that the parent accepts.
  * - The tool runs in this process and can rewrite any built-in it reaches (JSON.stringify, Object.prototype.toJSON,
- *   a typed array's `byteLength` getter, Promise.prototype.then, ...). So everything the harness does once the tool's
- *   module has loaded goes through intrinsics captured below, before it loaded: frames are written by hand over
- *   primitives (`frameJson`), passed to fs.writeSync as a string (its buffer path reads `byteLength` through the
- *   prototype, where a tool could read the secret out of the buffer), and the settlement of `execute` is observed
- *   through the captured `then` (an `await` consults `constructor` and `then` on the promise, so a patched prototype
- *   could turn a rejection into a resolution). What a tool patches can change its own output or stall the harness
- *   (then the verdict is `timeout` or `crashed`), never read the secret or make a failure read `passed`.
- * - Each frame starts with a newline and goes out in one write, so a partial line the tool wrote to fd 3 before it
- *   cannot swallow a genuine frame.
+ *   Promise.prototype.then, Node's internal bindings, ...). So everything the harness does once the tool's module has
+ *   loaded goes through intrinsics captured below, before it loaded: frames are written by hand over primitives
+ *   (`frameJson`), so that a toJSON on Object.prototype cannot turn a failure into "passed"; the MAC is plain
+ *   arithmetic on state the tool cannot reach; the settlement of `execute` is observed through the captured `then` (an
+ *   `await` consults `constructor` and `then` on the promise, so a patched prototype could turn a rejection into a
+ *   resolution). What a tool patches can change its own output or stall the harness (then the verdict is `timeout` or
+ *   `crashed`), never make a failure read `passed`.
+ * - Each frame starts with a newline, so a partial line the tool wrote to fd 3 before cannot swallow it.
  * - A tool that throws after printing or sending a fake "passed" therefore still ends `failed`: the harness reports
  *   the throw, and the fake frame never counted. A tool that kills or exits the process before the harness reports
  *   ends `crashed`, because a process that ends without a genuine result is never `passed`.
- * - What stays outside this guarantee: code that reads the harness's own memory (node:inspector on the main thread,
- *   /proc/self/mem). That is arbitrary native-level access, which only an OS-level boundary (a separate user or VM)
- *   would stop; DESIGN.md's threat model is a buggy or careless agent, not a kernel exploit.
+ * - What stays outside this guarantee: code that reads the process's raw memory, where the HMAC states live
+ *   (node:inspector on the main thread, /proc/self/mem). That is native-level access, which only an OS-level boundary
+ *   (a separate user or VM) would stop. A heap snapshot (node:v8) holds no key: the states are typed-array contents,
+ *   and the key never becomes a string.
  */
 'use strict';
 // CommonJS, not an ES module: Node starts a CommonJS entry ~3 ms sooner (the ESM loader initialises only when the
@@ -36,6 +38,8 @@
 const { readSync, writeSync } = require('node:fs');
 const { pathToFileURL } = require('node:url');
 const { isPromise } = require('node:util').types;
+const { createHash } = require('node:crypto');
+const { frameMac } = require('./frame-mac.cjs');
 
 // Intrinsics the harness uses after the tool's module loaded, captured while no tool code exists (see above).
 const stringify = JSON.stringify;
@@ -55,6 +59,7 @@ const clearTimer = clearTimeout;
 const clearRepeat = clearInterval;
 const atomicsWait = Atomics.wait;
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+const NO_DIGEST = new Uint8Array(32);
 
 const CHANNEL_FD = 3;
 
@@ -81,8 +86,9 @@ for (const name of ['stdout', 'stderr']) {
   });
 }
 
-const init = readInitLine();
-const secret = String(init.secret);
+const { key, init } = readRun();
+const mac = frameMac(key);
+let nextSeq = 0;
 const moduleDir = String(init.modulePath).slice(0, String(init.modulePath).lastIndexOf('/') + 1);
 let reported = false;
 
@@ -94,7 +100,7 @@ let reported = false;
 function send(frame) {
   let body;
   try {
-    body = frameJson({ ...frame, secret });
+    body = frameJson(frame);
   } catch {
     // A getter or toString of the tool's threw while the harness read its error: the verdict still goes out, plainer.
     body = frameJson({
@@ -102,10 +108,18 @@ function send(frame) {
       status: frame.status,
       error: 'the tool changed built-ins the sandbox harness uses, so its error cannot be described',
       diagnostics: { phase: 'process' },
-      secret,
     });
   }
-  const line = '\n' + body + '\n';
+  // The body is no secret, so node:crypto may digest it: a tool that falsified the digest would only get this frame
+  // dropped by the parent. The key stays in frame-mac's arithmetic.
+  let digest;
+  try {
+    digest = createHash('sha256').update(body, 'utf8').digest();
+  } catch {
+    digest = NO_DIGEST;
+  }
+  const seq = nextSeq++;
+  const line = '\n' + mac(seq, digest) + ' ' + seq + ' ' + body + '\n';
   const total = byteLength(line, 'utf8');
   for (;;) {
     try {
@@ -120,8 +134,8 @@ function send(frame) {
 /**
  * The JSON text of a frame the harness built: strings, numbers, booleans, arrays and plain objects. Written by hand on
  * purpose: JSON.stringify on an object consults `toJSON` and getters that a tool can add to Object.prototype, which
- * would hand it the secret or let it replace a failure with "passed". On primitives the captured stringify consults
- * nothing, and only own properties are read here.
+ * would let it replace a failure with "passed" before the harness MACs it. On primitives the captured stringify
+ * consults nothing, and only own properties are read here.
  */
 function frameJson(value) {
   switch (typeof value) {
@@ -247,7 +261,10 @@ async function run() {
   }
 
   const controller = new AbortController();
-  if (timeoutMs !== undefined) setTimer(() => controller.abort(), timeoutMs);
+  if (timeoutMs !== undefined) {
+    const abortTimer = setTimer(() => controller.abort(), timeoutMs);
+    safe(() => abortTimer.unref()); // the tool's own deadline must not keep a finished process alive
+  }
   const threw = (err) => report(failure('execute', err, "the tool's execute threw or rejected"));
   let returned;
   try {
@@ -498,9 +515,13 @@ function jsonProblem(value) {
   }
 }
 
-/** Reads the parent's one init line from fd 3, synchronously: no tool code exists yet to observe it. */
-function readInitLine() {
+/**
+ * Reads the run from fd 3, synchronously, before any tool code exists: the 32-byte frame key (kept as bytes: a string
+ * would sit in the JS heap, where a heap snapshot could find it), then one line of JSON.
+ */
+function readRun() {
   const chunks = [];
+  let have = 0;
   const buf = Buffer.alloc(64 * 1024);
   for (;;) {
     let n;
@@ -514,13 +535,17 @@ function readInitLine() {
       throw err;
     }
     if (n === 0) throw new Error('the sandbox parent closed the channel before sending the run');
-    const chunk = Buffer.from(buf.subarray(0, n));
-    const nl = chunk.indexOf(10);
-    if (nl >= 0) {
-      chunks.push(chunk.subarray(0, nl));
-      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    }
-    chunks.push(chunk);
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+    have += n;
+    if (have <= 32) continue;
+    const all = Buffer.concat(chunks);
+    const nl = all.indexOf(10, 32);
+    if (nl < 0) continue;
+    const key = new Uint8Array(32);
+    key.set(all.subarray(0, 32));
+    all.fill(0, 0, 32);
+    buf.fill(0);
+    return { key, init: JSON.parse(all.subarray(32, nl).toString('utf8')) };
   }
 }
 

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { removeRunDir } from './remove-run-dir';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
+import { FrameChannel } from './frames';
 import { killTree, launchCommand, type Launch } from './containment';
 import { resolveLimits, type SandboxLimits } from './limits';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
@@ -220,7 +221,8 @@ function superviseRun(
   limits: SandboxLimits,
 ): Promise<Outcome | 'lost'> {
   const { child, launch, marker, launcherStderr } = harness;
-  const secret = randomBytes(32).toString('hex');
+  // The run's frame key: the harness reads it before the tool exists, and only MACs made with it ever come back.
+  const key = randomBytes(32);
   const channel = child.stdio[3] as unknown as Readable & Writable;
   const toolStderr = child.stdio[4] as Readable;
   const stderrTail = new TailBuffer(limits.stderrTailBytes);
@@ -292,7 +294,6 @@ function superviseRun(
     });
 
     const onFrame = (frame: Record<string, unknown>) => {
-      if (!authentic(frame, secret)) return; // a frame without the run's secret is the tool's, not the harness's
       if (frame.type === 'started') {
         started = true;
       } else if (frame.type === 'ready') {
@@ -307,7 +308,7 @@ function superviseRun(
         decide(resultOutcome(frame, toolInfo));
       }
     };
-    const frames = new FrameReader(limits.resultBytes + 64 * 1024);
+    const frames = new FrameChannel(key, limits.resultBytes + 64 * 1024);
     channel.on('data', (chunk: Buffer) => {
       const parsed = frames.push(chunk);
       if (parsed === 'overflow') {
@@ -355,9 +356,9 @@ function superviseRun(
     };
     void closed.then(onClose);
 
-    const init = JSON.stringify({ secret, modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes });
+    const init = JSON.stringify({ modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes });
     moduleReady.then(
-      () => channel.write(init + '\n'),
+      () => channel.write(Buffer.concat([key, Buffer.from(init + '\n', 'utf8')])),
       (err: Error) =>
         decide({ status: 'crashed', error: `the sandbox could not write the module: ${err.message}`, diagnostics: { phase: 'process' } }),
     );
@@ -401,14 +402,6 @@ function clipText(text: string, max: number): string {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function authentic(frame: Record<string, unknown>, secret: string): boolean {
-  if (typeof frame.secret !== 'string') return false;
-  const given = Buffer.from(frame.secret);
-  const expected = Buffer.from(secret);
-  // timingSafeEqual throws on buffers of different lengths: a tool's frame must be dropped, never crash the parent.
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
 /** What the launcher (unshare, sh) said, when the run never got as far as the tool. */
 function launcherNote(tail: TailBuffer): string {
   // unshare reports failing to re-raise a SIGKILL on itself; that is our own kill, not news.
@@ -429,36 +422,3 @@ function describeExit(code: number | null, signal: string | null): string {
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
-/**
- * Splits the result channel into newline-delimited JSON frames, holding at most `maxBytes` of an unfinished frame:
- * a tool that floods fd 3 cannot make the parent buffer without bound.
- */
-class FrameReader {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  constructor(private readonly maxBytes: number) {}
-
-  push(chunk: Buffer): Record<string, unknown>[] | 'overflow' {
-    const frames: Record<string, unknown>[] = [];
-    let rest = chunk;
-    for (let nl = rest.indexOf(10); nl >= 0; nl = rest.indexOf(10)) {
-      const line = Buffer.concat([...this.pending, rest.subarray(0, nl)]).toString('utf8');
-      this.pending = [];
-      this.pendingBytes = 0;
-      rest = rest.subarray(nl + 1);
-      try {
-        const value: unknown = JSON.parse(line);
-        if (value && typeof value === 'object' && !Array.isArray(value)) frames.push(value as Record<string, unknown>);
-      } catch {
-        // Not JSON: not a harness frame.
-      }
-    }
-    if (rest.length > 0) {
-      this.pending.push(rest);
-      this.pendingBytes += rest.length;
-      if (this.pendingBytes > this.maxBytes) return 'overflow';
-    }
-    return frames;
-  }
-}
