@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { MAX_UID_BASE } from './sandbox/limits';
 
 /**
  * Forge's own configuration, read once from the environment and validated.
@@ -41,6 +42,8 @@ export interface ForgeConfig {
       resultBytes: number;
       sourceBytes: number;
       envPassthrough: string[];
+      maxProcesses: number;
+      userIdBase: number;
     };
   };
   migrations: {
@@ -137,6 +140,8 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_SANDBOX_SOURCE_BYTES',
   'FORGE_SANDBOX_ENV_PASSTHROUGH',
   'FORGE_SANDBOX_TMPDIR',
+  'FORGE_SANDBOX_MAX_PROCESSES',
+  'FORGE_SANDBOX_UID_BASE',
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
   'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS',
   'FORGE_SCHEMA',
@@ -214,6 +219,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
         resultBytes: read(env, 'FORGE_SANDBOX_RESULT_BYTES', positive, String(4 * 1024 * 1024)),
         sourceBytes: read(env, 'FORGE_SANDBOX_SOURCE_BYTES', positive, String(10 * 1024 * 1024)),
         envPassthrough: read(env, 'FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, ''),
+        maxProcesses: read(env, 'FORGE_SANDBOX_MAX_PROCESSES', int(8, 1_048_576), '512'),
+        userIdBase: read(env, 'FORGE_SANDBOX_UID_BASE', int(0, MAX_UID_BASE), '2100000000'),
       },
     },
     migrations: {

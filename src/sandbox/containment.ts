@@ -47,21 +47,25 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean } {
 
 /**
  * The command that starts `node <nodeArgs>` contained, with the tool's stderr on the launcher's fd 4 (so that what
- * `unshare` or `sh` say on their own stderr never mixes with the tool's), with RLIMIT_AS set to `addressSpaceKb`. The address-space
+ * `unshare` or `sh` say on their own stderr never mixes with the tool's), with RLIMIT_AS set to `addressSpaceKb` and
+ * RLIMIT_NPROC to `maxProcesses` (which binds only a run with a user of its own). The address-space
  * limit is what makes off-heap allocations (Buffers, typed arrays, native code) fail instead of taking the machine;
  * V8's own heap is bounded separately with --max-old-space-size by the caller.
  */
-export function launchCommand(nodeArgs: string[], addressSpaceKb: number): Launch {
+export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxProcesses: number): Launch {
   const { mode, setpriv } = containment();
   const prefix = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
+  // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
+  const limits = 'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; shift 2;';
+  const limitArgs = [String(addressSpaceKb), String(maxProcesses)];
   if (mode === 'process-group') {
-    const script = 'ulimit -v "$1" || exit 125; shift; exec "$@" 2>&4 4>&-';
-    const argv = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', String(addressSpaceKb), process.execPath, ...nodeArgs];
+    const script = `${limits} exec "$@" 2>&4 4>&-`;
+    const argv = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, process.execPath, ...nodeArgs];
     return { command: argv[0], args: argv.slice(1), detached: true, mode };
   }
   // sh is the namespace's init (pid 1): it cannot be killed by the tool from inside, so the tool's own SIGKILL of
   // itself still ends the tool; when node ends, sh exits with its status and the kernel clears the namespace.
-  const script = 'ulimit -v "$1" || exit 125; shift; "$@" 2>&4 4>&- & wait $!';
+  const script = `${limits} "$@" 2>&4 4>&- & wait $!`;
   const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
   const argv = [
     ...prefix,
@@ -75,7 +79,7 @@ export function launchCommand(nodeArgs: string[], addressSpaceKb: number): Launc
     '-c',
     script,
     'forge-sandbox',
-    String(addressSpaceKb),
+    ...limitArgs,
     process.execPath,
     ...nodeArgs,
   ];

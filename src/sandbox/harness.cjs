@@ -35,7 +35,7 @@
 'use strict';
 // CommonJS, not an ES module: Node starts a CommonJS entry ~3 ms sooner (the ESM loader initialises only when the
 // tool's module is imported), and every sandbox run pays that.
-const { readSync, writeSync } = require('node:fs');
+const { accessSync, constants: fsConstants, readSync, writeSync } = require('node:fs');
 const { pathToFileURL } = require('node:url');
 const { isPromise } = require('node:util').types;
 const { createHash } = require('node:crypto');
@@ -216,6 +216,10 @@ process.on('unhandledRejection', (reason) => void report(failure('execute', reas
 run().catch((err) => report(failure('execute', err, 'the sandbox harness failed')));
 
 async function run() {
+  if (typeof init.uid === 'number') {
+    const refused = becomeRunUser(init.uid);
+    if (refused) return report({ status: 'crashed', error: refused, diagnostics: { phase: 'process' } });
+  }
   let mod;
   try {
     mod = await import(pathToFileURL(init.modulePath).href);
@@ -273,6 +277,34 @@ async function run() {
     return threw(err);
   }
   settled(returned, reportResult, threw);
+}
+
+/**
+ * Switches this process, for good, to the run's own user (the parent chose it and gave it the run's directory), before
+ * any tool code exists: from here on the tool can neither read nor signal Forge's processes, write the project's
+ * files, nor reach cgroups or mounts; and the switch makes the process non-dumpable, so its own /proc/self/mem (where
+ * the frame key's HMAC states live) is closed to it too. Returns why it could not, or undefined.
+ */
+function becomeRunUser(uid) {
+  try {
+    process.setgroups([]);
+    process.setgid(uid);
+    process.setuid(uid);
+  } catch (err) {
+    return `the sandbox could not switch to its own user (uid ${uid}): ${describe(err)}`;
+  }
+  const nodeModules = moduleDir + 'node_modules';
+  for (const [path, what] of [
+    [init.modulePath, 'the sandbox directory (FORGE_SANDBOX_TMPDIR and the directories above it need o+x)'],
+    [nodeModules, "the project's node_modules (it and the directories above it need o+rx)"],
+  ]) {
+    try {
+      accessSync(path, fsConstants.R_OK);
+    } catch (err) {
+      return `the sandbox's own user (uid ${uid}) cannot read ${what}: ${describe(err)}; or set FORGE_SANDBOX_UID_BASE=0 to run tools as Forge's own user`;
+    }
+  }
+  return undefined;
 }
 
 /**

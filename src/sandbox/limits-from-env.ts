@@ -1,4 +1,4 @@
-import type { SandboxLimits } from './limits';
+import { MAX_UID_BASE, type SandboxLimits } from './limits';
 
 /**
  * Sandbox limits from FORGE_SANDBOX_* variables (CLI and workers read the same names; see src/config.ts for the
@@ -12,6 +12,10 @@ export function sandboxLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Part
     if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
     return n;
   };
+  const uidBase = env.FORGE_SANDBOX_UID_BASE;
+  if (uidBase !== undefined && uidBase !== '' && !(Number.isInteger(Number(uidBase)) && Number(uidBase) >= 0 && Number(uidBase) <= MAX_UID_BASE)) {
+    throw new Error(`FORGE_SANDBOX_UID_BASE must be 0 (off) or a uid up to ${MAX_UID_BASE}, got ${JSON.stringify(uidBase)}`);
+  }
   const list = env.FORGE_SANDBOX_ENV_PASSTHROUGH;
   return {
     maxTimeoutMs: int('FORGE_SANDBOX_MAX_TIMEOUT_MS'),
@@ -20,5 +24,7 @@ export function sandboxLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Part
     resultBytes: int('FORGE_SANDBOX_RESULT_BYTES'),
     sourceBytes: int('FORGE_SANDBOX_SOURCE_BYTES'),
     envPassthrough: list ? list.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+    maxProcesses: int('FORGE_SANDBOX_MAX_PROCESSES'),
+    userIdBase: uidBase === undefined || uidBase === '' ? undefined : Number(uidBase),
   };
 }

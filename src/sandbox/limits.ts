@@ -21,7 +21,21 @@ export interface SandboxLimits {
   stderrTailBytes: number;
   /** Names of the parent's environment variables the tool may see; nothing else of it is passed on. */
   envPassthrough: string[];
+  /**
+   * Processes (and threads) a run may have at once (RLIMIT_NPROC). Enforced when the run has a user of its own (see
+   * {@link userIdBase}); the kernel does not apply it to root.
+   */
+  maxProcesses: number;
+  /**
+   * When Forge runs as root, each run's processes run as a user of their own, a uid picked at random from
+   * [userIdBase, userIdBase + 65536): they cannot read or signal Forge's processes, write the project's files, reach
+   * cgroups or mounts, or see another run's. 0 runs tools as Forge's own user.
+   */
+  userIdBase: number;
 }
+
+/** The highest userIdBase: its range of 65536 uids must stay below 2^32 - 1 (the kernel's "no uid"). */
+export const MAX_UID_BASE = 0xffff_ffff - 65_537;
 
 export const DEFAULT_LIMITS: SandboxLimits = {
   maxTimeoutMs: 30_000,
@@ -32,6 +46,8 @@ export const DEFAULT_LIMITS: SandboxLimits = {
   sourceBytes: 10 * 1024 * 1024,
   stderrTailBytes: 4096,
   envPassthrough: [],
+  maxProcesses: 512,
+  userIdBase: 2_100_000_000,
 };
 
 export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chown, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { removeRunDir } from './remove-run-dir';
+import { releaseRunUser, takeRunUser } from './run-user';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
@@ -117,6 +118,7 @@ async function runOn(harness: BootedHarness, spare: boolean, request: SandboxReq
     return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, code), limits);
   } finally {
     await removeRunDir(harness.dir);
+    releaseRunUser(harness.uid);
   }
 }
 
@@ -129,6 +131,8 @@ export interface BootedHarness {
   launch: Launch;
   /** Its private directory (cwd, HOME, TMPDIR; the module is written here). */
   dir: string;
+  /** The user the harness switches to before loading the tool (undefined: it keeps Forge's). */
+  uid?: number;
   /** FORGE_SANDBOX_RUN in its environment, for the process-group mode's hunt. */
   marker: string;
   /** What the launcher (setpriv, unshare, sh) said on its own stderr since the start. */
@@ -144,14 +148,17 @@ export interface BootedHarness {
 /** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
 export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness> {
   const dir = await mkdtemp(join(sandboxTempRoot(), 'forge-sbx-'));
+  const uid = takeRunUser(limits);
   try {
     // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
     await symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir');
+    // The run's user owns its directory (mode 0700 from mkdtemp) and nothing else.
+    if (uid !== undefined) await chown(dir, uid, uid);
     const marker = randomBytes(12).toString('hex');
     // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
     // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
     const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
-    const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024);
+    const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024, limits.maxProcesses);
     const child = spawn(launch.command, launch.args, {
       cwd: dir,
       env: childEnvironment(dir, marker, limits),
@@ -163,6 +170,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
       child,
       launch,
       dir,
+      uid,
       marker,
       launcherStderr: new TailBuffer(2048),
       closed: new Promise<void>((r) => child.once('close', () => r())),
@@ -179,6 +187,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
     });
     return harness;
   } catch (err) {
+    releaseRunUser(uid);
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
@@ -188,6 +197,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
 export async function disposeHarness(harness: BootedHarness): Promise<void> {
   await killTree(harness.child, harness.launch.mode, harness.marker).catch(() => undefined);
   await removeRunDir(harness.dir);
+  releaseRunUser(harness.uid);
 }
 
 function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {
@@ -356,7 +366,7 @@ function superviseRun(
     };
     void closed.then(onClose);
 
-    const init = JSON.stringify({ modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes });
+    const init = JSON.stringify({ modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes, uid: harness.uid });
     moduleReady.then(
       () => channel.write(Buffer.concat([key, Buffer.from(init + '\n', 'utf8')])),
       (err: Error) =>

@@ -33,6 +33,8 @@ describe('loadConfig', () => {
       resultBytes: 4 * 1024 * 1024,
       sourceBytes: 10 * 1024 * 1024,
       envPassthrough: [],
+      maxProcesses: 512,
+      userIdBase: 2_100_000_000,
     });
     expect(config.migrations).toEqual({ lockTimeoutMs: 5_000, statementTimeoutMs: 60_000 });
   });
@@ -71,6 +73,9 @@ describe('loadConfig', () => {
     ['FORGE_SANDBOX_SPARES', '-1'],
     ['FORGE_SANDBOX_MAX_TIMEOUT_MS', '-5'],
     ['FORGE_SANDBOX_MEMORY_MB', '1.5'],
+    ['FORGE_SANDBOX_MAX_PROCESSES', '0'],
+    ['FORGE_SANDBOX_UID_BASE', '-1'],
+    ['FORGE_SANDBOX_UID_BASE', '4294967295'],
     ['FORGE_BUILTIN_TOOLS', 'ok,Not-OK'],
     ['FORGE_SANDBOX_ENV_PASSTHROUGH', 'PATH,1BAD'],
     ['FORGE_SCHEMA', 'Robert"; DROP'],

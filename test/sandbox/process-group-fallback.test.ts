@@ -1,4 +1,4 @@
-import { readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,7 @@ import { processesMarkedWith } from '../helpers/processes';
  */
 const source = (name: string) => readFileSync(join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
 const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-pg-'));
+chmodSync(tempRoot, 0o711); // traversable by the runs' own users, as /dev/shm and /tmp are
 
 beforeAll(() => {
   process.env.FORGE_SANDBOX_CONTAINMENT = 'process-group';

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -10,6 +10,8 @@ const source = (name: string) => readFileSync(join(FIXTURES, `${name}.ts`), 'utf
 
 // Every run's private directory goes here, so that "no temp file is left" can be checked exactly.
 const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-test-'));
+// Traversable by the runs' own users (mkdtemp makes it 0700), as /dev/shm and /tmp are.
+chmodSync(tempRoot, 0o711);
 beforeAll(() => {
   process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
 });
@@ -287,6 +289,55 @@ describe('sandbox limits and environment', () => {
     } finally {
       delete process.env.FORGE_TEST_SECRET_TOKEN;
       delete process.env.FORGE_TEST_ALLOWED;
+    }
+  });
+
+  const asRoot = process.getuid?.() === 0;
+  const privileges = `import { accessSync, constants, readFileSync } from 'node:fs';
+import { z } from 'zod';
+const attempt = (fn: () => unknown) => { try { fn(); return 'allowed'; } catch (err) { return (err as NodeJS.ErrnoException).code; } };
+export default {
+  name: 'privileges',
+  inputSchema: z.object({ forgePid: z.number(), harness: z.string() }),
+  async execute({ forgePid, harness }: { forgePid: number; harness: string }) {
+    return {
+      uid: process.getuid!(),
+      forgeEnvironment: attempt(() => readFileSync('/proc/' + forgePid + '/environ')),
+      writeHarness: attempt(() => accessSync(harness, constants.W_OK)),
+      ownMemory: attempt(() => readFileSync('/proc/self/mem', { flag: 'r' })),
+    };
+  },
+};`;
+
+  // Without root there is no other user to switch to: the tool keeps Forge's (and the test says so, not skips).
+  test(asRoot ? 'the tool runs as a user of its own: Forge\'s environment, the harness and its own memory are closed to it' : 'without root, the tool runs as Forge\'s own user', async () => {
+    const harness = join(__dirname, '..', '..', 'src', 'sandbox', 'harness.cjs');
+    const [a, b] = await Promise.all([0, 1].map(() => runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness } })));
+    expect(a.status).toBe('passed');
+    const out = a.output as { uid: number; forgeEnvironment: string; writeHarness: string; ownMemory: string };
+    if (!asRoot) {
+      expect(out.uid).toBe(process.getuid?.());
+      return;
+    }
+    expect(out.uid).toBeGreaterThanOrEqual(2_100_000_000);
+    expect((b.output as { uid: number }).uid).not.toBe(out.uid); // two runs at once, two users
+    expect(out).toMatchObject({ forgeEnvironment: 'EACCES', writeHarness: 'EACCES', ownMemory: 'EACCES' });
+    const same = await runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: { userIdBase: 0 } });
+    expect((same.output as { uid: number }).uid).toBe(0);
+  });
+
+  (asRoot ? test : test.skip)('a sandbox directory its own user cannot reach is refused, with what to change', async () => {
+    // (Skipped without root: then runs have no user of their own, and any directory Forge can write works.)
+    const closed = mkdtempSync(join(tmpdir(), 'forge-sandbox-closed-')); // 0700, root's
+    process.env.FORGE_SANDBOX_TMPDIR = closed;
+    try {
+      const v = await runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: 1 } });
+      expect(v.status).toBe('crashed');
+      expect(v.error).toMatch(/cannot read the sandbox directory \(FORGE_SANDBOX_TMPDIR and the directories above it need o\+x\).*FORGE_SANDBOX_UID_BASE=0/);
+      expect(readdirSync(closed)).toEqual([]);
+    } finally {
+      process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
+      rmSync(closed, { recursive: true, force: true });
     }
   });
 
