@@ -6,11 +6,11 @@
  * have rewritten anything reachable, Node's internal bindings included (`process.binding('crypto')`). Handing the key
  * to a library call would hand it to whatever the tool put there. Here the key is absorbed once, before any tool code
  * exists, into the two SHA-256 states HMAC starts from; the key bytes are then zeroed, and those states never leave
- * this module's closure. A frame's MAC needs only them and arithmetic.
+ * this module's closure. (Loading node:crypto would also cost the harness ~6 ms of start-up on every run.)
  *
  * What is authenticated is `seq` (the frame's number, so a captured frame cannot be replayed) and the SHA-256 digest
- * of the frame's body, which the harness may compute with node:crypto: a tool that falsifies that digest only makes
- * its own frame fail the parent's check.
+ * of the frame's body as UTF-8. The bytes come from the caller: a tool that falsified them only makes its own frame
+ * fail the parent's check.
  *
  * The parent checks with node:crypto: HMAC-SHA256(key, uint32be(seq) || sha256(body)) (see test/sandbox/frame-mac).
  */
@@ -71,8 +71,8 @@ function compress(state, block, out, w) {
 }
 
 /**
- * Absorbs a 32-byte key (then zeroes it) and returns `mac(seq, digest)`: the hex HMAC-SHA256 of uint32be(seq) followed
- * by a 32-byte digest (anything indexable by 0..31 with byte values).
+ * Absorbs a 32-byte key (then zeroes it) and returns `mac(seq, body, length)`: the hex HMAC-SHA256 of uint32be(seq)
+ * followed by the SHA-256 digest of the first `length` bytes of `body`.
  */
 function frameMac(key) {
   if (key.length !== 32) throw new Error('the frame key must be 32 bytes');
@@ -81,6 +81,7 @@ function frameMac(key) {
   const inner = new Int32Array(8);
   const outer = new Int32Array(8);
   const scratch = new Int32Array(8);
+  const digest = new Int32Array(8);
   for (const [pad, state] of [
     [0x36363636, inner],
     [0x5c5c5c5c, outer],
@@ -94,12 +95,36 @@ function frameMac(key) {
   key.fill(0);
   block.fill(0);
 
-  return function mac(seq, digest) {
+  /** SHA-256 of bytes[0, length) into `digest`. */
+  function sha256(bytes, length) {
+    for (let j = 0; j < 8; j++) digest[j] = IV[j];
+    let offset = 0;
+    for (; offset + 64 <= length; offset += 64) {
+      for (let j = 0; j < 16; j++) {
+        const i = offset + 4 * j;
+        block[j] = (bytes[i] << 24) | (bytes[i + 1] << 16) | (bytes[i + 2] << 8) | bytes[i + 3];
+      }
+      compress(digest, block, digest, w);
+    }
+    // The tail, 0x80, zeros, and the length in bits: one block, or two when the tail leaves no room for the length.
+    const tail = length - offset;
+    block.fill(0);
+    for (let i = 0; i < tail; i++) block[i >> 2] |= bytes[offset + i] << (24 - 8 * (i & 3));
+    block[tail >> 2] |= 0x80 << (24 - 8 * (tail & 3));
+    if (tail >= 56) {
+      compress(digest, block, digest, w);
+      block.fill(0);
+    }
+    block[14] = Math.floor(length / 0x20000000);
+    block[15] = (length * 8) | 0;
+    compress(digest, block, digest, w);
+  }
+
+  return function mac(seq, body, length) {
+    sha256(body, length);
     // Inner: 64 bytes of ipad already absorbed, then 36 bytes (seq, digest) and SHA-256's padding: 800 bits in all.
     block[0] = seq | 0;
-    for (let j = 0; j < 8; j++) {
-      block[j + 1] = ((digest[4 * j] & 255) << 24) | ((digest[4 * j + 1] & 255) << 16) | ((digest[4 * j + 2] & 255) << 8) | (digest[4 * j + 3] & 255);
-    }
+    for (let j = 0; j < 8; j++) block[j + 1] = digest[j];
     block[9] = 0x80000000 | 0;
     for (let j = 10; j < 15; j++) block[j] = 0;
     block[15] = 800;

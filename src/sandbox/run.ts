@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
 import { FrameChannel } from './frames';
+import { runnableModule, type RunnableModule } from './module-format';
 import { killTree, launchCommand, type Launch } from './containment';
 import { resolveLimits, type SandboxLimits } from './limits';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
@@ -57,7 +58,7 @@ export async function runSandbox(request: SandboxRequest, options: { pool?: Sand
       }
       code = compiled.code;
     }
-    const outcome = await runInChild(request, code, limits, options.pool);
+    const outcome = await runInChild(request, await runnableModule(code), limits, options.pool);
     return { ...outcome, durationMs: elapsed() };
   } catch (err) {
     // The machinery failed (ENOSPC, EMFILE, a missing binary): still a verdict, and the caller decides whether an
@@ -98,7 +99,7 @@ function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<Sand
 
 type Outcome = Omit<SandboxVerdict, 'durationMs'>;
 
-async function runInChild(request: SandboxRequest, code: string, limits: SandboxLimits, pool?: SandboxPool): Promise<Outcome> {
+async function runInChild(request: SandboxRequest, code: RunnableModule, limits: SandboxLimits, pool?: SandboxPool): Promise<Outcome> {
   const spare = pool?.take(limits);
   if (spare) {
     const outcome = await runOn(spare, true, request, code, limits);
@@ -110,12 +111,12 @@ async function runInChild(request: SandboxRequest, code: string, limits: Sandbox
 }
 
 /** One run on one harness; its directory is removed afterwards. */
-async function runOn(harness: BootedHarness, spare: boolean, request: SandboxRequest, code: string, limits: SandboxLimits): Promise<Outcome | 'lost'> {
+async function runOn(harness: BootedHarness, spare: boolean, request: SandboxRequest, module: RunnableModule, limits: SandboxLimits): Promise<Outcome | 'lost'> {
   try {
-    const modulePath = join(harness.dir, 'tool.mjs');
+    const modulePath = join(harness.dir, module.format === 'cjs' ? 'tool.cjs' : 'tool.mjs');
     // A fresh harness is still booting while this is written: it learns the module's path only from the init line,
     // sent once this is done.
-    return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, code), limits);
+    return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, module.code), limits);
   } finally {
     await removeRunDir(harness.dir);
     releaseRunUser(harness.uid);
