@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { removeRunDir } from './remove-run-dir';
+import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
 import { releaseRunUser, takeRunUser } from './run-user';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -148,7 +149,9 @@ export interface BootedHarness {
 
 /** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
 export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness> {
-  const dir = await mkdtemp(join(sandboxTempRoot(), 'forge-sbx-'));
+  const root = sandboxTempRoot();
+  void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
+  const dir = await mkdtemp(join(root, runDirPrefix()));
   const uid = takeRunUser(limits);
   try {
     // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
