@@ -6,7 +6,7 @@ import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { coalesce } from './registry/coalesce';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
-import { SandboxPool } from './sandbox';
+import { describeIsolation, SandboxPool } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
 
 /** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
@@ -52,6 +52,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
 
   const initial = await publish();
   log(`forge: agent-tools/ at ${dir} holds ${initial.tools} active tool(s) (generation ${initial.generation})`);
+  log(describeIsolation(config.sandbox.limits));
   // Coalesced and a little delayed: a deployment run by this process publishes in its own activity right after its
   // commit, while the commit's NOTIFY is arriving here, so republishing at once would only repeat that work on the
   // deployment's critical path. A change committed by another host's worker is on disk here REPUBLISH_DELAY_MS later.

@@ -48,16 +48,19 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean } {
 /**
  * The command that starts `node <nodeArgs>` contained, with the tool's stderr on the launcher's fd 4 (so that what
  * `unshare` or `sh` say on their own stderr never mixes with the tool's), with RLIMIT_AS set to `addressSpaceKb` and
- * RLIMIT_NPROC to `maxProcesses` (which binds only a run with a user of its own). The address-space
+ * RLIMIT_NPROC to `maxProcesses` (which binds only a run with a user of its own), inside the cgroup `cgroupPath` when
+ * given. The address-space
  * limit is what makes off-heap allocations (Buffers, typed arrays, native code) fail instead of taking the machine;
  * V8's own heap is bounded separately with --max-old-space-size by the caller.
  */
-export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxProcesses: number): Launch {
+export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxProcesses: number, cgroupPath = ''): Launch {
   const { mode, setpriv } = containment();
   const prefix = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
-  // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
-  const limits = 'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; shift 2;';
-  const limitArgs = [String(addressSpaceKb), String(maxProcesses)];
+  // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash. The shell joins the run's cgroup (if any) before it
+  // starts anything, so every process of the run is born inside it.
+  const limits =
+    'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } && { [ -z "$3" ] || echo 0 > "$3/cgroup.procs"; } || exit 125; shift 3;';
+  const limitArgs = [String(addressSpaceKb), String(maxProcesses), cgroupPath];
   if (mode === 'process-group') {
     const script = `${limits} exec "$@" 2>&4 4>&-`;
     const argv = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, process.execPath, ...nodeArgs];

@@ -4,3 +4,4 @@ export { compileTool, type CompileResult } from './compile';
 export { DEFAULT_LIMITS, resolveLimits, defaultConcurrency, type SandboxLimits } from './limits';
 export { containment, type ContainmentMode } from './containment';
 export { SANDBOX_STATUSES, type SandboxStatus, type SandboxVerdict, type SandboxDiagnostics } from './verdict';
+export { describeIsolation } from './isolation';

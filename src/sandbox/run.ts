@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chown, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { removeRunDir } from './remove-run-dir';
 import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
+import { createRunCgroup, type RunCgroup } from './run-cgroup';
 import { releaseRunUser, takeRunUser } from './run-user';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -119,8 +120,7 @@ async function runOn(harness: BootedHarness, spare: boolean, request: SandboxReq
     // sent once this is done.
     return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, module.code), limits);
   } finally {
-    await removeRunDir(harness.dir);
-    releaseRunUser(harness.uid);
+    await releaseHarness(harness);
   }
 }
 
@@ -135,6 +135,8 @@ export interface BootedHarness {
   dir: string;
   /** The user the harness switches to before loading the tool (undefined: it keeps Forge's). */
   uid?: number;
+  /** The memory cgroup all of its processes share, where Forge can make one. */
+  cgroup?: RunCgroup;
   /** FORGE_SANDBOX_RUN in its environment, for the process-group mode's hunt. */
   marker: string;
   /** What the launcher (setpriv, unshare, sh) said on its own stderr since the start. */
@@ -153,7 +155,10 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
   void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
   const dir = await mkdtemp(join(root, runDirPrefix()));
   const uid = takeRunUser(limits);
+  let cgroup: RunCgroup | undefined;
   try {
+    // All of the run's processes together get what one of them may address.
+    cgroup = createRunCgroup((limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024);
     // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
     await symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir');
     // The run's user owns its directory (mode 0700 from mkdtemp) and nothing else.
@@ -162,7 +167,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
     // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
     // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
     const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
-    const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024, limits.maxProcesses);
+    const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024, limits.maxProcesses, cgroup?.path);
     const child = spawn(launch.command, launch.args, {
       cwd: dir,
       env: childEnvironment(dir, marker, limits),
@@ -175,6 +180,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
       launch,
       dir,
       uid,
+      cgroup,
       marker,
       launcherStderr: new TailBuffer(2048),
       closed: new Promise<void>((r) => child.once('close', () => r())),
@@ -192,6 +198,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
     return harness;
   } catch (err) {
     releaseRunUser(uid);
+    await cgroup?.remove();
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
@@ -200,7 +207,13 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
 /** Kills a harness that never got a run and removes its directory. */
 export async function disposeHarness(harness: BootedHarness): Promise<void> {
   await killTree(harness.child, harness.launch.mode, harness.marker).catch(() => undefined);
+  await releaseHarness(harness);
+}
+
+/** What a harness held beside its processes: its directory, its user and its cgroup (its tree is dead by now). */
+async function releaseHarness(harness: BootedHarness): Promise<void> {
   await removeRunDir(harness.dir);
+  await harness.cgroup?.remove();
   releaseRunUser(harness.uid);
 }
 
@@ -319,7 +332,7 @@ function superviseRun(
           armTimer();
         }
       } else if (frame.type === 'result') {
-        decide(resultOutcome(frame, toolInfo));
+        decide(blamingMemory(resultOutcome(frame, toolInfo)));
       }
     };
     const frames = new FrameChannel(key, limits.resultBytes + 64 * 1024);
@@ -354,7 +367,7 @@ function superviseRun(
       // V8 prints its banner and then aborts: a process that printed the banner itself and exited otherwise is crashed.
       const aborted = status.signal === 'SIGABRT' || status.code === 128 + 6;
       const oom = aborted && OOM_PATTERN.test(stderrTail.text());
-      decide({
+      decide(blamingMemory({
         status: oom ? 'oom' : 'crashed',
         error: oom
           ? `the tool passed the ${limits.memoryMb} MiB memory limit and was killed`
@@ -366,9 +379,24 @@ function superviseRun(
           ...(oom ? { limit: { kind: 'memoryMb' as const, value: limits.memoryMb } } : {}),
           tool: toolInfo,
         },
-      });
+      }));
     };
     void closed.then(onClose);
+
+    /**
+     * A run whose processes the kernel killed for passing the run's memory cgroup did not fail or crash on its own:
+     * it ran out of memory (a child's death, or the harness's, is how the tool saw it). A result that passed stands.
+     */
+    function blamingMemory(outcome: Outcome): Outcome {
+      const cgroup = harness.cgroup;
+      if ((outcome.status !== 'failed' && outcome.status !== 'crashed') || !cgroup || cgroup.oomKills() === 0) return outcome;
+      const limitMb = Math.round(cgroup.limitBytes / 1024 / 1024);
+      return {
+        status: 'oom',
+        error: `the tool's processes together passed the run's memory limit of ${limitMb} MiB, and the kernel killed one (then: ${outcome.error ?? outcome.status})`,
+        diagnostics: { ...outcome.diagnostics, phase: 'limits', limit: { kind: 'memoryMb', value: limitMb } } as SandboxDiagnostics,
+      };
+    }
 
     const init = JSON.stringify({ modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes, uid: harness.uid });
     moduleReady.then(

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runSandbox, SandboxPool, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
 import { processesMarkedWith } from '../helpers/processes';
+import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'tools');
 const source = (name: string) => readFileSync(join(FIXTURES, `${name}.ts`), 'utf8');
@@ -83,6 +84,18 @@ const cases: Case[] = [
   { fixture: 'heap_bomb', status: 'oom', maxMs: 20000, limits: { memoryMb: 128 } },
   { fixture: 'offheap_bomb', status: 'oom', maxMs: 5000, check: (v) => expect(v.error).toMatch(/memory/) },
   { fixture: 'offheap_creep', status: 'oom', maxMs: 10000 },
+  ...(runCgroupSupport().base
+    ? [
+        {
+          fixture: 'memory_across_children',
+          status: 'oom' as const,
+          maxMs: 20000,
+          limits: { memoryMb: 128 },
+          input: (m: string) => ({ marker: m }),
+          check: (v: SandboxVerdict) => expect(v.error).toMatch(/processes together passed the run's memory limit of 1152 MiB/),
+        },
+      ]
+    : []), // (Without a memory cgroup, as when Forge is not root, each process has only its own limit: nothing to show.)
   { fixture: 'stdout_flood', status: 'output_limit', maxMs: 5000 },
   { fixture: 'stderr_flood', status: 'output_limit', maxMs: 5000, check: (v) => expect(v.stderrTail!.length).toBeLessThanOrEqual(4096) },
   { fixture: 'exit_zero', status: 'crashed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/before it sent a result/) },
