@@ -64,7 +64,8 @@ const sleepCell = new Int32Array(new SharedArrayBuffer(4));
 const CHANNEL_FD = 3;
 
 // Keeps the event loop alive until the parent has our result: a never-settling promise or a hanging top-level await
-// must end as `timeout` (the parent's clock), not as a silent exit with nothing pending.
+// must end as `timeout` (the parent's clock), not as a silent exit with nothing pending. (A tool that digs this timer
+// out of Node's timer lists and unrefs it, then never settles, exits without a result: `crashed`, never `passed`.)
 const keepAlive = setInterval(() => {}, 2 ** 30);
 
 // process.stdout/stderr are created lazily, and creating one costs milliseconds: note which ones the tool touched, so
@@ -580,6 +581,7 @@ function readRun() {
     key.set(all.subarray(0, 32));
     all.fill(0, 0, 32);
     buf.fill(0);
+    for (const chunk of chunks) chunk.fill(0);
     return { key, init: JSON.parse(all.subarray(32, nl).toString('utf8')) };
   }
 }
