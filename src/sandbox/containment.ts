@@ -56,19 +56,23 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean } {
 export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxProcesses: number, cgroupPath = ''): Launch {
   const { mode, setpriv } = containment();
   const prefix = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
-  // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash. The shell joins the run's cgroup (if any) before it
-  // starts anything, so every process of the run is born inside it.
-  const limits =
-    'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } && { [ -z "$3" ] || echo 0 > "$3/cgroup.procs"; } || exit 125; shift 3;';
+  // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
+  const limits = 'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; cg=$3; shift 3;';
   const limitArgs = [String(addressSpaceKb), String(maxProcesses), cgroupPath];
   if (mode === 'process-group') {
-    const script = `${limits} exec "$@" 2>&4 4>&-`;
+    // (This mode is the fallback without namespaces, where Forge is seldom root: joining before exec is fine here.)
+    const script = `${limits} { [ -z "$cg" ] || { echo 0 > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; }; } || exit 125; exec "$@" 2>&4 4>&-`;
     const argv = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, process.execPath, ...nodeArgs];
     return { command: argv[0], args: argv.slice(1), detached: true, mode };
   }
   // sh is the namespace's init (pid 1): it cannot be killed by the tool from inside, so the tool's own SIGKILL of
   // itself still ends the tool; when node ends, sh exits with its status and the kernel clears the namespace.
-  const script = `${limits} "$@" 2>&4 4>&- & wait $!`;
+  // Joining a cgroup waits for an RCU grace period (~13 ms here), so sh moves node into the run's cgroup while node
+  // boots, and says so on its stderr; the parent sends the run (and so lets tool code start) only after that line.
+  const script =
+    `${limits} "$@" 2>&4 4>&- & node=$!; ` +
+    `[ -z "$cg" ] || { echo "$node" > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; } || { kill -9 "$node"; exit 125; }; ` +
+    'wait "$node"';
   const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
   const argv = [
     ...prefix,
@@ -88,6 +92,9 @@ export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxPro
   ];
   return { command: argv[0], args: argv.slice(1), detached: true, mode };
 }
+
+/** What the launcher says on its stderr once the tool's process is in the run's cgroup. */
+export const CGROUP_JOINED = 'forge-sandbox: joined the run cgroup';
 
 /**
  * Kills everything the launch started and resolves once it is all dead. `marker` is the value of the

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isOrphaned, ownerTag } from './run-dirs';
 
 /**
  * One run's memory cgroup: every process of the run together stays under one limit.
@@ -62,7 +63,8 @@ function probe(): { base?: Base; reason?: string } {
 export function createRunCgroup(limitBytes: number): RunCgroup | undefined {
   const { base } = runCgroupSupport();
   if (!base) return undefined;
-  const path = join(base.dir, `forge-run-${randomBytes(8).toString('hex')}`);
+  sweepOrphanedCgroups(base.dir);
+  const path = join(base.dir, `forge-run-${ownerTag()}-${randomBytes(6).toString('hex')}`);
   mkdirSync(path);
   try {
     if (base.version === 1) {
@@ -90,6 +92,25 @@ export function createRunCgroup(limitBytes: number): RunCgroup | undefined {
     },
     remove: () => removeCgroup(path),
   };
+}
+
+let swept = false;
+/** Once per process: removes the (empty) cgroups of runs whose worker died without removing them (SIGKILL). */
+function sweepOrphanedCgroups(dir: string): void {
+  if (swept) return;
+  swept = true;
+  try {
+    for (const entry of readdirSync(dir)) {
+      if (!isOrphaned(entry, 'forge-run-')) continue;
+      try {
+        rmdirSync(join(dir, entry));
+      } catch {
+        // Still has processes (being reaped): the next process's sweep takes it.
+      }
+    }
+  } catch {
+    // Nothing readable to sweep.
+  }
 }
 
 function trySet(file: string, value: string): void {

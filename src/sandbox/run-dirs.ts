@@ -11,13 +11,23 @@ import { removeRunDir } from './remove-run-dir';
  * else: only directories made in this namespace are judged, and only by a pid whose start time also matches.
  */
 export function runDirPrefix(): string {
-  return `forge-sbx-${owner()}-`;
+  return `forge-sbx-${ownerTag()}-`;
 }
 
-let ownerTag: string | undefined;
-function owner(): string {
-  ownerTag ??= `${pidNamespace()}-${process.pid}-${startTime(process.pid)}`;
-  return ownerTag;
+let tag: string | undefined;
+/** `<pid namespace>-<pid>-<start time>` of this process: what names its run directories and cgroups. */
+export function ownerTag(): string {
+  tag ??= `${pidNamespace()}-${process.pid}-${startTime(process.pid)}`;
+  return tag;
+}
+
+/**
+ * Whether a name made with {@link ownerTag} after `prefix` belongs to a process that is gone: made in this PID
+ * namespace, by a pid that no longer runs with that start time. Names of other namespaces or shapes are never orphans.
+ */
+export function isOrphaned(name: string, prefix: string): boolean {
+  const m = new RegExp(`^${prefix}(\\d+)-(\\d+)-(\\d+)-`).exec(name);
+  return m !== null && m[1] === pidNamespace() && startTime(Number(m[2])) !== m[3];
 }
 
 function pidNamespace(): string {
@@ -55,12 +65,9 @@ export function sweepOrphanedRunDirs(root: string): Promise<string[]> {
 }
 
 async function sweepNow(root: string): Promise<string[]> {
-  const namespace = pidNamespace();
   const removed: string[] = [];
   for (const entry of await readdir(root)) {
-    const m = /^forge-sbx-(\d+)-(\d+)-(\d+)-/.exec(entry);
-    if (!m || m[1] !== namespace) continue;
-    if (startTime(Number(m[2])) === m[3]) continue; // its maker still runs
+    if (!isOrphaned(entry, 'forge-sbx-')) continue;
     await removeRunDir(join(root, entry));
     removed.push(entry);
   }

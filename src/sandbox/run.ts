@@ -10,7 +10,7 @@ import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
 import { FrameChannel } from './frames';
 import { runnableModule, type RunnableModule } from './module-format';
-import { killTree, launchCommand, type Launch } from './containment';
+import { CGROUP_JOINED, killTree, launchCommand, type Launch } from './containment';
 import { resolveLimits, type SandboxLimits } from './limits';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
 import type { SandboxPool } from './pool';
@@ -141,6 +141,8 @@ export interface BootedHarness {
   marker: string;
   /** What the launcher (setpriv, unshare, sh) said on its own stderr since the start. */
   launcherStderr: TailBuffer;
+  /** Settles once the tool's process is in the run's cgroup (at once without one): no tool code may run before. */
+  joined: Promise<void>;
   /** Settles once the process exited and every pipe drained. */
   closed: Promise<void>;
   /** Set when the process exited (before a run, it means the harness is unusable). */
@@ -183,9 +185,15 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
       cgroup,
       marker,
       launcherStderr: new TailBuffer(2048),
+      joined: Promise.resolve(),
       closed: new Promise<void>((r) => child.once('close', () => r())),
     };
-    child.stderr?.on('data', (chunk: Buffer) => harness.launcherStderr.push(chunk));
+    let joined: () => void = () => undefined;
+    harness.joined = cgroup ? new Promise<void>((resolve) => (joined = resolve)) : Promise.resolve();
+    child.stderr?.on('data', (chunk: Buffer) => {
+      harness.launcherStderr.push(chunk);
+      if (cgroup && harness.launcherStderr.text().includes(CGROUP_JOINED)) joined();
+    });
     child.once('exit', (code, signal) => {
       harness.exit = { code, signal };
     });
@@ -399,7 +407,7 @@ function superviseRun(
     }
 
     const init = JSON.stringify({ modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes, uid: harness.uid });
-    moduleReady.then(
+    Promise.all([moduleReady, harness.joined]).then(
       () => channel.write(Buffer.concat([key, Buffer.from(init + '\n', 'utf8')])),
       (err: Error) =>
         decide({ status: 'crashed', error: `the sandbox could not write the module: ${err.message}`, diagnostics: { phase: 'process' } }),
@@ -450,7 +458,7 @@ function launcherNote(tail: TailBuffer): string {
   const lines = tail
     .text()
     .split('\n')
-    .filter((l) => /^(unshare|setpriv|forge-sandbox):/.test(l) && !l.includes('sigprocmask'));
+    .filter((l) => /^(unshare|setpriv|forge-sandbox):/.test(l) && !l.includes('sigprocmask') && l !== CGROUP_JOINED);
   return lines.length > 0 ? `; the launcher said: ${lines.slice(-3).join(' | ')}` : '';
 }
 
