@@ -1,19 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { removeRunDir } from './remove-run-dir';
-import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
-import { createRunCgroup, type RunCgroup } from './run-cgroup';
-import { releaseRunUser, takeRunUser } from './run-user';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
-import { FrameChannel } from './frames';
-import { runnableModule, type RunnableModule } from './module-format';
 import { CGROUP_JOINED, killTree, launchCommand, type Launch } from './containment';
+import { FrameChannel } from './frames';
 import { resolveLimits, type SandboxLimits } from './limits';
+import { runnableModule, type RunnableModule } from './module-format';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
 import type { SandboxPool } from './pool';
+import { removeRunDir } from './remove-run-dir';
+import { createRunCgroup, type RunCgroup } from './run-cgroup';
+import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
+import { releaseRunUser, takeRunUser } from './run-user';
 import { TailBuffer } from './tail-buffer';
 import { SANDBOX_STATUSES, type SandboxDiagnostics, type SandboxStatus, type SandboxVerdict } from './verdict';
 
@@ -177,6 +177,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       detached: launch.detached,
     });
+    let markJoined: () => void = () => undefined;
     const harness: BootedHarness = {
       child,
       launch,
@@ -185,14 +186,12 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
       cgroup,
       marker,
       launcherStderr: new TailBuffer(2048),
-      joined: Promise.resolve(),
+      joined: cgroup ? new Promise<void>((resolve) => (markJoined = resolve)) : Promise.resolve(),
       closed: new Promise<void>((r) => child.once('close', () => r())),
     };
-    let joined: () => void = () => undefined;
-    harness.joined = cgroup ? new Promise<void>((resolve) => (joined = resolve)) : Promise.resolve();
     child.stderr?.on('data', (chunk: Buffer) => {
       harness.launcherStderr.push(chunk);
-      if (cgroup && harness.launcherStderr.text().includes(CGROUP_JOINED)) joined();
+      if (cgroup && harness.launcherStderr.text().includes(CGROUP_JOINED)) markJoined();
     });
     child.once('exit', (code, signal) => {
       harness.exit = { code, signal };
