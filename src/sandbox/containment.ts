@@ -28,10 +28,14 @@ export interface Launch {
   mode: ContainmentMode;
 }
 
-let probed: { mode: ContainmentMode; setpriv: boolean } | undefined;
+let probed: { mode: ContainmentMode; setpriv: boolean; privateProc: boolean } | undefined;
 
-/** Finds out once per process which containment this machine allows (FORGE_SANDBOX_CONTAINMENT forces one). */
-export function containment(): { mode: ContainmentMode; setpriv: boolean } {
+/**
+ * Finds out once per process which containment this machine allows (FORGE_SANDBOX_CONTAINMENT forces one).
+ * `privateProc`: the namespace also gets a mount namespace with its own /proc, so the tool sees its own processes
+ * only, not the host's (their command lines, and who runs them).
+ */
+export function containment(): { mode: ContainmentMode; setpriv: boolean; privateProc: boolean } {
   if (probed) return probed;
   const ok = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'ignore', timeout: 5000 }).status === 0;
   const setpriv = ok('setpriv', ['--pdeathsig', 'KILL', '--', 'true']);
@@ -41,7 +45,9 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean } {
   else if (ok('unshare', ['--pid', '--fork', '--kill-child', 'true'])) mode = 'pid-namespace';
   else if (ok('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', 'true'])) mode = 'user-pid-namespace';
   else mode = 'process-group';
-  probed = { mode, setpriv };
+  const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
+  const privateProc = mode !== 'process-group' && ok('unshare', [...userNs, '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', 'true']);
+  probed = { mode, setpriv, privateProc };
   return probed;
 }
 
@@ -54,7 +60,7 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean } {
  * V8's own heap is bounded separately with --max-old-space-size by the caller.
  */
 export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxProcesses: number, cgroupPath = ''): Launch {
-  const { mode, setpriv } = containment();
+  const { mode, setpriv, privateProc } = containment();
   const prefix = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
   // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
   const limits = 'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; cg=$3; shift 3;';
@@ -81,6 +87,7 @@ export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxPro
     '--pid',
     '--fork',
     '--kill-child',
+    ...(privateProc ? ['--mount', '--mount-proc'] : []),
     '--',
     '/bin/sh',
     '-c',

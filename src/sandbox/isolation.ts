@@ -5,7 +5,7 @@ import { runCgroupSupport } from './run-cgroup';
 /** One line for the operator's start-up log: how sandbox runs are contained on this host, and what is missing. */
 export function describeIsolation(overrides: Partial<SandboxLimits> = {}): string {
   const limits = resolveLimits(overrides);
-  const { mode, setpriv } = containment();
+  const { mode, setpriv, privateProc } = containment();
   const root = process.getuid?.() === 0;
   const user =
     root && limits.userIdBase > 0
@@ -15,5 +15,6 @@ export function describeIsolation(overrides: Partial<SandboxLimits> = {}): strin
   const memory = cgroup.base
     ? `a memory cgroup per run (cgroup v${cgroup.base.version})`
     : `per-process memory limits only (${cgroup.reason ?? 'no cgroup'})`;
-  return `forge: sandbox containment: ${mode}${setpriv ? '' : ' (no setpriv: sandboxes outlive a killed worker)'}; ${user}; ${memory}`;
+  const proc = privateProc ? ', own /proc' : mode === 'process-group' ? '' : ', host /proc (no mount namespace)';
+  return `forge: sandbox containment: ${mode}${proc}${setpriv ? '' : ' (no setpriv: sandboxes outlive a killed worker)'}; ${user}; ${memory}`;
 }
