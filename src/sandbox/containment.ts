@@ -33,7 +33,8 @@ let probed: { mode: ContainmentMode; setpriv: boolean; privateProc: boolean } | 
 /**
  * Finds out once per process which containment this machine allows (FORGE_SANDBOX_CONTAINMENT forces one).
  * `privateProc`: the namespace also gets a mount namespace with its own /proc, so the tool sees its own processes
- * only, not the host's (their command lines, and who runs them).
+ * only, not the host's (their command lines, and who runs them), and an IPC namespace, so shared memory segments and
+ * message queues it makes go with it.
  */
 export function containment(): { mode: ContainmentMode; setpriv: boolean; privateProc: boolean } {
   if (probed) return probed;
@@ -46,7 +47,7 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean; privat
   else if (ok('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', 'true'])) mode = 'user-pid-namespace';
   else mode = 'process-group';
   const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
-  const privateProc = mode !== 'process-group' && ok('unshare', [...userNs, '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', 'true']);
+  const privateProc = mode !== 'process-group' && ok('unshare', [...userNs, '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--ipc', 'true']);
   probed = { mode, setpriv, privateProc };
   return probed;
 }
@@ -87,7 +88,8 @@ export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxPro
     '--pid',
     '--fork',
     '--kill-child',
-    ...(privateProc ? ['--mount', '--mount-proc'] : []),
+    // Its own /proc, and its own System V IPC and POSIX message queues, which die with the namespace.
+    ...(privateProc ? ['--mount', '--mount-proc', '--ipc'] : []),
     '--',
     '/bin/sh',
     '-c',

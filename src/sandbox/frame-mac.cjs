@@ -9,10 +9,12 @@
  * this module's closure. (Loading node:crypto would also cost the harness ~6 ms of start-up on every run.)
  *
  * What is authenticated is `seq` (the frame's number, so a captured frame cannot be replayed) and the SHA-256 digest
- * of the frame's body as UTF-8. The bytes come from the caller: a tool that falsified them only makes its own frame
- * fail the parent's check.
+ * of the frame's body as UTF-16LE, read code unit by code unit through String.prototype.charCodeAt as it was when
+ * this module loaded. No library call touches the body on its way into the MAC: a tool that could rewrite how it is
+ * encoded (Buffer.prototype.utf8Write, say) and read the MAC back (by swapping fd 3) would otherwise get MACs of
+ * bodies of its choosing.
  *
- * The parent checks with node:crypto: HMAC-SHA256(key, uint32be(seq) || sha256(body)) (see test/sandbox/frame-mac).
+ * The parent checks with node:crypto: HMAC-SHA256(key, uint32be(seq) || sha256(utf16le(body))) (test/sandbox/frame-mac).
  */
 'use strict';
 
@@ -27,6 +29,11 @@ const K = new Int32Array([
 ]);
 const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
 const HEX = '0123456789abcdef';
+// `charCodeAt(text, i)`: bound now, so that a later change to String.prototype or Function.prototype.call is not seen.
+const charCodeAt = Function.prototype.call.bind(String.prototype.charCodeAt);
+// Everything a MAC computation calls is bound here or plain arithmetic on this module's typed arrays (indexing a typed
+// array consults no prototype); their methods (fill, ...) run only while the key is absorbed, before any tool code.
+const floor = Math.floor;
 
 /** One SHA-256 compression: `out` = `state` after absorbing the 16 big-endian words of `block` (`w`: scratch). */
 function compress(state, block, out, w) {
@@ -71,8 +78,8 @@ function compress(state, block, out, w) {
 }
 
 /**
- * Absorbs a 32-byte key (then zeroes it) and returns `mac(seq, body, length)`: the hex HMAC-SHA256 of uint32be(seq)
- * followed by the SHA-256 digest of the first `length` bytes of `body`.
+ * Absorbs a 32-byte key (then zeroes it) and returns `mac(seq, body)`: the hex HMAC-SHA256 of uint32be(seq) followed
+ * by the SHA-256 digest of the string `body` as UTF-16LE.
  */
 function frameMac(key) {
   if (key.length !== 32) throw new Error('the frame key must be 32 bytes');
@@ -95,33 +102,40 @@ function frameMac(key) {
   key.fill(0);
   block.fill(0);
 
-  /** SHA-256 of bytes[0, length) into `digest`. */
-  function sha256(bytes, length) {
+  /** SHA-256 of `text` as UTF-16LE (two bytes a code unit) into `digest`. */
+  function sha256(text) {
     for (let j = 0; j < 8; j++) digest[j] = IV[j];
+    const units = text.length;
     let offset = 0;
-    for (; offset + 64 <= length; offset += 64) {
+    for (; offset + 32 <= units; offset += 32) {
       for (let j = 0; j < 16; j++) {
-        const i = offset + 4 * j;
-        block[j] = (bytes[i] << 24) | (bytes[i + 1] << 16) | (bytes[i + 2] << 8) | bytes[i + 3];
+        const a = charCodeAt(text, offset + 2 * j);
+        const b = charCodeAt(text, offset + 2 * j + 1);
+        block[j] = ((a & 255) << 24) | ((a >>> 8) << 16) | ((b & 255) << 8) | (b >>> 8);
       }
       compress(digest, block, digest, w);
     }
     // The tail, 0x80, zeros, and the length in bits: one block, or two when the tail leaves no room for the length.
-    const tail = length - offset;
-    block.fill(0);
-    for (let i = 0; i < tail; i++) block[i >> 2] |= bytes[offset + i] << (24 - 8 * (i & 3));
-    block[tail >> 2] |= 0x80 << (24 - 8 * (tail & 3));
-    if (tail >= 56) {
-      compress(digest, block, digest, w);
-      block.fill(0);
+    const tailBytes = 2 * (units - offset);
+    for (let j = 0; j < 16; j++) block[j] = 0;
+    for (let i = 0; i < tailBytes; i += 2) {
+      const c = charCodeAt(text, offset + i / 2);
+      block[i >> 2] |= (c & 255) << (24 - 8 * (i & 3));
+      block[(i + 1) >> 2] |= (c >>> 8) << (24 - 8 * ((i + 1) & 3));
     }
-    block[14] = Math.floor(length / 0x20000000);
-    block[15] = (length * 8) | 0;
+    block[tailBytes >> 2] |= 0x80 << (24 - 8 * (tailBytes & 3));
+    if (tailBytes >= 56) {
+      compress(digest, block, digest, w);
+      for (let j = 0; j < 16; j++) block[j] = 0;
+    }
+    const bytes = 2 * units;
+    block[14] = floor(bytes / 0x20000000);
+    block[15] = (bytes * 8) | 0;
     compress(digest, block, digest, w);
   }
 
-  return function mac(seq, body, length) {
-    sha256(body, length);
+  return function mac(seq, body) {
+    sha256(body);
     // Inner: 64 bytes of ipad already absorbed, then 36 bytes (seq, digest) and SHA-256's padding: 800 bits in all.
     block[0] = seq | 0;
     for (let j = 0; j < 8; j++) block[j + 1] = digest[j];

@@ -51,10 +51,11 @@ const stringSlice = String.prototype.slice;
 const regExpTest = RegExp.prototype.test;
 const toText = String;
 const getPrototypeOf = Object.getPrototypeOf;
+const objectPrototype = Object.prototype;
+const isFiniteNumber = Number.isFinite;
 const rangeErrorPrototype = RangeError.prototype;
 const OOM_MESSAGE = /allocation failed|out of memory/i;
 const byteLength = Buffer.byteLength;
-const bufferFrom = Buffer.from;
 const setTimer = setTimeout;
 const clearTimer = clearTimeout;
 const clearRepeat = clearInterval;
@@ -112,18 +113,12 @@ function send(frame) {
       diagnostics: { phase: 'process' },
     });
   }
-  // The body is no secret: Buffer.from may encode it even if the tool rewrote it (a falsified encoding only gets this
-  // frame dropped by the parent). The key stays in frame-mac's arithmetic.
+  // The MAC reads the body's code units itself (frame-mac.cjs): nothing the tool could have rewritten stands between
+  // the body the harness built and the body it authenticates.
   const seq = nextSeq++;
-  let tag;
-  try {
-    tag = mac(seq, bufferFrom(body, 'utf8'), byteLength(body, 'utf8'));
-  } catch {
-    tag = '-';
-  }
-  const line = '\n' + tag + ' ' + seq + ' ' + body + '\n';
+  const line = '\n' + mac(seq, body) + ' ' + seq + ' ' + body + '\n';
   const total = byteLength(line, 'utf8');
-  for (;;) {
+  for (let attempt = 0; attempt < 100; attempt++) {
     try {
       if (writeSync(CHANNEL_FD, line) === total) return;
     } catch (err) {
@@ -501,7 +496,9 @@ function safe(fn) {
  * would hand the agent something other than what the tool returned.
  */
 function jsonProblem(value) {
-  const stack = new Set();
+  // The ancestors of the value being walked (a circular reference points back at one): an array walked by index, since
+  // Set's methods are the tool's to rewrite by now, as are Object.keys and the rest (captured above).
+  const onPath = [];
   function walk(v, path, depth) {
     if (depth > 512) return { path, reason: 'nested deeper than 512 levels' };
     switch (typeof v) {
@@ -509,7 +506,7 @@ function jsonProblem(value) {
       case 'boolean':
         return undefined;
       case 'number':
-        return Number.isFinite(v) ? undefined : { path, reason: `${v} is not a JSON number` };
+        return isFiniteNumber(v) ? undefined : { path, reason: `${v} is not a JSON number` };
       case 'bigint':
         return { path, reason: 'a BigInt is not JSON (return it as a string)' };
       case 'function':
@@ -520,27 +517,25 @@ function jsonProblem(value) {
         return { path, reason: 'undefined is not JSON (use null, or leave the key out)' };
     }
     if (v === null) return undefined;
-    if (stack.has(v)) return { path, reason: 'a circular reference' };
-    const proto = Object.getPrototypeOf(v);
-    if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
+    for (let i = 0; i < depth; i++) if (onPath[i] === v) return { path, reason: 'a circular reference' };
+    const proto = getPrototypeOf(v);
+    const array = isArray(v);
+    if (!array && proto !== objectPrototype && proto !== null) {
       const kind = safe(() => v.constructor?.name) ?? 'object';
       return { path, reason: `a ${kind} is not plain JSON (convert it to an object, array, string or number)` };
     }
-    stack.add(v);
-    try {
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) {
-          const p = walk(v[i], `${path}[${i}]`, depth + 1);
-          if (p) return p;
-        }
-      } else {
-        for (const key of Object.keys(v)) {
-          const p = walk(v[key], `${path}.${key}`, depth + 1);
-          if (p) return p;
-        }
+    onPath[depth] = v;
+    if (array) {
+      for (let i = 0; i < v.length; i++) {
+        const p = walk(v[i], `${path}[${i}]`, depth + 1);
+        if (p) return p;
       }
-    } finally {
-      stack.delete(v);
+    } else {
+      const keys = objectKeys(v);
+      for (let i = 0; i < keys.length; i++) {
+        const p = walk(v[keys[i]], `${path}.${keys[i]}`, depth + 1);
+        if (p) return p;
+      }
     }
     return undefined;
   }

@@ -1,4 +1,7 @@
 import { randomInt } from 'node:crypto';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { removeRunDir } from './remove-run-dir';
 import type { SandboxLimits } from './limits';
 
 /** Uids handed to runs of this process that have not ended yet: two runs of one worker never share one. */
@@ -24,4 +27,36 @@ export function takeRunUser(limits: SandboxLimits): number | undefined {
 
 export function releaseRunUser(uid: number | undefined): void {
   if (uid !== undefined) inUse.delete(uid);
+}
+
+/** Directories any user may create files in, where a run's user can leave something behind outside its own directory. */
+const SHARED_DIRS = ['/tmp', '/var/tmp', '/dev/shm', '/run/lock'];
+
+/**
+ * Removes what a run's user left in the shared writable directories (a file in /dev/shm is memory that outlives the
+ * run; repeated runs would fill it). Anything that user owns there is the run's: the uid was picked for it. Shared
+ * directories one level down (like /tmp/.X11-unix) are looked into too. Never throws.
+ */
+export async function removeRunUserFiles(uid: number, extraRoot: string): Promise<void> {
+  const roots = [...new Set([...SHARED_DIRS, extraRoot])];
+  for (const root of roots) await removeOwnedIn(root, uid, 1);
+}
+
+async function removeOwnedIn(dir: string, uid: number, depth: number): Promise<void> {
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry);
+    try {
+      const st = await lstat(path);
+      if (st.uid === uid) await removeRunDir(path);
+      else if (depth > 0 && st.isDirectory() && (st.mode & 0o002) !== 0) await removeOwnedIn(path, uid, depth - 1);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
 }

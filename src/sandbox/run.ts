@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
 import { CGROUP_JOINED, killTree, launchCommand, type Launch } from './containment';
@@ -13,7 +13,7 @@ import type { SandboxPool } from './pool';
 import { removeRunDir } from './remove-run-dir';
 import { createRunCgroup, type RunCgroup } from './run-cgroup';
 import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
-import { releaseRunUser, takeRunUser } from './run-user';
+import { releaseRunUser, removeRunUserFiles, takeRunUser } from './run-user';
 import { TailBuffer } from './tail-buffer';
 import { SANDBOX_STATUSES, type SandboxDiagnostics, type SandboxStatus, type SandboxVerdict } from './verdict';
 
@@ -217,9 +217,13 @@ export async function disposeHarness(harness: BootedHarness): Promise<void> {
   await releaseHarness(harness);
 }
 
-/** What a harness held beside its processes: its directory, its user and its cgroup (its tree is dead by now). */
+/**
+ * What a harness held beside its processes (its tree is dead by now): its directory, whatever its user left in the
+ * shared writable directories, its cgroup and its uid.
+ */
 async function releaseHarness(harness: BootedHarness): Promise<void> {
   await removeRunDir(harness.dir);
+  if (harness.uid !== undefined) await removeRunUserFiles(harness.uid, dirname(harness.dir));
   await harness.cgroup?.remove();
   releaseRunUser(harness.uid);
 }
@@ -353,7 +357,14 @@ function superviseRun(
         });
         return;
       }
-      for (const frame of parsed) onFrame(frame);
+      for (const frame of parsed) {
+        try {
+          onFrame(frame);
+        } catch (err) {
+          // Whatever a frame holds, the parent (a worker serving other runs, or the CLI) must not fall over it.
+          decide({ status: 'crashed', error: `the sandbox could not read the harness's report: ${(err as Error).message}`, diagnostics: { phase: 'process' } });
+        }
+      }
     });
     channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
     const spawnFailed = (err: Error) =>
@@ -429,7 +440,8 @@ function resultOutcome(frame: Record<string, unknown>, toolInfo: SandboxDiagnost
     if (output === NOT_JSON) return { status: 'failed', error: 'the result the harness sent is not JSON', diagnostics: { phase: 'serialize', tool: toolInfo } };
     return { status, output, diagnostics };
   }
-  return { status: status as SandboxStatus, error: clipText(String(frame.error), MAX_ERROR_CHARS), diagnostics };
+  const error = typeof frame.error === 'string' ? frame.error : 'the sandbox harness reported no error text';
+  return { status: status as SandboxStatus, error: clipText(error, MAX_ERROR_CHARS), diagnostics };
 }
 
 const NOT_JSON = Symbol('not JSON');

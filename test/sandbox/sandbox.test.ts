@@ -130,6 +130,21 @@ const cases: Case[] = [
   { fixture: 'missing_package', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/forge-no-such-package-anywhere/) },
   { fixture: 'detached_grandchild', status: 'passed', maxMs: 5000, input: (m) => ({ marker: m }) },
   { fixture: 'deep_dir', status: 'passed', maxMs: 5000 },
+  ...(process.getuid?.() === 0
+    ? [
+        {
+          fixture: 'leaves_files_outside',
+          status: 'passed' as const,
+          maxMs: 5000,
+          input: (m: string) => ({ marker: m }),
+          check: (v: SandboxVerdict) => {
+            expect((v.output as { left: string[] }).left).toEqual(['/dev/shm', '/tmp', '/var/tmp']);
+            const marker = process.env.FORGE_TEST_MARKER!; // runCase set it for this run
+            for (const dir of ['/dev/shm', '/tmp', '/var/tmp']) expect(readdirSync(dir).filter((e) => e.startsWith(marker))).toEqual([]);
+          },
+        },
+      ]
+    : []), // (Without root a run keeps Forge's user, whose own files in /tmp are not the run's to judge.)
   { fixture: 'interval_after_return', status: 'passed', maxMs: 5000, check: (v) => expect(v.output).toEqual({ ok: true }) },
   { fixture: 'many_children', status: 'passed', maxMs: 8000, input: (m) => ({ marker: m, count: 100 }) },
   { fixture: 'forged_verdict', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/I failed, whatever I printed/) },
@@ -138,6 +153,7 @@ const cases: Case[] = [
   { fixture: 'forged_by_binding_hook', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/caught [1-9]\d* frames, and failed/) },
   // It took the harness's channel, so the harness's report of its failure never reached the parent: no result.
   { fixture: 'forged_by_fd_swap', status: 'crashed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/before it sent a result/) },
+  { fixture: 'forged_by_mac_oracle', status: 'crashed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/before it sent a result/) },
   { fixture: 'forged_by_promise_hijack', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/whatever await was told/) },
   { fixture: 'forged_partial_frame', status: 'failed', maxMs: 5000, check: (v) => expect(v.error).toMatch(/whatever I left on the channel/) },
   {
