@@ -28,14 +28,16 @@ export interface SandboxLimits {
   maxProcesses: number;
   /**
    * When Forge runs as root, each run's processes run as a user of their own, a uid picked at random from
-   * [userIdBase, userIdBase + 65536): they cannot read or signal Forge's processes, write the project's files, reach
+   * [userIdBase, userIdBase + 2^24): they cannot read or signal Forge's processes, write the project's files, reach
    * cgroups or mounts, or see another run's. 0 runs tools as Forge's own user.
    */
   userIdBase: number;
 }
 
-/** The highest userIdBase: its range of 65536 uids must stay below 2^32 - 1 (the kernel's "no uid"). */
-export const MAX_UID_BASE = 0xffff_ffff - 65_537;
+/** How many uids runs pick from: wide, so that workers sharing a host (each avoiding only its own) rarely meet. */
+export const RUN_UID_RANGE = 2 ** 24;
+/** The highest userIdBase: its range must stay below 2^32 - 1 (the kernel's "no uid"). */
+export const MAX_UID_BASE = 0xffff_ffff - RUN_UID_RANGE - 1;
 
 export const DEFAULT_LIMITS: SandboxLimits = {
   maxTimeoutMs: 30_000,

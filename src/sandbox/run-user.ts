@@ -2,11 +2,10 @@ import { randomInt } from 'node:crypto';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { removeRunDir } from './remove-run-dir';
-import type { SandboxLimits } from './limits';
+import { RUN_UID_RANGE, type SandboxLimits } from './limits';
 
 /** Uids handed to runs of this process that have not ended yet: two runs of one worker never share one. */
 const inUse = new Set<number>();
-const RANGE = 65_536;
 
 /**
  * A uid of its own for one run's processes, or undefined when runs keep Forge's user: Forge is not root (it could not
@@ -16,7 +15,7 @@ const RANGE = 65_536;
 export function takeRunUser(limits: SandboxLimits): number | undefined {
   if (limits.userIdBase === 0 || process.getuid?.() !== 0) return undefined;
   for (let attempt = 0; attempt < 16; attempt++) {
-    const uid = limits.userIdBase + randomInt(RANGE);
+    const uid = limits.userIdBase + randomInt(RUN_UID_RANGE);
     if (!inUse.has(uid)) {
       inUse.add(uid);
       return uid;

@@ -118,7 +118,9 @@ async function runOn(harness: BootedHarness, spare: boolean, request: SandboxReq
     const modulePath = join(harness.dir, module.format === 'cjs' ? 'tool.cjs' : 'tool.mjs');
     // A fresh harness is still booting while this is written: it learns the module's path only from the init line,
     // sent once this is done.
-    return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, module.code), limits);
+    // 'wx': created here, never through something already at that path (a symlink planted by a tool that shares the
+    // run's uid by chance would otherwise have root write through it).
+    return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, module.code, { flag: 'wx' }), limits);
   } finally {
     await releaseHarness(harness);
   }
