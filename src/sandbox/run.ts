@@ -220,14 +220,17 @@ export async function disposeHarness(harness: BootedHarness): Promise<void> {
 }
 
 /**
- * What a harness held beside its processes (its tree is dead by now): its directory, whatever its user left in the
- * shared writable directories, its cgroup and its uid.
+ * What a harness held beside its processes (its tree is dead by now): its directory, its cgroup, and its uid with
+ * whatever that user left in the shared writable directories.
  */
 async function releaseHarness(harness: BootedHarness): Promise<void> {
   await removeRunDir(harness.dir);
-  if (harness.uid !== undefined) await removeRunUserFiles(harness.uid, dirname(harness.dir));
   await harness.cgroup?.remove();
-  releaseRunUser(harness.uid);
+  const { uid } = harness;
+  if (uid === undefined) return;
+  // After the verdict, not before: scanning the shared directories costs a few ms with a few hundred entries in them.
+  // The uid is not handed out again until it is done.
+  void removeRunUserFiles(uid, dirname(harness.dir)).finally(() => releaseRunUser(uid));
 }
 
 function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {
