@@ -10,11 +10,12 @@
  *   them, so nothing a tool prints there can become a verdict.
  * - The harness's only channel to the parent is fd 3. Its first act, before the tool's module is even imported, is to
  *   read the run's 256-bit key from it (raw bytes, never a string) and absorb it into the HMAC states of
- *   frame-mac.cjs, which then zeroes the bytes. (No node:crypto in here: it would cost every run ~6 ms to load.) Every frame the harness sends carries an HMAC of its number and body
- *   under that key; the parent drops every frame whose MAC does not check out or whose number is not past the last
- *   accepted one, and it takes the first genuine result only. A tool can write to fd 3, or even swap fd 3 for a file
- *   and read what the harness writes, but it only ever sees MACs of the harness's own frames, never the key, so it
- *   cannot make a frame of its own that the parent accepts.
+ *   frame-mac.cjs, which then zeroes the bytes (no node:crypto in here: it would cost every run ~6 ms to load). Every
+ *   frame the harness sends carries an HMAC of its number and body under that key, computed from the body's code
+ *   units by frame-mac itself; the parent drops every frame whose MAC does not check out or whose number is not past
+ *   the last accepted one, and it takes the first genuine result only. A tool can write to fd 3, or even swap fd 3
+ *   for a file and read what the harness writes, but it only ever sees MACs of the harness's own frames, never the
+ *   key, so it cannot make a frame of its own that the parent accepts.
  * - The tool runs in this process and can rewrite any built-in it reaches (JSON.stringify, Object.prototype.toJSON,
  *   Promise.prototype.then, Node's internal bindings, ...). So everything the harness does once the tool's module has
  *   loaded goes through intrinsics captured below, before it loaded: frames are written by hand over primitives
@@ -27,10 +28,10 @@
  * - A tool that throws after printing or sending a fake "passed" therefore still ends `failed`: the harness reports
  *   the throw, and the fake frame never counted. A tool that kills or exits the process before the harness reports
  *   ends `crashed`, because a process that ends without a genuine result is never `passed`.
- * - What stays outside this guarantee: code that reads the process's raw memory, where the HMAC states live
- *   (node:inspector on the main thread, /proc/self/mem). That is native-level access, which only an OS-level boundary
- *   (a separate user or VM) would stop. A heap snapshot (node:v8) holds no key: the states are typed-array contents,
- *   and the key never becomes a string.
+ * - What stays outside this guarantee: code that reads the process's raw memory, where the HMAC states live, through
+ *   node:inspector on its own main thread. /proc/self/mem is closed once the harness has switched to the run's own
+ *   user (see becomeRunUser); a heap snapshot (node:v8) holds no key: the states are typed-array contents, and the key
+ *   never becomes a string. Only a separate process or VM would close the inspector too.
  */
 'use strict';
 // CommonJS, not an ES module: Node starts a CommonJS entry ~3 ms sooner (the ESM loader initialises only when the
