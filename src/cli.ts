@@ -4,6 +4,7 @@ import { printError, printResult } from './commands/output';
 import { ForgeInputError } from './errors';
 import { ConfigError } from './config';
 import { DevServerError, PlatformUnreachableError, TemporalBinaryNotFoundError } from './platform/errors';
+import { sandboxCleanupsDone } from './sandbox';
 import { registerCall } from './commands/call';
 import { registerDelete } from './commands/delete';
 import { registerDeploy } from './commands/deploy';
@@ -44,6 +45,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     process.exitCode = undefined;
     await program.parseAsync(argv);
+    // bin/forge.js exits as soon as this resolves: what sandbox runs left to clean up after their verdicts goes first.
+    await sandboxCleanupsDone();
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {

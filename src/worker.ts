@@ -6,7 +6,7 @@ import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { coalesce } from './registry/coalesce';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
-import { describeIsolation, SandboxPool } from './sandbox';
+import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
 
 /** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
@@ -110,6 +110,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       await unlisten().catch(() => undefined);
       await republish.flush();
       await sandboxPool?.close();
+      await sandboxCleanupsDone();
     })();
     return stopping;
   };

@@ -1,4 +1,4 @@
-export { runSandbox, TOOL_NAME_PATTERN, type SandboxRequest } from './run';
+export { runSandbox, sandboxCleanupsDone, TOOL_NAME_PATTERN, type SandboxRequest } from './run';
 export { SandboxPool } from './pool';
 export { compileTool, type CompileResult } from './compile';
 export { DEFAULT_LIMITS, resolveLimits, defaultConcurrency, type SandboxLimits } from './limits';

@@ -12,7 +12,8 @@ export interface RunnableModule {
  * CommonJS module in ~0.5 ms but its first ES module in ~7 ms (the ESM loader starts up), and every sandbox run is a
  * fresh process that pays it. Not when the module uses top-level await or import.meta, which only an ES module has:
  * those run as the ES module they are. esbuild keeps Node's interop (a default import of a CommonJS package is its
- * module.exports) and chains the inline source map, so stack traces still name the submitted TypeScript lines.
+ * module.exports) and chains the inline source map, so stack traces still name the submitted TypeScript lines; the
+ * module body runs in strict mode with an undefined top-level `this`, as the ES module would.
  */
 export async function runnableModule(esm: string): Promise<RunnableModule> {
   const key = createHash('sha256').update(esm).digest('hex');
@@ -33,7 +34,17 @@ const cache = new Map<string, RunnableModule>();
 
 async function convert(esm: string): Promise<RunnableModule> {
   try {
-    const result = await transform(esm, { loader: 'js', format: 'cjs', platform: 'node', target: 'node20', sourcemap: 'inline', logLevel: 'silent' });
+    const result = await transform(esm, {
+      loader: 'js',
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      sourcemap: 'inline',
+      logLevel: 'silent',
+      // An ES module is strict and its top-level `this` is undefined; a CommonJS module is neither unless told.
+      banner: '(function () {\n"use strict";',
+      footer: '}).call(undefined);',
+    });
     if (result.warnings.some((w) => w.id === 'empty-import-meta')) return { format: 'esm', code: esm };
     return { format: 'cjs', code: result.code };
   } catch {

@@ -229,8 +229,19 @@ async function releaseHarness(harness: BootedHarness): Promise<void> {
   const { uid } = harness;
   if (uid === undefined) return;
   // After the verdict, not before: scanning the shared directories costs a few ms with a few hundred entries in them.
-  // The uid is not handed out again until it is done.
-  void removeRunUserFiles(uid, dirname(harness.dir)).finally(() => releaseRunUser(uid));
+  // The uid is not handed out again until it is done; a process about to exit waits for it (sandboxCleanupsDone).
+  const cleanup = removeRunUserFiles(uid, dirname(harness.dir)).finally(() => {
+    releaseRunUser(uid);
+    pendingCleanups.delete(cleanup);
+  });
+  pendingCleanups.add(cleanup);
+}
+
+const pendingCleanups = new Set<Promise<void>>();
+
+/** Resolves once every run's after-verdict cleanup has finished: what a process awaits before it exits. */
+export async function sandboxCleanupsDone(): Promise<void> {
+  while (pendingCleanups.size > 0) await Promise.all(pendingCleanups);
 }
 
 function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {

@@ -8,6 +8,23 @@ describe('the form a compiled tool runs in', () => {
     expect((await runnableModule('export const url = import.meta.url; export default { a: 1 };')).format).toBe('esm');
   });
 
+  test('the CommonJS form is strict and its top-level this is undefined, as the ES module was', async () => {
+    const source = `import { z } from 'zod';
+const topThis = typeof this;
+const frozen = Object.freeze({ a: 1 });
+export default {
+  name: 'strictness',
+  inputSchema: z.object({}),
+  async execute() {
+    let threw = false;
+    try { (frozen as { a: number }).a = 2; } catch { threw = true; }
+    return { topThis, assignmentToFrozenThrew: threw };
+  },
+};`;
+    const v = await runSandbox({ name: 'strictness', source, input: {} });
+    expect(v).toMatchObject({ status: 'passed', output: { topThis: 'undefined', assignmentToFrozenThrew: true } });
+  });
+
   test("either way the tool behaves as the ES module it was written as: Node's interop and the zod it imported", async () => {
     const tool = (extra: string) => `import { z } from 'zod';
 import pg from 'pg';                       // a CommonJS package: its default import is module.exports
