@@ -220,6 +220,14 @@ async function run() {
   }
   let mod;
   try {
+    // A bare import from the tool's own directory looks in its node_modules (the project's packages) and nowhere
+    // above: the directories above (/dev/shm) are writable by every run, and a node_modules planted there would load
+    // one run's code into another that imports a package the project does not have. (CommonJS only: the ES module
+    // resolver has no such hook, so a tool that needs ESM, for top-level await or import.meta, still looks above
+    // for a package the project lacks.)
+    const Module = require('node:module');
+    const nodeModulePaths = Module._nodeModulePaths;
+    Module._nodeModulePaths = (from) => (from === moduleDir.slice(0, -1) ? [moduleDir + 'node_modules'] : nodeModulePaths(from));
     // tool.cjs when the parent could make it CommonJS (it loads ~7 ms sooner), tool.mjs when it needs ESM.
     mod = isCommonJs ? require(init.modulePath) : await import(pathToFileURL(init.modulePath).href);
   } catch (err) {

@@ -163,8 +163,12 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
   try {
     // All of the run's processes together get what one of them may address.
     cgroup = createRunCgroup((limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024);
-    // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says.
+    // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says. The
+    // package.json ends Node's search for the tool's package scope here: without it Node would go on to the parent,
+    // /dev/shm, where any run can write a package.json that names itself `zod` (a self-reference wins over
+    // node_modules) and so have its code loaded by another run.
     await symlink(projectNodeModules(), join(dir, 'node_modules'), 'dir');
+    await writeFile(join(dir, 'package.json'), '{"private":true}\n', { flag: 'wx' });
     // The run's user owns its directory (mode 0700 from mkdtemp) and nothing else.
     if (uid !== undefined) await chown(dir, uid, uid);
     const marker = randomBytes(12).toString('hex');
@@ -313,13 +317,18 @@ function superviseRun(
     const armTimer = () => {
       if (timer) clearTimeout(timer);
       const limitMs = Math.round(deadline - startedAt);
+      // The decision waits for one turn of the event loop: when the loop was held up (the process also supervises
+      // other runs), timers run before pending I/O is read, and a result that arrived in time would lose to its own
+      // deadline.
       timer = setTimeout(
         () =>
-          decide({
-            status: 'timeout',
-            error: `no result within ${deadlineSays}; the process tree was killed`,
-            diagnostics: { phase: 'limits', limit: { kind: 'timeMs', value: limitMs }, tool: toolInfo },
-          }),
+          setImmediate(() =>
+            decide({
+              status: 'timeout',
+              error: `no result within ${deadlineSays}; the process tree was killed`,
+              diagnostics: { phase: 'limits', limit: { kind: 'timeMs', value: limitMs }, tool: toolInfo },
+            }),
+          ),
         Math.max(0, deadline - performance.now()),
       );
     };

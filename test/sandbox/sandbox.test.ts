@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -372,6 +372,23 @@ export default {
     } finally {
       process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
       rmSync(closed, { recursive: true, force: true });
+    }
+  });
+
+  test("what another run plants above the run directories is never loaded: a package.json naming itself zod, a node_modules", async () => {
+    // Any run can write to the directory the run directories live in (/dev/shm by default): stand in for one.
+    writeFileSync(join(tempRoot, 'package.json'), JSON.stringify({ name: 'zod', exports: { '.': './planted.cjs' } }));
+    writeFileSync(join(tempRoot, 'planted.cjs'), 'throw new Error("planted code ran");');
+    mkdirSync(join(tempRoot, 'node_modules', 'forge-no-such-package-anywhere'), { recursive: true });
+    writeFileSync(join(tempRoot, 'node_modules', 'forge-no-such-package-anywhere', 'index.js'), 'throw new Error("planted code ran");');
+    try {
+      const v = await runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: 100 } });
+      expect(v).toMatchObject({ status: 'passed', output: { fahrenheit: 212 } });
+      const missing = await runSandbox({ name: 'missing_package', source: source('missing_package'), input: {} });
+      expect(missing.status).toBe('failed');
+      expect(missing.error).toMatch(/Cannot find module 'forge-no-such-package-anywhere'/);
+    } finally {
+      for (const planted of ['package.json', 'planted.cjs', 'node_modules']) rmSync(join(tempRoot, planted), { recursive: true, force: true });
     }
   });
 
