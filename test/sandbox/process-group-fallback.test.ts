@@ -2,7 +2,7 @@ import { chmodSync, readFileSync, mkdtempSync, readdirSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { containment, runSandbox } from '../../src/sandbox';
+import { containment, runSandbox, sandboxCleanupsDone } from '../../src/sandbox';
 import { processesMarkedWith } from '../helpers/processes';
 
 /**
@@ -19,7 +19,8 @@ beforeAll(() => {
   process.env.FORGE_SANDBOX_CONTAINMENT = 'process-group';
   process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
 });
-afterAll(() => {
+afterAll(async () => {
+  await sandboxCleanupsDone(); // what runs clean up after their verdicts, before the root goes
   delete process.env.FORGE_SANDBOX_CONTAINMENT;
   delete process.env.FORGE_SANDBOX_TMPDIR;
   rmSync(tempRoot, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { containment, runSandbox, SandboxPool, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
+import { containment, runSandbox, SandboxPool, sandboxCleanupsDone, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
 import { processesMarkedWith } from '../helpers/processes';
 import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
 
@@ -16,7 +16,8 @@ chmodSync(tempRoot, 0o711);
 beforeAll(() => {
   process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
 });
-afterAll(() => {
+afterAll(async () => {
+  await sandboxCleanupsDone(); // what runs clean up after their verdicts, before the root goes
   delete process.env.FORGE_SANDBOX_TMPDIR;
   rmSync(tempRoot, { recursive: true, force: true });
 });
@@ -140,8 +141,8 @@ const cases: Case[] = [
           check: (v: SandboxVerdict) => {
             expect((v.output as { left: string[] }).left).toEqual(['/dev/shm', '/tmp', '/var/tmp']);
             // Removed right after the verdict (the scan is kept off the verdict's path).
-            const marker = process.env.FORGE_TEST_MARKER!; // runCase set it for this run
-            const left = () => ['/dev/shm', '/tmp', '/var/tmp'].flatMap((dir) => readdirSync(dir).filter((e) => e.startsWith(marker)));
+            const name = [...process.env.FORGE_TEST_MARKER!].reverse().join(''); // as the fixture names its files
+            const left = () => ['/dev/shm', '/tmp', '/var/tmp'].flatMap((dir) => readdirSync(dir).filter((e) => e.startsWith(name)));
             return until(() => left().length === 0, 2000);
           },
         },
