@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { transform, type Message } from 'esbuild';
+import { Lru } from './lru';
 import type { SourceLocation } from './verdict';
 
 export type CompileResult =
@@ -16,22 +17,14 @@ export async function compileTool(source: string, name: string): Promise<Compile
   // esbuild is deterministic, so a small cache of recent results saves a round trip to its service each time.
   const key = source.length <= CACHE_MAX_SOURCE ? createHash('sha256').update(name).update('\0').update(source).digest('hex') : undefined;
   const cached = key ? cache.get(key) : undefined;
-  if (cached) {
-    cache.delete(key!);
-    cache.set(key!, cached); // most recently used last
-    return cached;
-  }
+  if (cached) return cached;
   const result = await compileUncached(source, name);
-  if (key) {
-    cache.set(key, result);
-    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
-  }
+  if (key) cache.set(key, result);
   return result;
 }
 
-const CACHE_ENTRIES = 128;
 const CACHE_MAX_SOURCE = 256 * 1024;
-const cache = new Map<string, CompileResult>();
+const cache = new Lru<CompileResult>(128);
 
 async function compileUncached(source: string, name: string): Promise<CompileResult> {
   const file = `${name}.ts`;

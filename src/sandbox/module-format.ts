@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { transform } from 'esbuild';
+import { Lru } from './lru';
 
 /** A tool's compiled module in the form the sandbox loads it. */
 export interface RunnableModule {
@@ -18,19 +19,13 @@ export interface RunnableModule {
 export async function runnableModule(esm: string): Promise<RunnableModule> {
   const key = createHash('sha256').update(esm).digest('hex');
   const cached = cache.get(key);
-  if (cached) {
-    cache.delete(key);
-    cache.set(key, cached);
-    return cached;
-  }
+  if (cached) return cached;
   const runnable = await convert(esm);
   cache.set(key, runnable);
-  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
   return runnable;
 }
 
-const CACHE_ENTRIES = 128;
-const cache = new Map<string, RunnableModule>();
+const cache = new Lru<RunnableModule>(128);
 
 async function convert(esm: string): Promise<RunnableModule> {
   try {
