@@ -23,21 +23,19 @@ export async function compileTool(source: string, name: string): Promise<Compile
   return result;
 }
 
+/**
+ * What every esbuild transform of a tool shares: Node's runtime, the Node version the sandbox runs, an inline source
+ * map (stacks name the submitted lines), and errors returned rather than printed.
+ */
+export const NODE_TRANSFORM = { platform: 'node', target: 'node20', sourcemap: 'inline', logLevel: 'silent' } as const;
+
 const CACHE_MAX_SOURCE = 256 * 1024;
 const cache = new Lru<CompileResult>(128);
 
 async function compileUncached(source: string, name: string): Promise<CompileResult> {
   const file = `${name}.ts`;
   try {
-    const result = await transform(source, {
-      loader: 'ts',
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      sourcefile: file,
-      sourcemap: 'inline',
-      logLevel: 'silent',
-    });
+    const result = await transform(source, { ...NODE_TRANSFORM, loader: 'ts', format: 'esm', sourcefile: file });
     return { ok: true, code: result.code, warnings: result.warnings.map((w) => formatMessage(w)) };
   } catch (err) {
     const messages: Message[] = (err as { errors?: Message[] }).errors ?? [];

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { transform } from 'esbuild';
+import { NODE_TRANSFORM } from './compile';
 import { Lru } from './lru';
 
 /** A tool's compiled module in the form the sandbox loads it. */
@@ -30,12 +31,9 @@ const cache = new Lru<RunnableModule>(128);
 async function convert(esm: string): Promise<RunnableModule> {
   try {
     const result = await transform(esm, {
+      ...NODE_TRANSFORM,
       loader: 'js',
       format: 'cjs',
-      platform: 'node',
-      target: 'node20',
-      sourcemap: 'inline',
-      logLevel: 'silent',
       // An ES module is strict and its top-level `this` is undefined; a CommonJS module is neither unless told.
       banner: '(function () {\n"use strict";',
       footer: '}).call(undefined);',
