@@ -76,12 +76,13 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
     if (!report.accepted) {
       const refused = report.statements.filter((s) => !s.accepted);
       const first = refused[0];
-      const message =
-        report.statements.length === 0
+      const message = report.problem
+        ? `the schema policy refused the migration as a whole (rule ${report.problem.rule}); nothing ran. ${report.problem.message}`
+        : report.statements.length === 0
           ? 'the migration holds no statement'
           : `${refused.length} of ${report.statements.length} statement(s) refused by the schema policy; nothing ran. ` +
             `Statement ${first.index} (${first.kind}, rule ${first.rule}): ${first.message}`;
-      throw migrationRejected({ reason: 'policy', message, statements: report.statements });
+      throw migrationRejected({ reason: 'policy', message, statements: report.statements, problem: report.problem });
     }
     return report;
   }
@@ -119,7 +120,7 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
 
     /**
      * Judges the SQL again (the policy decides what runs, at the moment it runs), then applies it, its
-     * `agent_migrations` row and its `migration.applied` event in ONE transaction with `SET LOCAL lock_timeout` and `statement_timeout`. Idempotent on
+     * `forge_migrations` row and its `migration.applied` event in ONE transaction with `SET LOCAL lock_timeout` and `statement_timeout`. Idempotent on
      * (name, checksum): a retry after a commit whose completion was lost finds this run's row and reports `applied`
      * without running anything again. Nothing to compensate: a failure rolls the whole transaction back.
      */

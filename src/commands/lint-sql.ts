@@ -35,7 +35,10 @@ function describeReport(file: string, report: PolicyReport): string {
     if (s.message) lines.push(`    ${s.message}`);
   }
   const refused = report.statements.filter((s) => !s.accepted).length;
-  if (report.statements.length === 0) lines.push(`${name}: rejected: the migration holds no statement`);
+  if (report.problem) {
+    const at = report.problem.location ? `:${report.problem.location.line}:${report.problem.location.column}` : '';
+    lines.push(`${name}${at}: rejected (${report.problem.rule}): ${report.problem.message}`);
+  } else if (report.statements.length === 0) lines.push(`${name}: rejected: the migration holds no statement`);
   else if (report.accepted) lines.push(`${name}: accepted (${report.statements.length} statement(s))`);
   else lines.push(`${name}: rejected: ${refused} of ${report.statements.length} statement(s) refused; nothing would run`);
   return lines.join('\n');

@@ -3,7 +3,7 @@ import { MigrationStatementError, StatementBoundError } from './errors';
 import { agentMigrations, events } from './schema';
 import type { ForgeDatabase } from './types';
 
-/** One row of `agent_migrations`: a migration the workflow committed. */
+/** One row of `forge_migrations`: a migration the workflow committed. */
 export type AgentMigration = typeof agentMigrations.$inferSelect;
 
 /** One statement of an accepted migration: its text as the policy split it, and where it starts in the whole. */
@@ -74,7 +74,7 @@ export interface PostgresErrorFields {
 /**
  * Applies an accepted migration in ONE transaction: under a per-name advisory lock (PostgreSQL; PGlite has one
  * backend, so its transactions never interleave), `SET LOCAL lock_timeout` and `statement_timeout`, a look at the
- * `agent_migrations` row of this name, the statements one by one, the row and a `migration.applied` event. All of it
+ * `forge_migrations` row of this name, the statements one by one, the row and a `migration.applied` event. All of it
  * commits, or none of it.
  *
  * Idempotent per (name, checksum): when the row is already there nothing runs again. A row written by the same

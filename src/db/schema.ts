@@ -1,3 +1,4 @@
+import { FORGE_TABLES } from '../contract/forge-tables';
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp, unique } from 'drizzle-orm/pg-core';
 
 // Tables are unqualified (no pgSchema): FORGE_SCHEMA is applied through search_path, so the same generated
@@ -5,7 +6,7 @@ import { bigserial, index, integer, jsonb, pgTable, text, timestamp, unique } fr
 
 /** Every persisted tool version. Rows are immutable once written; (name, content_hash) makes persisting idempotent. */
 export const toolVersions = pgTable(
-  'tool_versions',
+  FORGE_TABLES.toolVersions,
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
     name: text('name').notNull(),
@@ -29,13 +30,13 @@ export const toolVersions = pgTable(
  * The last version number handed out per tool. Kept apart from tool_versions so numbers never repeat after a
  * tool's versions are deleted, and its row is the per-tool lock that serialises inserts and activations.
  */
-export const toolVersionCounters = pgTable('tool_version_counters', {
+export const toolVersionCounters = pgTable(FORGE_TABLES.toolVersionCounters, {
   name: text('name').primaryKey(),
   lastVersion: integer('last_version').notNull().default(0),
 });
 
 /** The one active version per tool; no row means the tool is not active. */
-export const activeTools = pgTable('active_tools', {
+export const activeTools = pgTable(FORGE_TABLES.activeTools, {
   name: text('name').primaryKey(),
   version: integer('version').notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
@@ -43,7 +44,7 @@ export const activeTools = pgTable('active_tools', {
 
 /** Append-only log of what happened to tools (and later migrations and promotions), for operators and audits. */
 export const events = pgTable(
-  'events',
+  FORGE_TABLES.events,
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
@@ -56,8 +57,11 @@ export const events = pgTable(
   (t) => [index('events_subject_id_idx').on(t.subject, t.id)],
 );
 
-/** Agent schema migrations applied through the migration workflow (not Forge's own drizzle migrations). */
-export const agentMigrations = pgTable('agent_migrations', {
+/**
+ * Agent schema migrations applied through the migration workflow (not Forge's own drizzle migrations). Named outside
+ * the agent namespace so that no agent migration can reach its own history (SCHEMA_POLICY.md "Forge's own objects").
+ */
+export const agentMigrations = pgTable(FORGE_TABLES.agentMigrations, {
   name: text('name').primaryKey(),
   checksum: text('checksum').notNull(),
   sql: text('sql').notNull(),

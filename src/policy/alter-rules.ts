@@ -85,8 +85,9 @@ export function checkAlterTable(s: AlterTableStmt): Verdict {
         'COMMENT ON agent_ objects.',
     );
   }
+  const added = new Set(cmds.flatMap((c) => (c.subtype === 'AT_AddColumn' && c.def && 'ColumnDef' in c.def ? [c.def.ColumnDef.colname ?? ''] : [])));
   for (let i = 0; i < cmds.length; i++) {
-    const problem = agent ? checkAgentAction(cmds[i], table) : checkCoreAction(cmds[i], table);
+    const problem = agent ? checkAgentAction(cmds[i], table) : checkCoreAction(cmds[i], table, added);
     if (problem) return cmds.length > 1 ? withAction(problem, i, cmds[i]) : problem;
   }
   return agent
@@ -98,10 +99,10 @@ function withAction(v: Verdict, i: number, cmd: AlterTableCmd): Verdict {
   return { ...v, message: `Action ${i + 1} (${actionName(cmd)}): ${v.message}` };
 }
 
-function checkCoreAction(cmd: AlterTableCmd, table: string): Verdict | undefined {
+function checkCoreAction(cmd: AlterTableCmd, table: string, added: ReadonlySet<string>): Verdict | undefined {
   if (cmd.subtype === 'AT_AddColumn') {
     const def = cmd.def && 'ColumnDef' in cmd.def ? cmd.def.ColumnDef : undefined;
-    return def ? checkColumnDef(def, table, true) : undefined;
+    return def ? checkColumnDef(def, table, true, added) : undefined;
   }
   if (cmd.subtype === 'AT_DropColumn') return refusals.drop(`ALTER TABLE ${table} DROP COLUMN`);
   if (cmd.subtype === 'AT_ChangeOwner') return refusals.privileges(`ALTER TABLE ${table} OWNER TO`);

@@ -5,9 +5,9 @@ import type { RawStatement } from './read-statements';
 import { readStatements } from './read-statements';
 import { TextIndex } from './text-index';
 import { identifiersOf } from './identifiers';
-import type { TreeFacts } from './foreign-schema';
-import { findForeignSchema } from './foreign-schema';
-import type { PolicyOptions, PolicyReport, StatementVerdict } from './types';
+import type { TreeFacts } from './tree-rules';
+import { checkTree, MAX_TREE_DEPTH } from './tree-rules';
+import type { MigrationProblem, PolicyOptions, PolicyReport, StatementVerdict } from './types';
 import type { RuleContext, Verdict } from './verdict';
 import { reject } from './verdict';
 
@@ -32,11 +32,35 @@ export async function checkMigration(sql: string, opts: PolicyOptions = {}): Pro
 export function checkMigrationSync(sql: string, opts: PolicyOptions = {}): PolicyReport {
   const ctx: RuleContext = { schema: opts.schema ?? 'public' };
   const index = new TextIndex(sql);
+  const textProblem = checkText(sql, index);
+  if (textProblem) return { accepted: false, statements: [], problem: textProblem };
   const raws = readStatements(sql);
+  if (raws.length > MAX_MIGRATION_STATEMENTS) {
+    return {
+      accepted: false,
+      statements: [],
+      problem: {
+        rule: 'too-many-statements',
+        message:
+          `The migration holds ${raws.length} statements; at most ${MAX_MIGRATION_STATEMENTS} are judged and run ` +
+          'in one transaction. Split it into several migrations.',
+      },
+    };
+  }
+  return judgeStatements(sql, raws, ctx, index);
+}
+
+/**
+ * The verdict on every statement of a migration, whatever its length: {@link checkMigrationSync} without the
+ * statement limit, for tests that run whole PostgreSQL regression files through the rules.
+ */
+export function judgeEveryStatement(sql: string, opts: PolicyOptions = {}): PolicyReport {
+  return judgeStatements(sql, readStatements(sql), { schema: opts.schema ?? 'public' }, new TextIndex(sql));
+}
+
+function judgeStatements(sql: string, raws: RawStatement[], ctx: RuleContext, index: TextIndex): PolicyReport {
   const facts = raws.map((raw): StatementFacts | undefined =>
-    raw.node
-      ? { ...findForeignSchema(raw.node, ctx), identifiers: identifiersOf(sql.slice(raw.start, raw.end)) }
-      : undefined,
+    raw.node ? { ...checkTree(raw.node, ctx), identifiers: identifiersOf(sql.slice(raw.start, raw.end)) } : undefined,
   );
   const truncated = truncationMap(facts);
   const statements = raws.map((raw, i): StatementVerdict => {
@@ -62,6 +86,13 @@ function judge(
   ctx: RuleContext,
   index: TextIndex,
 ): Verdict {
+  if (raw.tooDeep) {
+    return reject(
+      'expression-too-deep',
+      `This statement nests too deeply for the parser to read (past about ${MAX_TREE_DEPTH} levels). Write the ` +
+        'expression flatter (fewer nested parentheses or chained operators), or split the work.',
+    );
+  }
   if (!raw.node || !facts) {
     const at = raw.errorOffset === undefined ? '' : ` (line ${index.location(raw.errorOffset).line}, column ${index.location(raw.errorOffset).column})`;
     return reject(
@@ -72,8 +103,41 @@ function judge(
   }
   const verdict = judgeStatement(raw.node, ctx);
   if (!verdict.accepted) return verdict;
-  if (facts.foreignSchema) return facts.foreignSchema;
+  if (facts.problem) return facts.problem;
   return identifierProblem(facts.identifiers, truncated) ?? verdict;
+}
+
+/** SCHEMA_POLICY.md "Limits": the most statements one migration may hold. */
+export const MAX_MIGRATION_STATEMENTS = 1_000;
+/** SCHEMA_POLICY.md "Limits": the most SQL one migration may be, in bytes of UTF-8. */
+export const MAX_MIGRATION_BYTES = 1024 * 1024;
+
+/**
+ * What is refused before the parser reads anything: a NUL byte (the parser's C strings end there, so it would judge
+ * a prefix while PostgreSQL gets the whole text), and text past the size limit.
+ */
+function checkText(sql: string, index: TextIndex): MigrationProblem | undefined {
+  const nul = sql.indexOf('\u0000');
+  if (nul >= 0) {
+    const at = index.location(nul);
+    return {
+      rule: 'nul-byte',
+      message:
+        `The migration holds a NUL byte (line ${at.line}, column ${at.column}). PostgreSQL accepts no NUL in SQL ` +
+        'text, and a judge reading up to it would see only part of the migration. Remove it.',
+      location: at,
+    };
+  }
+  const bytes = Buffer.byteLength(sql, 'utf8');
+  if (bytes > MAX_MIGRATION_BYTES) {
+    return {
+      rule: 'too-large',
+      message:
+        `The migration is ${bytes} bytes; at most ${MAX_MIGRATION_BYTES} (1 MiB) of SQL is judged and run as one. ` +
+        'Split it into several migrations.',
+    };
+  }
+  return undefined;
 }
 
 /** Truncated form of every identifier written in the migration → the distinct identifiers that become it. */

@@ -1,5 +1,6 @@
 import type { ColumnDef, Constraint, Node } from 'libpg-query';
-import { isAgentName, namesOf, showIdent, suggestAgentName } from './names';
+import { isImmutableFunction } from './builtins';
+import { isAgentName, namesOf, showIdent, showQualified, suggestAgentName } from './names';
 import type { Verdict } from './verdict';
 import { reject } from './verdict';
 
@@ -43,7 +44,13 @@ export function checkConstraintName(c: Constraint, where: string): Verdict | und
  * REFERENCES): anything that would create an index or sequence named after the core table, rewrite it, or fail on a
  * table that has rows is refused with the way around it.
  */
-export function checkColumnDef(col: ColumnDef, table: string, core: boolean): Verdict | undefined {
+export function checkColumnDef(
+  col: ColumnDef,
+  table: string,
+  core: boolean,
+  /** The columns this statement adds to the core table: all a CHECK there may read. */
+  addedColumns: ReadonlySet<string> = new Set(col.colname === undefined ? [] : [col.colname]),
+): Verdict | undefined {
   const constraints = constraintsOf(col.constraints);
   for (const c of constraints) {
     const named = checkConstraintName(c, table);
@@ -73,6 +80,15 @@ export function checkColumnDef(col: ColumnDef, table: string, core: boolean): Ve
   for (const c of constraints) {
     if (c.contype !== undefined && CORE_COLUMN_CONSTRAINTS.has(c.contype)) continue;
     return reject('core-column-constraint', coreConstraintMessage(c, column, table));
+  }
+  for (const c of constraints) {
+    const problem =
+      c.contype === 'CONSTR_FOREIGN'
+        ? checkCoreForeignKey(c, column, table)
+        : c.contype === 'CONSTR_CHECK'
+          ? checkCoreCheck(c.raw_expr, column, table, addedColumns)
+          : undefined;
+    if (problem) return problem;
   }
   const notNull = constraints.some((c) => c.contype === 'CONSTR_NOTNULL');
   const hasDefault = col.raw_default !== undefined || constraints.some((c) => c.contype === 'CONSTR_DEFAULT');
@@ -111,4 +127,77 @@ function coreConstraintMessage(c: Constraint, column: string, table: string): st
         'DEFAULT, NOT NULL (with a DEFAULT), CHECK and REFERENCES only.'
       );
   }
+}
+
+/** Foreign-key actions by their parse-tree letter; `a` (NO ACTION), `r` (RESTRICT) and `n` (SET NULL) are allowed. */
+const FK_ACTIONS: Partial<Record<string, string>> = { c: 'CASCADE', d: 'SET DEFAULT' };
+
+/**
+ * A core column may reference another table, but deleting or updating the referenced (agent) rows must never delete
+ * or rewrite the application's rows (SCHEMA_POLICY.md "Core tables stay the application's").
+ */
+function checkCoreForeignKey(c: Constraint, column: string, table: string): Verdict | undefined {
+  for (const [event, action] of [
+    ['DELETE', c.fk_del_action],
+    ['UPDATE', c.fk_upd_action],
+  ] as const) {
+    const shown = FK_ACTIONS[action ?? 'a'];
+    if (shown === undefined) continue;
+    return reject(
+      'core-fk-action',
+      `REFERENCES ... ON ${event} ${shown} on core column ${table}.${column} would let a change to the referenced ` +
+        `rows ${event === 'DELETE' ? 'delete' : 'rewrite'} the application's rows of ${table}. Use ON ${event} ` +
+        'SET NULL, RESTRICT or NO ACTION (the default).',
+    );
+  }
+  return undefined;
+}
+
+/**
+ * A CHECK on a core table must never start refusing the application's own writes: it may read only the columns this
+ * statement adds (which the application does not write) and call only immutable functions (no now(): its verdict on
+ * a row must not change later).
+ */
+function checkCoreCheck(expr: Node | undefined, column: string, table: string, added: ReadonlySet<string>): Verdict | undefined {
+  const stack: unknown[] = [expr];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (Array.isArray(value)) {
+      stack.push(...value);
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    const node = value as Record<string, unknown>;
+    const ref = node.ColumnRef as { fields?: Node[] } | undefined;
+    if (ref) {
+      const fields = namesOf(ref.fields);
+      const name = fields[fields.length - 1];
+      if (fields.length !== (ref.fields?.length ?? 0) || fields.length !== 1 || !added.has(name)) {
+        return coreCheck(
+          `reads ${fields.length > 0 ? showQualified(fields) : '*'}, which is not a column this statement adds`,
+          column,
+          table,
+        );
+      }
+    }
+    const call = node.FuncCall as { funcname?: Node[] } | undefined;
+    if (call) {
+      const name = namesOf(call.funcname);
+      if (!isImmutableFunction(name[name.length - 1] ?? '')) {
+        return coreCheck(`calls ${showQualified(name)}, which is not immutable`, column, table);
+      }
+    }
+    if (node.SQLValueFunction) return coreCheck('reads the clock or the session (CURRENT_...)', column, table);
+    for (const child of Object.values(node)) if (typeof child === 'object') stack.push(child);
+  }
+  return undefined;
+}
+
+function coreCheck(what: string, column: string, table: string): Verdict {
+  return reject(
+    'core-check',
+    `The CHECK on core column ${table}.${column} ${what}. A CHECK on a core table may read only the columns the ` +
+      'migration adds and call only immutable functions, so that it can never start refusing the application\'s ' +
+      'own writes. Check other columns in a tool, or keep the data in an agent_ table.',
+  );
 }

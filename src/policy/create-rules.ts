@@ -10,7 +10,9 @@ import type {
 } from 'libpg-query';
 import { checkColumnDef, checkConstraintName } from './column-rules';
 import { refusals } from './forbidden-kinds';
-import { isAgentName, namesOf, showIdent, showQualified, suggestAgentName } from './names';
+import { isAllowedFunction } from './builtins';
+import { isAgentName, namesOf, namesOfListNode, showIdent, showQualified, suggestAgentName } from './names';
+import { foreignSchema } from './tree-rules';
 import type { RuleContext, Verdict } from './verdict';
 import { accept, reject } from './verdict';
 
@@ -78,7 +80,16 @@ export function checkCreateIndex(s: IndexStmt): Verdict {
   if (s.tableSpace !== undefined) {
     return reject('create-index-option-forbidden', 'CREATE INDEX ... TABLESPACE is not allowed; leave the tablespace out.');
   }
-  const where = isAgentName(s.relation?.relname) ? 'agent table' : 'core table';
+  const agentTable = isAgentName(s.relation?.relname);
+  if (!agentTable && (s.unique || s.primary)) {
+    return reject(
+      'core-unique-index',
+      `A unique index on core table ${table} would make the application's own writes fail whenever they repeat a ` +
+        `value it indexes. Create a plain index (CREATE INDEX ${showIdent(s.idxname)} ON ${table} (...)), or keep ` +
+        'the values that must be unique in an agent_ table with its own UNIQUE constraint.',
+    );
+  }
+  const where = agentTable ? 'agent table' : 'core table';
   return accept('create-agent-index', `Creates index ${showIdent(s.idxname)} on ${where} ${table}.`);
 }
 
@@ -90,11 +101,27 @@ export function checkCreateView(s: ViewStmt): Verdict {
   return accept(s.replace ? 'replace-agent-view' : 'create-agent-view', `Creates view ${showIdent(name)}.`);
 }
 
-/** CREATE SEQUENCE: agent namespace only. */
-export function checkCreateSequence(s: CreateSeqStmt): Verdict {
+/** CREATE SEQUENCE: agent namespace only, owned by nothing or by a column of an agent table. */
+export function checkCreateSequence(s: CreateSeqStmt, ctx: RuleContext): Verdict {
   const name = s.sequence?.relname ?? '';
   if (!isAgentName(name)) return outsideNamespace('Sequence', name);
   if (s.sequence?.relpersistence === 't') return temporary('sequence');
+  for (const option of s.options ?? []) {
+    const def = 'DefElem' in option ? option.DefElem : undefined;
+    if (def?.defname !== 'owned_by') continue;
+    const owner = namesOfListNode(def.arg);
+    if (owner.length === 1 && owner[0] === 'none') continue;
+    const foreign = qualifierProblem(owner, 2, ctx);
+    if (foreign) return foreign;
+    if (!isAgentName(owner[owner.length - 2])) {
+      return reject(
+        'sequence-owned-by-core',
+        `OWNED BY ${showQualified(owner)} ties sequence ${showIdent(name)} to a core column: dropping or changing ` +
+          'the application\'s column would then depend on the agent\'s sequence. Own it by a column of an agent_ ' +
+          'table, or leave OWNED BY out.',
+      );
+    }
+  }
   return accept('create-agent-sequence', `Creates sequence ${showIdent(name)}.`);
 }
 
@@ -108,16 +135,11 @@ export function checkCreateType(s: CompositeTypeStmt | CreateEnumStmt | CreateRa
   const foreign = qualifierProblem(names, 1, ctx);
   if (foreign) return foreign;
   if (!isAgentName(name)) return outsideNamespace('Type', name);
+  if ('params' in s) {
+    const problem = checkRangeParams(s, ctx);
+    if (problem) return problem;
+  }
   return accept('create-agent-type', `Creates type ${showIdent(name)}.`);
-}
-
-/** Refuses a name qualified with a schema other than the configured one. */
-export function foreignSchema(qualified: string, ctx: RuleContext): Verdict {
-  return reject(
-    'foreign-schema',
-    `${qualified} names a schema other than "${ctx.schema}": a migration may only touch schema "${ctx.schema}". ` +
-      `Drop the qualifier or write ${ctx.schema}.<name>.`,
-  );
 }
 
 /**
@@ -134,4 +156,52 @@ export function qualifierProblem(names: string[], depth: number, ctx: RuleContex
 /** How a relation is shown in messages: schema-qualified when it was written so. */
 export function showRelation(rel: RangeVar | undefined): string {
   return showQualified([rel?.catalogname, rel?.schemaname, rel?.relname ?? '?']);
+}
+
+/**
+ * CREATE TYPE ... AS RANGE names more than the type: a multirange type (created under that name), an operator class,
+ * a collation and functions PostgreSQL calls later. Each must be the agent's or PostgreSQL's own.
+ */
+function checkRangeParams(s: CreateRangeStmt, ctx: RuleContext): Verdict | undefined {
+  for (const param of s.params ?? []) {
+    const def = 'DefElem' in param ? param.DefElem : undefined;
+    if (!def) continue;
+    const names = namesOfListNode(def.arg);
+    const shown = showQualified(names);
+    switch (def.defname) {
+      case 'subtype':
+        break; // a type name: the tree walk checks its schema
+      case 'multirange_type_name': {
+        const foreign = qualifierProblem(names, 1, ctx);
+        if (foreign) return foreign;
+        if (!isAgentName(names[names.length - 1])) return outsideNamespace('Multirange type', names[names.length - 1] ?? '');
+        break;
+      }
+      case 'subtype_opclass':
+      case 'collation':
+      case 'subtype_diff':
+        if (names.length > 2 || (names.length === 2 && names[0] !== 'pg_catalog')) {
+          return reject(
+            'range-option-forbidden',
+            `${def.defname} = ${shown} is taken from schema ${showIdent(names[names.length - 2])}; a range type may ` +
+              'use only PostgreSQL\'s own operator classes, collations and functions (unqualified or pg_catalog).',
+          );
+        }
+        if (def.defname === 'subtype_diff' && !isAllowedFunction(names[names.length - 1] ?? '')) {
+          return reject(
+            'range-option-forbidden',
+            `subtype_diff = ${shown} is not a side-effect-free built-in function. Use PostgreSQL's own difference ` +
+              'function for the subtype (e.g. float8mi, int4range_subdiff) or leave subtype_diff out.',
+          );
+        }
+        break;
+      default:
+        return reject(
+          'range-option-forbidden',
+          `CREATE TYPE ... AS RANGE (${def.defname ?? '?'} = ...) is not allowed: a range type may set subtype, ` +
+            'subtype_opclass, collation, subtype_diff and multirange_type_name (agent_...) only.',
+        );
+    }
+  }
+  return undefined;
 }

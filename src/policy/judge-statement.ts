@@ -51,7 +51,7 @@ export function judgeStatement(node: Node, ctx: RuleContext): Verdict {
     case 'ViewStmt':
       return checkCreateView(body as ViewStmt);
     case 'CreateSeqStmt':
-      return checkCreateSequence(body as CreateSeqStmt);
+      return checkCreateSequence(body as CreateSeqStmt, ctx);
     case 'CompositeTypeStmt':
     case 'CreateEnumStmt':
     case 'CreateRangeStmt':

@@ -12,6 +12,8 @@ export interface RawStatement {
   error?: string;
   /** UTF-16 offset in the migration where the parser stopped, when it says. */
   errorOffset?: number;
+  /** The parse tree was too deep to be read (the parser's result overflowed the stack). */
+  tooDeep?: boolean;
 }
 
 /**
@@ -37,6 +39,7 @@ export function readStatements(sql: string): RawStatement[] {
       out.push({
         ...span,
         error: message,
+        tooDeep: err instanceof RangeError || undefined,
         errorOffset: cursor === undefined ? undefined : span.start + Math.min(cursor, text.length),
       });
     }

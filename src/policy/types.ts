@@ -27,8 +27,21 @@ export interface StatementVerdict {
   location?: StatementLocation;
 }
 
+/**
+ * Why a whole migration is refused before any statement is judged (SCHEMA_POLICY.md "Limits"): a NUL byte
+ * (`nul-byte`), too much SQL (`too-large`), too many statements (`too-many-statements`).
+ */
+export interface MigrationProblem {
+  rule: string;
+  message: string;
+  location?: StatementLocation;
+}
+
 /** The verdict on a whole migration: accepted only when every statement is. */
 export interface PolicyReport {
   accepted: boolean;
+  /** Empty when `problem` refused the migration as a whole. */
   statements: StatementVerdict[];
+  /** Set when the migration is refused as a whole; then no statement was judged. */
+  problem?: MigrationProblem;
 }

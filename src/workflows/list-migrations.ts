@@ -6,5 +6,5 @@ import type { ListMigrationsResult } from './migration-types';
  * PGlite only the worker may open the database.
  */
 export async function listMigrationsWorkflow(): Promise<ListMigrationsResult> {
-  return migrationSteps.listMigrations.executeWithOptions({ summary: 'read agent_migrations' }, []);
+  return migrationSteps.listMigrations.executeWithOptions({ summary: 'read forge_migrations' }, []);
 }

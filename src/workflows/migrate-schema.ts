@@ -7,7 +7,7 @@ import { ForgeOutcomeKey } from './search-attributes';
 
 /**
  * Applies one agent schema migration: validate (the schema policy on the PostgreSQL parse tree, before any
- * connection is taken, then the `agent_migrations` row of this name) → apply (ONE transaction: lock and statement
+ * connection is taken, then the `forge_migrations` row of this name) → apply (ONE transaction: lock and statement
  * timeouts, the statements, the tracking row, the `migration.applied` event) → record (reports the committed row).
  *
  * Ends `applied`, `alreadyApplied` (same name and checksum committed before: nothing changed), `rejected` (policy,
@@ -52,7 +52,7 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
     // add scheduling latency to every migration).
     stage = 'record';
     progress.start('record');
-    progress.done('record', `agent_migrations row and migration.applied event at ${applied.appliedAt}`);
+    progress.done('record', `forge_migrations row and migration.applied event at ${applied.appliedAt}`);
     return finish({
       status: 'applied',
       message: `the migration "${input.name}" (${count} statement(s)) is applied`,
@@ -64,8 +64,8 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
     const verdict = migrationVerdictOf(err);
     if (verdict?.kind === 'rejected') {
       progress.failed(stage, verdict.rejection.message);
-      const { reason, message, statements, existingChecksum } = verdict.rejection;
-      return finish({ status: 'rejected', reason, message, statements, existingChecksum });
+      const { reason, message, statements, problem, existingChecksum } = verdict.rejection;
+      return finish({ status: 'rejected', reason, message, statements, problem, existingChecksum });
     }
     if (verdict?.kind === 'failed') {
       progress.failed(stage, `${verdict.failure.error.code}: ${verdict.failure.error.message}`);
@@ -78,7 +78,7 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
 }
 
 /**
- * The result when this name with this checksum is already in agent_migrations: found by validate, or committed by
+ * The result when this name with this checksum is already in forge_migrations: found by validate, or committed by
  * another run between validate and apply.
  */
 function alreadyApplied(

@@ -3,7 +3,7 @@
  * workflow (which may import only types from here).
  */
 import type { MigrationStatementDetails } from '../db/errors';
-import type { StatementVerdict } from '../policy/types';
+import type { MigrationProblem, StatementVerdict } from '../policy/types';
 import type { StageRecord } from './types';
 
 /** The steps of a migration: the policy and the tracking row; the one transaction; the audit record. */
@@ -20,7 +20,7 @@ export const MIGRATION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 export const MAX_MIGRATION_SQL_BYTES = 512 * 1024;
 
 export interface MigrateSchemaInput {
-  /** The migration's name: its identity in `agent_migrations` and in the workflow ID `schema-migrate/<name>`. */
+  /** The migration's name: its identity in `forge_migrations` and in the workflow ID `schema-migrate/<name>`. */
   name: string;
   /** One or more SQL statements, judged by SCHEMA_POLICY.md and applied in one transaction. */
   sql: string;
@@ -56,6 +56,8 @@ export interface MigrateSchemaResult {
   reason?: MigrationRejectionReason;
   /** The policy's verdict on every statement (always on a policy rejection; on success too). */
   statements?: StatementVerdict[];
+  /** Set when the policy refused the migration as a whole (NUL byte, too large, too many statements). */
+  problem?: MigrationProblem;
   /** Set when `failed`: PostgreSQL's code, message and position. */
   error?: MigrationSqlError;
   /** When the migration of this name was committed (applied and alreadyApplied). */
@@ -85,6 +87,7 @@ export interface MigrationRejection {
   reason: MigrationRejectionReason;
   message: string;
   statements?: StatementVerdict[];
+  problem?: MigrationProblem;
   existingChecksum?: string;
 }
 

@@ -55,7 +55,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
       sql`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
     );
     expect(tables.map((t) => t.table_name)).toEqual(
-      expect.arrayContaining(['active_tools', 'agent_migrations', 'events', 'tool_version_counters', 'tool_versions']),
+      expect.arrayContaining(['active_tools', 'events', 'forge_migrations', 'tool_version_counters', 'tool_versions']),
     );
     await store.insertVersion(version('survives_reopen', 'a'));
 

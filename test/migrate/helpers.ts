@@ -25,7 +25,7 @@ export async function columnExists(database: ForgeDatabase, table: string, colum
 export async function migrationRows(database: ForgeDatabase, name: string) {
   return query<{ name: string; checksum: string; sql: string; workflow_id: string; run_id: string; applied_at: unknown }>(
     database,
-    `SELECT * FROM agent_migrations WHERE name = '${name}'`,
+    `SELECT * FROM forge_migrations WHERE name = '${name}'`,
   );
 }
 

@@ -1,7 +1,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { checkMigration, loadPolicyParser } from '../../src/policy';
+import { checkMigration, loadPolicyParser, MAX_MIGRATION_STATEMENTS } from '../../src/policy';
 import type { PolicyReport } from '../../src/policy';
+import { judgeEveryStatement } from '../../src/policy/check-migration';
 import { stripPsql } from './psql-script';
 
 /** shared/ sits beside the repository (CI clones it there); FORGE_SHARED_DIR points elsewhere when needed. */
@@ -62,19 +63,33 @@ const EXPECTED: Record<string, { statements: number; parseErrors: number }> = {
 };
 
 const reports = new Map<string, PolicyReport>();
+/** What checkMigration itself says of each whole file (the files over the statement limit are refused whole). */
+const wholeFiles = new Map<string, PolicyReport>();
 
 beforeAll(async () => {
   await loadPolicyParser();
   for (const file of FILES) {
-    const script = fs.readFileSync(path.join(corpusDir, file), 'utf8');
-    // checkMigration parses the whole text, and when it fails (these files never parse whole) splits it with the
-    // lexer the way psql does and parses each statement alone.
-    reports.set(file, await checkMigration(stripPsql(script)));
+    const script = stripPsql(fs.readFileSync(path.join(corpusDir, file), 'utf8'));
+    // The judge parses the whole text, and when it fails (these files never parse whole) splits it with the lexer
+    // the way psql does and parses each statement alone. Every statement is judged, past the statement limit too.
+    reports.set(file, judgeEveryStatement(script));
+    wholeFiles.set(file, await checkMigration(script));
   }
 });
 
 describe.each(FILES)('pg-regress %s', (file) => {
   const report = (): PolicyReport => reports.get(file) as PolicyReport;
+
+  it('is refused as a whole, past the statement limit by that limit alone', () => {
+    const whole = wholeFiles.get(file) as PolicyReport;
+    expect(whole.accepted).toBe(false);
+    if (EXPECTED[file].statements > MAX_MIGRATION_STATEMENTS) {
+      expect(whole).toMatchObject({ statements: [], problem: { rule: 'too-many-statements' } });
+      expect(whole.problem?.message).toContain(String(EXPECTED[file].statements));
+    } else {
+      expect(whole.statements).toEqual(report().statements);
+    }
+  });
 
   it('gives every statement a verdict with a rule and a message, and rejects the file', () => {
     const { statements } = report();

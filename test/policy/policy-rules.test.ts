@@ -24,7 +24,8 @@ const accepted: Case[] = [
   },
   { sql: 'CREATE TABLE agent_t (id serial, u int UNIQUE, CONSTRAINT agent_t_u2 UNIQUE (u))', rule: 'create-agent-table' },
   { sql: 'CREATE INDEX agent_users_email_idx ON users (lower(email))', rule: 'create-agent-index', kind: 'IndexStmt' },
-  { sql: 'CREATE UNIQUE INDEX IF NOT EXISTS agent_u ON public.users (email) WHERE deleted_at IS NULL', rule: 'create-agent-index' },
+  { sql: 'CREATE UNIQUE INDEX IF NOT EXISTS agent_u ON public.agent_notes (body) WHERE deleted_at IS NULL', rule: 'create-agent-index' },
+  { sql: 'CREATE INDEX IF NOT EXISTS agent_u ON public.users (email) WHERE deleted_at IS NULL', rule: 'create-agent-index' },
   { sql: 'CREATE INDEX agent_n ON agent_notes (id)', rule: 'create-agent-index' },
   { sql: 'ALTER TABLE users ADD COLUMN agent_score int', rule: 'core-add-column', kind: 'AlterTableStmt' },
   {
