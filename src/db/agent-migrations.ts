@@ -1,4 +1,5 @@
 import { asc, eq, sql } from 'drizzle-orm';
+import { enterAgentRole, leaveAgentRole } from './agent-role';
 import { MigrationStatementError, StatementBoundError } from './errors';
 import { agentMigrations, events } from './schema';
 import type { ForgeDatabase } from './types';
@@ -41,8 +42,12 @@ export type ApplyAgentMigrationOutcome =
 // Two-key advisory locks live apart from the one-key lock that serialises Forge's own migrations (migrate.ts).
 const AGENT_MIGRATION_LOCK_CLASS = 0x466d6967; // "Fmig"
 
-/** SQLSTATEs that mean the connection or the server went away, not that the SQL is wrong: retried by the caller. */
+/**
+ * SQLSTATEs that mean the connection or the server went away, not that the SQL is wrong: retried by the caller.
+ * 08P01 (protocol violation) is the server refusing what it was sent, so a verdict: retrying sends the same again.
+ */
 export function isConnectionSqlState(code: string): boolean {
+  if (code === '08P01') return false;
   return code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code);
 }
 
@@ -75,7 +80,9 @@ export interface PostgresErrorFields {
  * Applies an accepted migration in ONE transaction: under a per-name advisory lock (PostgreSQL; PGlite has one
  * backend, so its transactions never interleave), `SET LOCAL lock_timeout` and `statement_timeout`, a look at the
  * `forge_migrations` row of this name, the statements one by one, the row and a `migration.applied` event. All of it
- * commits, or none of it.
+ * commits, or none of it. The statement timeout is the deadline of all the statements together. On PostgreSQL the
+ * statements run under a role that is no superuser and holds no server-file or signal role (agent-role.ts). The
+ * transaction runs in a session of its own (`ForgeDatabase.isolatedSession`), so nothing of it outlives it.
  *
  * Idempotent per (name, checksum): when the row is already there nothing runs again. A row written by the same
  * `runId` means an earlier attempt of this run committed and was lost before it could report (a worker killed
@@ -97,43 +104,63 @@ export async function applyAgentMigration(
   limits: MigrationLimits,
 ): Promise<ApplyAgentMigrationOutcome> {
   try {
-    return await database.db.transaction(async (tx) => {
-      // Before the timeouts: a second run of this name waits for the first to end rather than failing at lock_timeout.
-      if (database.kind === 'postgres') {
-        await tx.execute(sql`SELECT pg_advisory_xact_lock(${AGENT_MIGRATION_LOCK_CLASS}, hashtext(${input.name}))`);
-      }
-      await tx.execute(
-        sql`SELECT set_config('lock_timeout', ${`${limits.lockTimeoutMs}ms`}, true), set_config('statement_timeout', ${`${limits.statementTimeoutMs}ms`}, true)`,
-      );
-      const [existing] = await tx.select().from(agentMigrations).where(eq(agentMigrations.name, input.name)).limit(1);
-      if (existing) {
-        if (existing.checksum !== input.checksum) return { outcome: 'checksumMismatch', row: existing };
-        if (input.runId !== undefined && existing.runId === input.runId) {
-          return { outcome: 'applied', row: existing, byEarlierAttempt: true, durationMs: 0 };
+    return await database.isolatedSession((db) =>
+      db.transaction(async (tx) => {
+        // Before the timeouts: a second run of this name waits for the first to end rather than failing at lock_timeout.
+        if (database.kind === 'postgres') {
+          await tx.execute(sql`SELECT pg_advisory_xact_lock(${AGENT_MIGRATION_LOCK_CLASS}, hashtext(${input.name}))`);
         }
-        return { outcome: 'alreadyApplied', row: existing };
-      }
-      const started = performance.now();
-      for (const [index, statement] of input.statements.entries()) {
-        try {
-          await database.boundStatement(limits.statementTimeoutMs, () => tx.execute(sql.raw(statement.text)));
-        } catch (err) {
-          throw boundError(err, input, index) ?? statementError(err, input, index) ?? err;
+        await tx.execute(
+          sql`SELECT set_config('lock_timeout', ${`${limits.lockTimeoutMs}ms`}, true), set_config('statement_timeout', ${`${limits.statementTimeoutMs}ms`}, true)`,
+        );
+        const [existing] = await tx.select().from(agentMigrations).where(eq(agentMigrations.name, input.name)).limit(1);
+        if (existing) {
+          if (existing.checksum !== input.checksum) return { outcome: 'checksumMismatch', row: existing };
+          if (input.runId !== undefined && existing.runId === input.runId) {
+            return { outcome: 'applied', row: existing, byEarlierAttempt: true, durationMs: 0 };
+          }
+          return { outcome: 'alreadyApplied', row: existing };
         }
-      }
-      const [row] = await tx
-        .insert(agentMigrations)
-        .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId })
-        .returning();
-      // The audit record commits with the migration, so the event log never misses or invents one.
-      await tx.insert(events).values({
-        kind: 'migration.applied',
-        subject: input.name,
-        detail: { checksum: input.checksum, runId: input.runId ?? '', statements: input.statements.length },
-        workflowId: input.workflowId,
-      });
-      return { outcome: 'applied', row, byEarlierAttempt: false, durationMs: Math.round(performance.now() - started) };
-    });
+        const started = performance.now();
+        // The statement timeout bounds the whole migration, not each statement alone: what is left of it bounds the next.
+        const deadline = started + limits.statementTimeoutMs;
+        const switched = database.kind === 'postgres' ? await enterAgentRole(tx) : false;
+        for (const [index, statement] of input.statements.entries()) {
+          const remaining = Math.floor(deadline - performance.now());
+          if (remaining <= 0) throw deadlineError(input, index, limits);
+          if (database.kind === 'postgres' && index > 0) {
+            await tx.execute(sql`SELECT set_config('statement_timeout', ${`${remaining}ms`}, true)`);
+          }
+          try {
+            await database.boundStatement(remaining, () => tx.execute(sql.raw(statement.text)));
+          } catch (err) {
+            throw boundError(err, input, index, limits) ?? statementError(err, input, index) ?? err;
+          }
+        }
+        await leaveAgentRole(tx, switched);
+        // Whatever the statements set in the session (search_path, role, ...) must not steer Forge's own writes.
+        await tx.execute(sql.raw('RESET ALL'));
+        await tx.execute(sql`SELECT set_config('search_path', ${`"${database.schema.split('"').join('""')}"`}, true)`);
+        const [row] = await tx
+          .insert(agentMigrations)
+          .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId })
+          .returning();
+        // The audit record commits with the migration, so the event log never misses or invents one.
+        await tx.insert(events).values({
+          kind: 'migration.applied',
+          subject: input.name,
+          detail: { checksum: input.checksum, runId: input.runId ?? '', statements: input.statements.length },
+          workflowId: input.workflowId,
+        });
+        const outcome: ApplyAgentMigrationOutcome = {
+          outcome: 'applied',
+          row,
+          byEarlierAttempt: false,
+          durationMs: Math.round(performance.now() - started),
+        };
+        return outcome;
+      }),
+    );
   } catch (err) {
     if (err instanceof MigrationStatementError) throw err;
     // A SQL error outside the statements (COMMIT's deferred checks, the row's insert) is a verdict too.
@@ -141,13 +168,28 @@ export async function applyAgentMigration(
   }
 }
 
+/** The migration ran out of its deadline between two statements. */
+function deadlineError(input: ApplyAgentMigrationInput, index: number, limits: MigrationLimits): MigrationStatementError {
+  return new MigrationStatementError(
+    `canceling statement due to statement timeout: the migration used its whole ${limits.statementTimeoutMs} ms ` +
+      `statement_timeout before statement ${index} (the timeout bounds the whole migration); it was rolled back`,
+    { code: '57014', statementIndex: index, ...locate(input.sql, input.statements[index].offset), enforcedBy: 'forge' },
+  );
+}
+
 /** A MigrationStatementError for Forge's own statement bound (PGlite), or undefined when `err` is something else. */
-function boundError(err: unknown, input: ApplyAgentMigrationInput, index: number): MigrationStatementError | undefined {
+function boundError(
+  err: unknown,
+  input: ApplyAgentMigrationInput,
+  index: number,
+  limits: MigrationLimits,
+): MigrationStatementError | undefined {
   const bound = findCause(err, (e): e is StatementBoundError => e instanceof StatementBoundError);
   if (!bound) return undefined;
   return new MigrationStatementError(
-    `canceling statement due to statement timeout: statement ${index} passed the ${bound.boundMs} ms statement_timeout ` +
-      `(enforced by Forge, as embedded PGlite ignores it): ${bound.message}; the migration was rolled back`,
+    `canceling statement due to statement timeout: statement ${index} passed the ${limits.statementTimeoutMs} ms ` +
+      `statement_timeout of the whole migration (enforced by Forge, as embedded PGlite ignores it): ${bound.message}; ` +
+      'the migration was rolled back',
     { code: '57014', statementIndex: index, ...locate(input.sql, input.statements[index].offset), enforcedBy: 'forge' },
     { cause: err },
   );

@@ -5,6 +5,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePgliteDb } from 'drizzle-orm/pglite/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import type { PoolClient } from 'pg';
+import { ensureAgentRole } from './agent-role';
 import { MigrationError } from './errors';
 
 // Any constant works; it only has to be the same in every Forge process that migrates one database.
@@ -43,7 +44,8 @@ export async function migratePglite(db: PgliteDatabase<Record<string, unknown>>,
 
 /**
  * Applies pending migrations on PostgreSQL under a session advisory lock, so workers starting together do not race
- * (drizzle's migrator reads the last applied migration outside its transaction).
+ * (drizzle's migrator reads the last applied migration outside its transaction), then makes sure the role agent
+ * migrations run under exists where Forge can create it (agent-role.ts).
  */
 export async function migratePostgres(client: PoolClient, schema: string): Promise<void> {
   try {
@@ -54,6 +56,7 @@ export async function migratePostgres(client: PoolClient, schema: string): Promi
         migrationsFolder: migrationsFolder(),
         migrationsSchema: migrationsSchemaFor(schema),
       });
+      await ensureAgentRole(client, schema);
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }

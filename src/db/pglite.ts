@@ -11,6 +11,21 @@ import * as tables from './schema';
 import type { ForgeDatabase, ForgeDb } from './types';
 
 /**
+ * DISCARD ALL without its UNLISTEN *: the embedded database's one session also carries the registries' LISTENs. Each
+ * part is one of the steps the PostgreSQL manual lists for DISCARD ALL.
+ */
+const SESSION_RESET = [
+  'CLOSE ALL',
+  'SET SESSION AUTHORIZATION DEFAULT',
+  'RESET ALL',
+  'DEALLOCATE ALL',
+  'SELECT pg_advisory_unlock_all()',
+  'DISCARD PLANS',
+  'DISCARD TEMP',
+  'DISCARD SEQUENCES',
+].join(';');
+
+/**
  * Opens (creating if needed) the embedded database in `dataDir` and applies Forge's migrations. PGlite runs in a
  * thread of its own (src/db/pglite-client.ts), so a long statement neither blocks this thread nor outlives its bound.
  * Only one process may have a directory open; a second one gets a DatabaseOpenError. `memory://` opens a database
@@ -69,6 +84,13 @@ export async function openPglite(dataDir: string, schema: string): Promise<Forge
       },
       boundStatement(ms, statement) {
         return client.bounded(ms, statement);
+      },
+      async isolatedSession(work) {
+        try {
+          return await work(db as unknown as ForgeDb);
+        } finally {
+          await client.exec(`${SESSION_RESET};${sessionSql}`);
+        }
       },
     };
   } catch (err) {

@@ -90,5 +90,13 @@ export async function openPostgres(url: string, schema: string, poolConfig: Pool
     boundStatement(_ms, statement) {
       return statement(); // PostgreSQL enforces statement_timeout (the caller's SET LOCAL) itself: 57014
     },
+    async isolatedSession(work) {
+      const client = await pool.connect();
+      try {
+        return await work(drizzle(client, { schema: tables }) as unknown as ForgeDb);
+      } finally {
+        client.release(true); // true: the connection is closed, not returned to the pool
+      }
+    },
   };
 }

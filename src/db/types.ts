@@ -40,4 +40,11 @@ export interface ForgeDatabase {
    * @throws StatementBoundError (PGlite) when the bound was passed; the transaction does not commit.
    */
   boundStatement<T>(ms: number, statement: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` on a database session that nothing after it shares, so no setting, lock, prepared statement or
+   * temporary object of it outlives `work` (SCHEMA_POLICY.md "How it runs"). PostgreSQL: a connection of its own,
+   * closed afterwards. PGlite has one session: it is reset afterwards as DISCARD ALL does, except that its LISTENs
+   * stay (the registries' notifications use them), and Forge's own session settings are applied again.
+   */
+  isolatedSession<T>(work: (db: ForgeDb) => Promise<T>): Promise<T>;
 }

@@ -1,10 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { loadModule, parseSync } from 'libpg-query';
 import { CONFIG_ENV_NAMES, loadConfig } from '../../src/config';
 
 interface Service {
   image?: string;
+  volumes?: string[];
   build?: unknown;
   command?: string[] | string;
   environment?: Record<string, string | number | boolean | null> | string[];
@@ -75,5 +77,26 @@ describe('docker-compose.yml', () => {
     const services = Object.keys(compose.services);
     expect(services).toContain(env.TEMPORAL_ADDRESS.split(':')[0]);
     expect(services).toContain(new URL(env.DATABASE_URL).hostname);
+  });
+
+  test('Forge connects to its database as a role that is no superuser, made by the init script the database runs', async () => {
+    const worker = environmentOf(forgeServices[0][1]);
+    const url = new URL(worker.DATABASE_URL);
+    const db = compose.services[url.hostname];
+    const dbEnv = environmentOf(db);
+    // The image's POSTGRES_USER is a superuser: Forge must not be it.
+    expect(dbEnv.POSTGRES_USER).not.toBe(url.username);
+    const mount = (db.volumes ?? []).find((v) => v.includes('/docker-entrypoint-initdb.d/'));
+    expect(mount).toBeDefined();
+    const script = readFileSync(path.join(root, (mount as string).split(':')[0]), 'utf8');
+    // psql meta-commands (\connect) are the entrypoint's; the rest must be SQL PostgreSQL parses.
+    await loadModule();
+    const sql = script.split('\n').filter((l) => !l.startsWith('\\')).join('\n');
+    const stmts = parseSync(sql).stmts ?? [];
+    const create = stmts.map((s) => s.stmt).find((n) => n !== undefined && 'CreateRoleStmt' in n);
+    expect(create).toMatchObject({ CreateRoleStmt: { role: url.username } });
+    const options = JSON.stringify(create);
+    expect(options).toContain('"defname":"superuser","arg":{"Boolean":{"boolval":false}}');
+    expect(script).toMatch(new RegExp(`ALTER DATABASE ${url.pathname.slice(1)} OWNER TO ${url.username}`));
   });
 });
