@@ -14,3 +14,9 @@ export const FORGE_TABLES = {
 
 /** Every name in {@link FORGE_TABLES}. */
 export const FORGE_TABLE_NAMES: ReadonlySet<string> = new Set(Object.values(FORGE_TABLES));
+
+/**
+ * Names in the agent namespace that Forge itself used before (`agent_migrations` until drizzle/0001): no agent
+ * object may take them, so that no operator, older tool or older Forge reads an agent's table as Forge's history.
+ */
+export const FORGE_LEGACY_NAMES: ReadonlySet<string> = new Set(['agent_migrations', 'agent_migrations_pkey']);

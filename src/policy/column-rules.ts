@@ -1,5 +1,5 @@
 import type { ColumnDef, Constraint, Node } from 'libpg-query';
-import { isImmutableFunction } from './builtins';
+import { isAllowedFunction, isImmutableFunction } from './builtins';
 import { isAgentName, namesOf, showIdent, showQualified, suggestAgentName } from './names';
 import type { Verdict } from './verdict';
 import { reject } from './verdict';
@@ -91,7 +91,10 @@ export function checkColumnDef(
     if (problem) return problem;
   }
   const notNull = constraints.some((c) => c.contype === 'CONSTR_NOTNULL');
-  const hasDefault = col.raw_default !== undefined || constraints.some((c) => c.contype === 'CONSTR_DEFAULT');
+  // DEFAULT NULL is no default: the NOT NULL column still fails the application's next insert.
+  const hasDefault =
+    (col.raw_default !== undefined && !isNullConstant(col.raw_default)) ||
+    constraints.some((c) => c.contype === 'CONSTR_DEFAULT' && !isNullConstant(c.raw_expr));
   if (notNull && !hasDefault) {
     return reject(
       'not-null-without-default',
@@ -183,7 +186,9 @@ function checkCoreCheck(expr: Node | undefined, column: string, table: string, a
     const call = node.FuncCall as { funcname?: Node[] } | undefined;
     if (call) {
       const name = namesOf(call.funcname);
-      if (!isImmutableFunction(name[name.length - 1] ?? '')) {
+      const last = name[name.length - 1] ?? '';
+      // A function no expression may call is refused by the tree rules, with the reason that names it.
+      if (isAllowedFunction(last) && !isImmutableFunction(last)) {
         return coreCheck(`calls ${showQualified(name)}, which is not immutable`, column, table);
       }
     }
@@ -200,4 +205,12 @@ function coreCheck(what: string, column: string, table: string): Verdict {
       'migration adds and call only immutable functions, so that it can never start refusing the application\'s ' +
       'own writes. Check other columns in a tool, or keep the data in an agent_ table.',
   );
+}
+
+/** NULL, or NULL cast to a type. */
+function isNullConstant(expr: Node | undefined): boolean {
+  if (!expr) return false;
+  if ('A_Const' in expr) return expr.A_Const.isnull === true;
+  if ('TypeCast' in expr) return isNullConstant(expr.TypeCast.arg);
+  return false;
 }

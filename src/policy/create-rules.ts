@@ -6,6 +6,7 @@ import type {
   CreateStmt,
   IndexStmt,
   RangeVar,
+  TableLikeClause,
   ViewStmt,
 } from 'libpg-query';
 import { checkColumnDef, checkConstraintName } from './column-rules';
@@ -59,10 +60,38 @@ export function checkCreateTable(s: CreateStmt): Verdict {
         ? checkColumnDef(elt.ColumnDef, display, false)
         : 'Constraint' in elt
           ? checkConstraintName(elt.Constraint, display)
-          : undefined;
+          : 'TableLikeClause' in elt
+            ? checkLike(elt.TableLikeClause)
+            : undefined;
     if (problem) return problem;
   }
   return accept('create-agent-table', `Creates agent table ${display}.`);
+}
+
+/** What `LIKE core_table INCLUDING ...` may copy: what carries no expression of the application's. */
+const LIKE_OPTIONS_FROM_CORE = {
+  COMMENTS: 1 << 0,
+  COMPRESSION: 1 << 1,
+  STATISTICS: 1 << 7,
+  STORAGE: 1 << 8,
+};
+const LIKE_SAFE_MASK = Object.values(LIKE_OPTIONS_FROM_CORE).reduce((a, b) => a | b, 0);
+
+/**
+ * LIKE copies a table's columns; from a core table, its defaults, generated columns, identities, constraints and
+ * indexes would bring the application's expressions along (`nextval('orders_id_seq')` advancing the application's
+ * sequence on every agent insert, the application's functions in CHECKs), which the policy never judged.
+ */
+function checkLike(like: TableLikeClause): Verdict | undefined {
+  if (isAgentName(like.relation?.relname)) return undefined;
+  if (((like.options ?? 0) & ~LIKE_SAFE_MASK) === 0) return undefined;
+  return reject(
+    'like-copies-expressions',
+    `LIKE ${showRelation(like.relation)} INCLUDING DEFAULTS / GENERATED / IDENTITY / CONSTRAINTS / INDEXES (or ALL) ` +
+      "would copy the application's own expressions (its sequences' nextval, its functions) into an agent table. " +
+      `Use plain LIKE ${showRelation(like.relation)} (columns and types only), INCLUDING COMMENTS / STORAGE at most, ` +
+      'and declare defaults and constraints of your own.',
+  );
 }
 
 /** CREATE [UNIQUE] INDEX: named agent_..., on agent or core tables, never CONCURRENTLY. */
@@ -87,6 +116,13 @@ export function checkCreateIndex(s: IndexStmt): Verdict {
       `A unique index on core table ${table} would make the application's own writes fail whenever they repeat a ` +
         `value it indexes. Create a plain index (CREATE INDEX ${showIdent(s.idxname)} ON ${table} (...)), or keep ` +
         'the values that must be unique in an agent_ table with its own UNIQUE constraint.',
+    );
+  }
+  if (!agentTable && (s.indexParams ?? []).some((p) => 'IndexElem' in p && p.IndexElem.expr && !readsAColumn(p.IndexElem.expr))) {
+    return reject(
+      'core-index-constant',
+      `An index expression on core table ${table} that reads no column is the same for every row: it indexes ` +
+        'nothing and only slows the application\'s writes. Index a column or an expression of one.',
     );
   }
   const where = agentTable ? 'agent table' : 'core table';
@@ -174,7 +210,14 @@ function checkRangeParams(s: CreateRangeStmt, ctx: RuleContext): Verdict | undef
       case 'multirange_type_name': {
         const foreign = qualifierProblem(names, 1, ctx);
         if (foreign) return foreign;
-        if (!isAgentName(names[names.length - 1])) return outsideNamespace('Multirange type', names[names.length - 1] ?? '');
+        const multirange = names[names.length - 1] ?? '';
+        if (!isAgentName(multirange)) {
+          return reject(
+            'range-option-forbidden',
+            `multirange_type_name = ${showIdent(multirange)} would create a type outside the agent namespace. Name ` +
+              `it ${suggestAgentName(multirange)}, or leave it out (PostgreSQL then names it after the agent_ range).`,
+          );
+        }
         break;
       }
       case 'subtype_opclass':
@@ -198,10 +241,22 @@ function checkRangeParams(s: CreateRangeStmt, ctx: RuleContext): Verdict | undef
       default:
         return reject(
           'range-option-forbidden',
-          `CREATE TYPE ... AS RANGE (${def.defname ?? '?'} = ...) is not allowed: a range type may set subtype, ` +
+          `CREATE TYPE ... AS RANGE (${def.defname ?? '?'} = ${shown || '...'}) is not allowed: a range type may set subtype, ` +
             'subtype_opclass, collation, subtype_diff and multirange_type_name (agent_...) only.',
         );
     }
   }
   return undefined;
+}
+
+/** Whether an expression reads a column anywhere (a constant one never does). */
+function readsAColumn(expr: unknown): boolean {
+  const stack: unknown[] = [expr];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (value === null || typeof value !== 'object') continue;
+    if (!Array.isArray(value) && 'ColumnRef' in value) return true;
+    stack.push(...Object.values(value as object));
+  }
+  return false;
 }

@@ -1,4 +1,4 @@
-import { FORGE_TABLE_NAMES } from '../contract/forge-tables';
+import { FORGE_LEGACY_NAMES, FORGE_TABLE_NAMES } from '../contract/forge-tables';
 import { isAllowedFunction, isAllowedOperator, isRefusedBuiltin, refusalReason } from './builtins';
 import type { RefusalReason } from './builtins';
 import { isAgentName, showIdent, showQualified } from './names';
@@ -74,6 +74,8 @@ export function checkTree(root: unknown, ctx: RuleContext): TreeFacts {
 /** The rules of one node, by what the node is (`key` is the node's type name when it is wrapped, e.g. FuncCall). */
 function checkNode(obj: Obj, key: string | undefined, ctx: RuleContext): Verdict | undefined {
   if (typeof obj.relname === 'string') return checkRelation(obj, ctx);
+  if (key === 'String' && FORGE_LEGACY_NAMES.has(String(obj.sval))) return forgeTable(showIdent(String(obj.sval)));
+  if (typeof obj.indexspace === 'string' || typeof obj.tablespacename === 'string') return tablespace();
   if (Array.isArray(obj.names) && 'typemod' in obj) return checkQualified(stringList(obj.names), ctx, [ctx.schema, 'pg_catalog']);
   switch (key) {
     case 'FuncCall':
@@ -83,7 +85,21 @@ function checkNode(obj: Obj, key: string | undefined, ctx: RuleContext): Verdict
     case 'SortBy':
       return Array.isArray(obj.useOp) ? checkOperator(stringList(obj.useOp), ctx) : undefined;
     case 'CollateClause':
+    case 'collClause': // a column definition's COLLATE, not wrapped in its node name
       return checkBuiltinName('Collation', stringList(obj.collname as unknown[]), ctx);
+    case 'A_Indirection':
+      return checkFunctionalNotation(obj.indirection as unknown[]);
+    case 'DefElem':
+      return obj.defname === 'sequence_name' ? checkSequenceName(stringList(((obj.arg as Obj)?.List as Obj)?.items as unknown[]), ctx) : undefined;
+    case 'InsertStmt':
+    case 'UpdateStmt':
+    case 'DeleteStmt':
+    case 'MergeStmt':
+      return reject(
+        'dml-forbidden',
+        'A data-modifying statement inside another one (a WITH ... DELETE/UPDATE/INSERT/MERGE in a view or query) ' +
+          'changes data, which a migration may not do, now or when the view is read. Remove it.',
+      );
     case 'IndexElem':
       return (
         checkBuiltinName('Operator class', stringList((obj.opclass as unknown[]) ?? []), ctx) ??
@@ -92,7 +108,7 @@ function checkNode(obj: Obj, key: string | undefined, ctx: RuleContext): Verdict
     case 'Constraint':
       return checkExclusions(obj, ctx);
     case 'ColumnRef':
-      return checkFunctionalNotation(obj);
+      return checkFunctionalNotation(obj.fields as unknown[], 2);
     case 'RangeTableSample':
       return checkSampling(stringList((obj.method as unknown[]) ?? []));
   }
@@ -114,7 +130,7 @@ function checkRelation(rel: Obj, ctx: RuleContext): Verdict | undefined {
   if (rel.catalogname !== undefined || (schema !== undefined && schema !== ctx.schema)) {
     return foreignSchema(showQualified(parts), ctx);
   }
-  if (FORGE_TABLE_NAMES.has(name)) return forgeTable(showQualified(parts));
+  if (FORGE_TABLE_NAMES.has(name) || FORGE_LEGACY_NAMES.has(name)) return forgeTable(showQualified(parts));
   return undefined;
 }
 
@@ -122,8 +138,8 @@ function checkRelation(rel: Obj, ctx: RuleContext): Verdict | undefined {
 export function forgeTable(shown: string): Verdict {
   return reject(
     'forge-table',
-    `${shown} is one of Forge's own tables, not the application's nor the agent's: no migration may read, ` +
-      'reference, index or change it. Keep your data in agent_ tables.',
+    `${shown} is one of Forge's own tables (or a name Forge used for one), not the application's nor the agent's: ` +
+      'no migration may read, reference, index, create or change it. Keep your data in agent_ tables of other names.',
   );
 }
 
@@ -265,13 +281,36 @@ function checkExclusions(constraint: Obj, ctx: RuleContext): Verdict | undefined
   return undefined;
 }
 
-/** `t.setval` calls setval(t) when t has no such column: PostgreSQL's functional notation is a call too. */
-function checkFunctionalNotation(ref: Obj): Verdict | undefined {
-  const fields = stringList((ref.fields as unknown[]) ?? []);
-  if (fields.length < 2) return undefined;
-  const last = fields[fields.length - 1];
-  if (!isRefusedBuiltin(last)) return undefined;
-  return functionRefused(`${showIdent(last)} (written ${showQualified(fields)}, which PostgreSQL may read as a call)`, refusalReason(last));
+/**
+ * `t.setval` and `(expr).pg_sleep` call the function with t or expr as argument when there is no such column:
+ * PostgreSQL's functional notation is a call too. Every name selected from a row is checked against the built-ins
+ * the allowlist refuses (a column named like one of them is refused too: rename it).
+ */
+function checkFunctionalNotation(items: unknown[] | undefined, minimum = 1): Verdict | undefined {
+  const fields = stringList(items);
+  if (fields.length < minimum) return undefined;
+  const refused = fields.slice(minimum - 1).find(isRefusedBuiltin);
+  if (refused === undefined) return undefined;
+  return functionRefused(`${showIdent(refused)} (written .${refused}, which PostgreSQL reads as a call)`, refusalReason(refused));
+}
+
+/** `GENERATED ... AS IDENTITY (SEQUENCE NAME ...)` creates that sequence: it must be the agent's. */
+function checkSequenceName(names: string[], ctx: RuleContext): Verdict | undefined {
+  const name = names[names.length - 1] ?? '';
+  if (names.length > 2 || (names.length === 2 && names[0] !== ctx.schema)) return foreignSchema(showQualified(names), ctx);
+  if (isAgentName(name)) return undefined;
+  return reject(
+    'agent-namespace',
+    `SEQUENCE NAME ${showQualified(names)} would create a sequence outside the agent namespace. Name it ` +
+      `agent_... or leave SEQUENCE NAME out (PostgreSQL then names it after the agent_ table).`,
+  );
+}
+
+function tablespace(): Verdict {
+  return reject(
+    'create-table-option-forbidden',
+    'TABLESPACE / USING INDEX TABLESPACE places data outside the database\'s default storage. Leave the tablespace out.',
+  );
 }
 
 function checkSampling(method: string[]): Verdict | undefined {
