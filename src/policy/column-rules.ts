@@ -95,6 +95,15 @@ export function checkColumnDef(
   const hasDefault =
     (col.raw_default !== undefined && !isNullConstant(col.raw_default)) ||
     constraints.some((c) => c.contype === 'CONSTR_DEFAULT' && !isNullConstant(c.raw_expr));
+  const references = constraints.find((c) => c.contype === 'CONSTR_FOREIGN');
+  if (references && hasDefault) {
+    return reject(
+      'core-fk-default',
+      `Core column ${table}.${column} both REFERENCES ${references.pktable?.relname ?? 'another table'} and has a ` +
+        "DEFAULT: every application insert, which never sets the column, would then need that row to exist. Leave " +
+        'the DEFAULT out (NULL references nothing).',
+    );
+  }
   if (notNull && !hasDefault) {
     return reject(
       'not-null-without-default',

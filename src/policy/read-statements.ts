@@ -39,7 +39,8 @@ export function readStatements(sql: string): RawStatement[] {
       out.push({
         ...span,
         error: message,
-        tooDeep: err instanceof RangeError || undefined,
+        // V8's stack (RangeError) or the grammar's own stack ("memory exhausted") ran out: nesting, not a typo.
+        tooDeep: err instanceof RangeError || /memory exhausted|stack depth limit exceeded/.test(message) || undefined,
         errorOffset: cursor === undefined ? undefined : span.start + Math.min(cursor, text.length),
       });
     }

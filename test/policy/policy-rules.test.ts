@@ -29,7 +29,7 @@ const accepted: Case[] = [
   { sql: 'CREATE INDEX agent_n ON agent_notes (id)', rule: 'create-agent-index' },
   { sql: 'ALTER TABLE users ADD COLUMN agent_score int', rule: 'core-add-column', kind: 'AlterTableStmt' },
   {
-    sql: "ALTER TABLE users ADD COLUMN agent_flag boolean NOT NULL DEFAULT false CHECK (agent_flag IS NOT NULL) REFERENCES flags (id), ADD agent_note text DEFAULT 'x'",
+    sql: "ALTER TABLE users ADD COLUMN agent_flag boolean NOT NULL DEFAULT false CHECK (agent_flag IS NOT NULL), ADD agent_flag_id int REFERENCES flags (id) ON DELETE SET NULL, ADD agent_note text DEFAULT 'x'",
     rule: 'core-add-column',
   },
   { sql: 'ALTER TABLE IF EXISTS ONLY users ADD COLUMN IF NOT EXISTS agent_x int CONSTRAINT agent_x_chk CHECK (agent_x > 0)', rule: 'core-add-column' },
@@ -70,6 +70,11 @@ const accepted: Case[] = [
 
 /** Statements SCHEMA_POLICY.md rejects, each alone in a migration. */
 const rejected: Case[] = [
+  {
+    sql: 'ALTER TABLE users ADD COLUMN agent_flag int NOT NULL DEFAULT 1 REFERENCES flags (id)',
+    rule: 'core-fk-default',
+    says: ['DEFAULT', 'flags'],
+  },
   // Names and schemas.
   { sql: 'CREATE TABLE notes (id int)', rule: 'agent-namespace', says: ['agent_notes'] },
   { sql: 'CREATE TABLE "AGENT_notes" (id int)', rule: 'agent-namespace', says: ['agent_'] },
