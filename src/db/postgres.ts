@@ -92,10 +92,15 @@ export async function openPostgres(url: string, schema: string, poolConfig: Pool
     },
     async isolatedSession(work) {
       const client = await pool.connect();
+      // A checked-out client has no pool listener: a backend killed under it (an operator, a server restart) would
+      // emit an 'error' nobody handles and end the worker. The query in flight rejects with it all the same.
+      const ignore = (): void => undefined;
+      client.on('error', ignore);
       try {
         return await work(drizzle(client, { schema: tables }) as unknown as ForgeDb);
       } finally {
         client.release(true); // true: the connection is closed, not returned to the pool
+        client.off('error', ignore);
       }
     },
   };

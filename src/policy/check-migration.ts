@@ -1,3 +1,4 @@
+import { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/migration-limits';
 import { judgeStatement, nodeKind } from './judge-statement';
 import { identifierBytes, MAX_IDENTIFIER_BYTES, showIdent, truncateIdentifier } from './names';
 import { loadPolicyParser } from './parser';
@@ -109,10 +110,6 @@ function judge(
   return identifierProblem(facts.identifiers, truncated) ?? verdict;
 }
 
-/** SCHEMA_POLICY.md "Limits": the most statements one migration may hold. */
-export const MAX_MIGRATION_STATEMENTS = 1_000;
-/** SCHEMA_POLICY.md "Limits": the most SQL one migration may be, in bytes of UTF-8. */
-export const MAX_MIGRATION_BYTES = 1024 * 1024;
 
 /**
  * What is refused before the parser reads anything: a NUL byte (the parser's C strings end there, so it would judge

@@ -1,4 +1,5 @@
-export { checkMigration, checkMigrationSync, MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from './check-migration';
+export { checkMigration, checkMigrationSync } from './check-migration';
+export { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/migration-limits';
 export { migrationChecksum } from './checksum';
 export { ParserNotLoadedError } from './errors';
 export { AGENT_PREFIX, MAX_IDENTIFIER_BYTES } from './names';

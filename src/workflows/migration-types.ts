@@ -13,11 +13,7 @@ export type MigrateStage = (typeof MIGRATE_STAGES)[number];
 /** A migration name: readable in a workflow ID (`schema-migrate/<name>`), e.g. `0003_user_stars` or `stars.v2`. */
 export const MIGRATION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
-/**
- * The largest migration accepted. It travels through Temporal (2 MiB payload limit) in the input and once more in
- * the policy's verdicts.
- */
-export const MAX_MIGRATION_SQL_BYTES = 512 * 1024;
+export { MAX_MIGRATION_SQL_BYTES } from '../contract/migration-limits';
 
 export interface MigrateSchemaInput {
   /** The migration's name: its identity in `forge_migrations` and in the workflow ID `schema-migrate/<name>`. */

@@ -338,3 +338,10 @@ describe('migrations of several statements', () => {
     expect(checkMigrationSync('CREATE TABLE agent_a (id int)').accepted).toBe(true);
   });
 });
+
+test('the policy judges up to 1 MiB of SQL (the migration workflow takes 512 KiB of it through Temporal)', async () => {
+  const big = `CREATE TABLE agent_manual (id int);\nCOMMENT ON TABLE agent_manual IS '${'x'.repeat(1024 * 1024 - 200)}'`;
+  expect(await checkMigration(big)).toMatchObject({ accepted: true });
+  const over = await checkMigration(`${big}${'y'.repeat(300)}`);
+  expect(over).toMatchObject({ accepted: false, statements: [], problem: { rule: 'too-large' } });
+});
