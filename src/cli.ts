@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode, UsageError } from './commands/exit-codes';
-import { printError, printResult } from './commands/output';
+import { drainOutput, printError, printResult } from './commands/output';
 import { ForgeInputError } from './errors';
 import { ConfigError } from './config';
 import { DevServerError, PlatformUnreachableError, TemporalBinaryNotFoundError } from './platform/errors';
@@ -38,6 +38,18 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * Ends the process with `code` once stdout and stderr are drained (bin/forge.js, after main). The exit stays explicit
+ * so that no handle a command leaves open on some path (a Temporal connection, a database pool, a timer) can keep the
+ * CLI alive; waiting for the output first is what keeps a slow pipe from losing the end of it.
+ */
+export async function exitWhenDrained(code: number): Promise<never> {
+  // Should anything end the process while it waits, it still ends with the command's code.
+  process.exitCode = code;
+  await drainOutput();
+  process.exit(code);
+}
+
 /** Runs the CLI and resolves to its exit code (CLI.md: 0 ok, 1 refused, 2 usage, 3 unreachable). */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
@@ -45,7 +57,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     process.exitCode = undefined;
     await program.parseAsync(argv);
-    // bin/forge.js exits as soon as this resolves: what sandbox runs left to clean up after their verdicts goes first.
+    // bin/forge.js exits once this resolves and the output is drained: what sandbox runs left to clean up after their
+    // verdicts goes first.
     await sandboxCleanupsDone();
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
