@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { cliEnv, FORGE_BIN, parseJsonStdout, ROOT, type CliResult } from './run-cli';
+import { cliEnv, FORGE_BIN, parseJsonStdout, ROOT, runCommand, type CliResult } from './run-cli';
 
 /**
  * Issue 8: the CLI must not exit before its output is drained. On a pipe Node writes asynchronously: what the kernel's
@@ -42,28 +42,7 @@ const SLOW_PIPELINE = {
 
 /** Runs `node bin/forge.js ...args` like run-cli.ts's runForge, with its `slow` stream read late through a pipe. */
 function runForgeSlowReader(args: string[], slow: 'stdout' | 'stderr', stdin = ''): Promise<CliResult> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', SLOW_PIPELINE[slow], 'bash', process.execPath, FORGE_BIN, ...args], {
-      env: cliEnv(),
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, durationMs: Date.now() - started });
-    });
-    child.stdin.end(stdin);
-  });
+  return runCommand('bash', ['-c', SLOW_PIPELINE[slow], 'bash', process.execPath, FORGE_BIN, ...args], { stdin, timeoutMs: 60_000 });
 }
 
 /** Checks the answer statement by statement: a truncated answer would not even parse. */

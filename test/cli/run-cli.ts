@@ -27,14 +27,23 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return env;
 }
 
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  stdin?: string;
+  cwd?: string;
+  timeoutMs?: number;
+}
+
 /** Runs `node bin/forge.js ...args` to completion. */
-export function runForge(
-  args: string[],
-  options: { env?: NodeJS.ProcessEnv; stdin?: string; cwd?: string; timeoutMs?: number } = {},
-): Promise<CliResult> {
+export function runForge(args: string[], options: RunOptions = {}): Promise<CliResult> {
+  return runCommand(process.execPath, [FORGE_BIN, ...args], options);
+}
+
+/** Runs `command ...args` to completion in the CLI's controlled environment, collecting its output. */
+export function runCommand(command: string, args: string[], options: RunOptions = {}): Promise<CliResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [FORGE_BIN, ...args], {
+    const child = spawn(command, args, {
       env: options.env ?? cliEnv(),
       cwd: options.cwd ?? ROOT,
       stdio: ['pipe', 'pipe', 'pipe'],
