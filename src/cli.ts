@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ExitCode, UsageError } from './commands/exit-codes';
 import { drainOutput, printError, printResult } from './commands/output';
@@ -21,6 +23,7 @@ import { registerUp } from './commands/up';
 export function buildProgram(): Command {
   const program = new Command('forge')
     .description('Forge: an AI agent extends itself safely and durably, on Temporal.')
+    .version(packageVersion(), '--version', 'print the package version')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .showHelpAfterError();
@@ -36,6 +39,18 @@ export function buildProgram(): Command {
   registerMigrations(program);
   registerRuns(program);
   return program;
+}
+
+/** The version in Forge's package.json, found above this file (src/ under ts-jest, dist/src/ once built). */
+function packageVersion(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const file = path.join(dir, 'package.json');
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'agent-forge' && pkg.version) return pkg.version;
+    }
+    if (path.dirname(dir) === dir) return 'unknown';
+  }
 }
 
 /**

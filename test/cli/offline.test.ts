@@ -26,6 +26,12 @@ export default { name: 'noisy_fail', inputSchema: z.object({}), async execute() 
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+test('forge --version prints the package version and exits 0 (CLI.md)', async () => {
+  const { version } = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+  const r = await runForge(['--version']);
+  expect(r).toMatchObject({ code: 0, stdout: `${version}\n` });
+});
+
 describe('forge sandbox', () => {
   test('a passing tool: exit 0, {status: "passed", durationMs, output}, nothing but the object on stdout', async () => {
     const { code, json } = await runForgeJson(['sandbox', fixture('celsius_to_fahrenheit.ts'), '--test-input', '{"celsius":100}']);
