@@ -34,6 +34,9 @@ export interface ValidateMigrationResult {
   appliedBy?: { workflowId: string | null; runId: string | null };
 }
 
+/** The validate step's input: the workflow's, and the run asking (a run finds its own commit as not yet reported). */
+export type ValidateMigrationInput = MigrateSchemaWorkflowInput & { runId?: string };
+
 export interface ApplyMigrationInput {
   name: string;
   sql: string;
@@ -100,13 +103,15 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
   return {
     /**
      * Judges the SQL with the schema policy (no database involved), then looks for a row of this name: the same
-     * checksum is `alreadyApplied`, another one is rejected. Read-only, so idempotent; nothing to compensate.
+     * checksum is `alreadyApplied`, another one is rejected. A row committed by this very run (`runId`) is `ready`:
+     * the run's apply step was lost after its commit (a worker killed before Temporal recorded the step), and apply
+     * will find its own row and report `applied` once. Read-only, so idempotent; nothing to compensate.
      */
-    async validateMigration(input: MigrateSchemaWorkflowInput): Promise<ValidateMigrationResult> {
+    async validateMigration(input: ValidateMigrationInput): Promise<ValidateMigrationResult> {
       const report = await judge(input);
       const row = await getAgentMigration(database, input.name);
       if (row && row.checksum !== input.checksum) throw mismatch(input.name, row, input.checksum);
-      if (row) {
+      if (row && (input.runId === undefined || row.runId !== input.runId)) {
         return {
           status: 'alreadyApplied',
           statements: report.statements,

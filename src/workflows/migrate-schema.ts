@@ -27,7 +27,9 @@ export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): 
 
   try {
     progress.start('validate');
-    const validated = await migrationSteps.validateMigration.executeWithOptions({ summary: `validate migration ${input.name}` }, [input]);
+    const validated = await migrationSteps.validateMigration.executeWithOptions({ summary: `validate migration ${input.name}` }, [
+      { ...input, runId },
+    ]);
     const count = validated.statements.length;
     if (validated.status === 'alreadyApplied') {
       progress.done('validate', `already applied at ${validated.appliedAt}`);

@@ -40,6 +40,14 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
     // The event log holds one migration.applied for it: the retry wrote nothing.
     const events = await query(database, `SELECT * FROM events WHERE kind = 'migration.applied' AND subject = 'once'`);
     expect(events).toHaveLength(1);
+    // Local activities run again when the worker died before Temporal recorded them: the same run's validate step
+    // finds its own row and lets apply report it, so the run says `applied`, not `alreadyApplied` by itself (issue 9).
+    const revalidated = await activities.validateMigration({ name: 'once', sql: once.sql, checksum: once.checksum, runId: 'run-1' });
+    expect(revalidated.status).toBe('ready');
+    expect(await activities.validateMigration({ name: 'once', sql: once.sql, checksum: once.checksum, runId: 'run-2' })).toMatchObject({
+      status: 'alreadyApplied',
+      appliedBy: { runId: 'run-1' },
+    });
     // Another run with the same SQL finds it applied.
     expect(await activities.applyMigration(input('once', once.sql, 'run-2'))).toMatchObject({ status: 'alreadyApplied', appliedBy: { runId: 'run-1' } });
   });
