@@ -178,14 +178,17 @@ export function createToolActivities(deps: ToolActivityDeps) {
     },
 
     /**
-     * Makes an earlier version active: `toVersion`, or the newest stored version below the active one. Idempotent:
-     * a retry finds the target active already.
+     * Makes an earlier version active: `toVersion`, or the newest stored version below the active one. Idempotent by
+     * its run: an attempt that runs again after this run's activation committed (a worker killed before Temporal
+     * recorded the step) reports that activation and moves nothing, however the state looks now.
      */
     async activateEarlierVersion(input: {
       name: string;
       toVersion?: number;
       workflowId: string;
     }): Promise<{ version: number; previousVersion?: number }> {
+      const earlier = await store.activationOfRun(input.name, input.workflowId);
+      if (earlier) return { version: earlier.version, previousVersion: earlier.previousVersion };
       const versions = await store.listVersions(input.name);
       if (versions.length === 0) throw notFound(`there is no tool named "${input.name}"`);
       const active = await store.getActive(input.name);
@@ -206,7 +209,10 @@ export function createToolActivities(deps: ToolActivityDeps) {
       return { version: target, previousVersion: result.changed ? result.previousVersion : active?.version };
     },
 
-    /** Deactivates the tool and deletes its stored versions (the version counter stays). Idempotent. */
+    /**
+     * Deactivates the tool and deletes its stored versions (the version counter stays). Idempotent by its run: an
+     * attempt that finds nothing because this run removed it reports that removal.
+     */
     async removeTool(input: { name: string; workflowId: string }): Promise<{ previousVersion?: number; removedVersions: number }> {
       const result = await store.removeTool(input.name, { workflowId: input.workflowId });
       return { previousVersion: result.previousVersion, removedVersions: result.removedVersions };

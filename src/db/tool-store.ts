@@ -109,6 +109,12 @@ export interface ToolStore {
   restoreActive(name: string, target: { version?: number; ifActive?: number }, ref?: WorkflowRef): Promise<{ changed: boolean }>;
   /** Deactivates and deletes every stored version (the counter stays), logs `tool.removed`, notifies. Idempotent. */
   removeTool(name: string, ref?: WorkflowRef): Promise<RemovalResult>;
+  /**
+   * The activation the workflow `workflowId` already made of this tool, if any (from its `tool.activated` event): how
+   * a step that runs again after its commit (a local activity whose marker was lost) finds what its run did, instead
+   * of acting again on the state it finds.
+   */
+  activationOfRun(name: string, workflowId: string): Promise<ActivationResult | undefined>;
   appendEvent(event: NewEvent): Promise<ToolEvent>;
   /** Newest first. */
   listEvents(filter?: { subject?: string; limit?: number }): Promise<ToolEvent[]>;
@@ -131,6 +137,22 @@ async function insertEvent(tx: ForgeDb | ForgeTx, event: NewEvent): Promise<Tool
     .values({ kind: event.kind, subject: event.subject, detail: event.detail ?? {}, workflowId: event.workflowId })
     .returning();
   return row;
+}
+
+/** The events of one kind that the workflow `workflowId` wrote about a tool, newest first. */
+function eventsOfRun(tx: ForgeDb | ForgeTx, kind: string, name: string, workflowId: string): Promise<ToolEvent[]> {
+  return tx
+    .select()
+    .from(events)
+    .where(and(eq(events.kind, kind), eq(events.subject, name), eq(events.workflowId, workflowId)))
+    .orderBy(desc(events.id));
+}
+
+async function activationOfRun(tx: ForgeDb | ForgeTx, name: string, workflowId: string): Promise<ActivationResult | undefined> {
+  const [earlier] = await eventsOfRun(tx, 'tool.activated', name, workflowId);
+  if (!earlier) return undefined;
+  const detail = earlier.detail as { version: number; previousVersion: number | null };
+  return { name, version: detail.version, previousVersion: detail.previousVersion ?? undefined, changed: false };
 }
 
 async function notifyTools(tx: ForgeTx, name: string): Promise<void> {
@@ -264,8 +286,14 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
     activate(name, version, ref = {}) {
       return db.transaction(async (tx) => {
         await lockTool(tx, name);
-        return activateLocked(tx, name, version, ref);
+        // Once per run: an attempt that committed before it could report must not move the pointer a second time.
+        const earlier = ref.workflowId === undefined ? undefined : await activationOfRun(tx, name, ref.workflowId);
+        return earlier ?? activateLocked(tx, name, version, ref);
       });
+    },
+
+    activationOfRun(name, workflowId) {
+      return activationOfRun(db, name, workflowId);
     },
 
     deactivate(name, ref = {}) {
@@ -298,7 +326,15 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
           .delete(toolVersions)
           .where(eq(toolVersions.name, name))
           .returning({ version: toolVersions.version });
-        if (!active && deleted.length === 0) return { name, previousVersion: undefined, removedVersions: 0 };
+        if (!active && deleted.length === 0) {
+          // Nothing left: perhaps because this very run removed it in an attempt that could not report.
+          const [earlier] = ref.workflowId === undefined ? [] : await eventsOfRun(tx, 'tool.removed', name, ref.workflowId);
+          if (earlier) {
+            const detail = earlier.detail as { previousVersion: number | null; removedVersions: number[] };
+            return { name, previousVersion: detail.previousVersion ?? undefined, removedVersions: detail.removedVersions.length };
+          }
+          return { name, previousVersion: undefined, removedVersions: 0 };
+        }
         await insertEvent(tx, {
           kind: 'tool.removed',
           subject: name,

@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import { DatabaseOpenError, ToolVersionNotFoundError } from '../../src/db/errors';
 import { migrationsFolder } from '../../src/db/migrate';
 import { openPostgres } from '../../src/db/postgres';
+import { createToolActivities } from '../../src/activities/tool-activities';
 import { createToolStore, type NewToolVersion, type ToolStore } from '../../src/db/tool-store';
 import { TOOLS_CHANNEL } from '../../src/db/channels';
 import type { ForgeDatabase } from '../../src/db/types';
@@ -225,6 +226,37 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     const reborn = await store.insertVersion(version('phoenix', 'v1'));
     expect(reborn).toMatchObject({ version: 3, created: true });
     expect(await store.removeTool('never_existed')).toMatchObject({ removedVersions: 0 });
+  });
+
+  // Issue 9: a local activity whose marker was lost runs again after its commit; the second run of a step must report
+  // what its run did, not act again on the state it finds (a rollback applied twice went v10 → v9 → v8).
+  test('a rollback and a delete that run again for the same workflow do nothing twice and report the first result', async () => {
+    for (let i = 1; i <= 3; i++) await store.insertVersion(version('twice', `v${i}`));
+    await store.activate('twice', 3);
+    const activities = createToolActivities({
+      store,
+      builtinTools: [],
+      maxSourceBytes: 1_000_000,
+      writeVersionFiles: async () => undefined,
+      publish: async () => ({ generation: 0, tools: 0 }),
+      sandbox: { taskQueue: 'unused', maxTimeoutMs: 1_000 },
+    });
+    const rollback = { name: 'twice', workflowId: 'tool-rollback/twice/previous-test' };
+    const first = await activities.activateEarlierVersion(rollback);
+    expect(first).toEqual({ version: 2, previousVersion: 3 });
+    expect(await activities.activateEarlierVersion(rollback)).toEqual(first);
+    expect((await store.getActive('twice'))?.version).toBe(2);
+    const activations = (await store.listEvents({ subject: 'twice' })).filter((e) => e.workflowId === rollback.workflowId);
+    expect(activations).toHaveLength(1);
+    // Another rollback is another run: it moves on.
+    expect(await activities.activateEarlierVersion({ name: 'twice', workflowId: 'tool-rollback/twice/previous-other' })).toEqual({ version: 1, previousVersion: 2 });
+
+    const removal = { name: 'twice', workflowId: 'tool-delete/twice/test' };
+    const removed = await activities.removeTool(removal);
+    expect(removed).toEqual({ previousVersion: 1, removedVersions: 3 });
+    expect(await activities.removeTool(removal)).toEqual(removed);
+    // A delete of another run finds nothing.
+    expect(await activities.removeTool({ name: 'twice', workflowId: 'tool-delete/twice/other' })).toEqual({ previousVersion: undefined, removedVersions: 0 });
   });
 
   test('notify and listen work outside the store too', async () => {
