@@ -35,6 +35,7 @@ import type {
   ListToolsResult,
   RollbackToolResult,
   RunProgress,
+  StageRecord,
 } from './workflows/types';
 
 export { ForgeInputError, RunNotFoundError } from './errors';
@@ -190,7 +191,7 @@ export class ForgeClient {
       workflowId,
       runId,
       progress: () => this.progressOf(handle),
-      result: (opts = {}) => this.waitWithProgress<DeployToolResult>(handle, opts.onProgress),
+      result: (opts = {}) => this.waitWithProgress<DeployToolResult>(handle, opts.onProgress, { kind: 'deploy', subject: parsed.name }),
     };
   }
 
@@ -244,7 +245,7 @@ export class ForgeClient {
           ].join('\n'),
         }),
       );
-      const result = await this.waitWithProgress<MigrateSchemaResult>(handle, options.onProgress);
+      const result = await this.waitWithProgress<MigrateSchemaResult>(handle, options.onProgress, { kind: 'migrate', subject: parsed.name });
       if (result.checksum === checksum) return result;
       if (attempt >= 5) {
         throw new Error(`migrateSchema: runs of "${parsed.name}" for other SQL kept starting before ours; try again later`);
@@ -350,38 +351,54 @@ export class ForgeClient {
     return this.call(() => handle.result() as Promise<T>);
   }
 
-  private async waitWithProgress<T>(handle: WorkflowHandle, onProgress?: ProgressListener): Promise<T> {
+  private async waitWithProgress<T>(
+    handle: WorkflowHandle,
+    onProgress: ProgressListener | undefined,
+    run: { kind: ForgeKind; subject: string },
+  ): Promise<T> {
     if (!onProgress) return this.call(() => handle.result() as Promise<T>);
     let last = '';
+    let latest: RunProgress | undefined;
     let done = false;
+    // A query needs a worker: with the worker gone it waits out its timeout (a finished deployment's result was
+    // printed ~60 s late). Once the result is in, the query in flight is cancelled, not waited for.
+    const queries = new AbortController();
+    const keyOf = (p: RunProgress): string => JSON.stringify(p.stages.map((s) => [s.status, s.durationMs])) + p.stage;
     const poll = async () => {
       while (!done) {
-        const progress = await this.progressOf(handle);
-        const key = progress ? JSON.stringify(progress.stages.map((s) => [s.status, s.durationMs])) + progress.stage : '';
-        if (progress && key !== last && !done) {
-          last = key;
+        const progress = await this.progressOf(handle, queries.signal);
+        if (progress && keyOf(progress) !== last && !done) {
+          last = keyOf(progress);
+          latest = progress;
           onProgress(progress);
         }
         await new Promise((r) => setTimeout(r, 150));
       }
     };
-    const polling = poll();
+    const polling = poll(); // progressOf never rejects
     try {
       const result = await this.call(() => handle.result() as Promise<T>);
       done = true;
+      queries.abort();
       await polling;
-      const final = await this.progressOf(handle);
-      if (final && JSON.stringify(final.stages.map((s) => [s.status, s.durationMs])) + final.stage !== last) onProgress(final);
+      // The last stages come from the result itself, which every run carries, not from one more query.
+      const stages = stagesOf(result);
+      if (stages) {
+        const final: RunProgress = { ...(latest ?? run), stage: stages.at(-1)?.name ?? latest?.stage ?? '', stages };
+        if (keyOf(final) !== last) onProgress(final);
+      }
       return result;
     } finally {
       done = true;
+      queries.abort();
     }
   }
 
-  /** The run's `progress` query; undefined while no worker answers it. */
-  private async progressOf(handle: WorkflowHandle): Promise<RunProgress | undefined> {
+  /** The run's `progress` query; undefined while no worker answers it, or once `signal` aborts it. */
+  private async progressOf(handle: WorkflowHandle, signal?: AbortSignal): Promise<RunProgress | undefined> {
     try {
-      return await handle.query<RunProgress>('progress');
+      const query = () => handle.query<RunProgress>('progress');
+      return await (signal ? this.temporal.withAbortSignal(signal, query) : query());
     } catch {
       return undefined;
     }
@@ -396,6 +413,12 @@ export class ForgeClient {
       throw toPlatformError(err, this.address);
     }
   }
+}
+
+/** The stages a run's result reports: a migration's `stages`, a deployment's `diagnostics.stages`. */
+function stagesOf(result: unknown): StageRecord[] | undefined {
+  const r = result as { stages?: StageRecord[]; diagnostics?: { stages?: StageRecord[] } } | undefined;
+  return r?.stages ?? r?.diagnostics?.stages;
 }
 
 function searchAttributes(kind: ForgeKind, subject: string) {

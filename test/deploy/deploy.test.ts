@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { ForgeInputError } from '../../src/client';
+import { ForgeInputError, type RunProgress } from '../../src/client';
 import { ToolRegistry } from '../../src/registry';
 import { databaseKinds, startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
@@ -160,5 +160,24 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(run).toMatchObject({ status: 'COMPLETED', kind: 'deploy', subject: 'described', outcome: 'active', type: 'deployToolWorkflow' });
     expect(run.progress?.stages.every((s) => s.status === 'done')).toBe(true);
     expect(run.result).toMatchObject({ status: 'active', version: 1 });
+  });
+
+  // Issue 9: with the worker gone after a run ended, a client waiting with progress printed the (right) result ~60 s
+  // late: it waited for a progress query that needs a worker. The result carries its stages; nothing waits for one.
+  test('a client waiting with progress on a run that ended while no worker answers gets the result at once', async () => {
+    const started = await platform.forge.startDeployTool({ name: 'orphaned', source: adderTool('o', 'orphaned'), testInput: { a: 1, b: 1 } });
+    await platform.env.client.workflow.getHandle(started.workflowId).result();
+    await platform.stopWorkers();
+    try {
+      const seen: RunProgress[] = [];
+      const waited = Date.now();
+      const result = await started.result({ onProgress: (p) => seen.push(p) });
+      expect(Date.now() - waited).toBeLessThan(5_000);
+      expect(result).toMatchObject({ status: 'active', name: 'orphaned' });
+      expect(seen.at(-1)).toMatchObject({ kind: 'deploy', subject: 'orphaned' });
+      expect(seen.at(-1)?.stages.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done', 'done']);
+    } finally {
+      await platform.startWorkers();
+    }
   });
 });
