@@ -80,6 +80,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     namespace,
     taskQueue: config.taskQueues.control,
     ...workflowSource,
+    // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
+    // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
+    stickyQueueScheduleToStartTimeout: '2 seconds',
     activities: {
       ...toolActivities,
       ...createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations }),

@@ -28,8 +28,9 @@ export function boundedStep(taskQueue: string, sandboxMaxTimeoutMs: number): Act
   return {
     taskQueue,
     startToCloseTimeout: sandboxMaxTimeoutMs + 30_000,
-    heartbeatTimeout: '10 seconds',
-    retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.toolRejected] },
+    // The activity beats every second: a worker killed mid-test is noticed within 3 s, not Temporal's usual 10.
+    heartbeatTimeout: '3 seconds',
+    retry: { initialInterval: '200 milliseconds', maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.toolRejected] },
   };
 }
 
