@@ -39,7 +39,8 @@ import type {
 } from './workflows/types';
 
 export { ForgeInputError, RunNotFoundError } from './errors';
-export { PlatformUnreachableError } from './platform/errors';
+import { PlatformUnreachableError } from './platform/errors';
+export { PlatformUnreachableError };
 export type * from './workflows/types';
 export type * from './workflows/migration-types';
 export type { StatementVerdict } from './policy/types';
@@ -82,10 +83,32 @@ const migrateInputSchema = z.object({
 /** Called with each change of a run's progress while the client waits for it. */
 export type ProgressListener = (progress: RunProgress) => void;
 
-export interface ForgeClientOptions extends TemporalConnectOptions {
+export interface ForgeClientOptions extends TemporalConnectOptions, OutageOptions {
   /** The control task queue the workers poll (default: FORGE_TASK_QUEUE_CONTROL or `forge-control`). */
   taskQueue?: string;
 }
+
+/** How a client waiting for a run's result rides out a Temporal service that stops answering. */
+export interface OutageOptions {
+  /**
+   * How long a wait for a result goes on while the service cannot be reached (a restart, a network blip), before it
+   * gives up with a PlatformUnreachableError. The run itself goes on regardless. Default 120 s.
+   */
+  waitThroughOutageMs?: number;
+  /** Told each time the wait finds the service unreachable and tries again (the CLI says so on stderr). */
+  onOutage?: (outage: OutageEvent) => void;
+}
+
+export interface OutageEvent {
+  address: string;
+  workflowId: string;
+  /** How long the service has been unreachable for this wait. */
+  unreachableMs: number;
+  /** When the wait gives up, counted from the first failure. */
+  giveUpAfterMs: number;
+}
+
+const DEFAULT_WAIT_THROUGH_OUTAGE_MS = 120_000;
 
 /** A started deployment: its ID, its live progress, and its result. */
 export interface DeployHandle {
@@ -136,18 +159,19 @@ export class ForgeClient {
     readonly temporal: Client,
     private readonly taskQueue: string,
     private readonly address: string,
+    private readonly outage: OutageOptions = {},
   ) {}
 
   /** Connects through the standard Temporal environment configuration (TEMPORAL_ADDRESS, ..., or `options`). */
   static async connect(options: ForgeClientOptions = {}): Promise<ForgeClient> {
     const taskQueue = options.taskQueue ?? loadConfig(options.env ?? process.env).taskQueues.control;
     const client = await connectClient(options);
-    return new ForgeClient(client, taskQueue, resolveTemporalConnection(options).address);
+    return new ForgeClient(client, taskQueue, resolveTemporalConnection(options).address, options);
   }
 
   /** Wraps an existing Temporal client (tests, or an application that already holds one). */
-  static fromClient(client: Client, options: { taskQueue?: string } = {}): ForgeClient {
-    return new ForgeClient(client, options.taskQueue ?? loadConfig().taskQueues.control, 'the configured address');
+  static fromClient(client: Client, options: { taskQueue?: string } & OutageOptions = {}): ForgeClient {
+    return new ForgeClient(client, options.taskQueue ?? loadConfig().taskQueues.control, 'the configured address', options);
   }
 
   async close(): Promise<void> {
@@ -348,7 +372,29 @@ export class ForgeClient {
         staticSummary: summary,
       }),
     );
-    return this.call(() => handle.result() as Promise<T>);
+    return this.awaitResult<T>(handle);
+  }
+
+  /**
+   * A run's result. A long wait outlives servers: while the service cannot be reached the wait tries again, with
+   * backoff, for up to `waitThroughOutageMs` (the SDK's own retries give up after ~20 s), telling `onOutage` each time.
+   */
+  private async awaitResult<T>(handle: WorkflowHandle): Promise<T> {
+    const giveUpAfterMs = this.outage.waitThroughOutageMs ?? DEFAULT_WAIT_THROUGH_OUTAGE_MS;
+    let since: number | undefined;
+    for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 5_000)) {
+      try {
+        return (await handle.result()) as T;
+      } catch (err) {
+        const platform = toPlatformError(err, this.address);
+        if (!(platform instanceof PlatformUnreachableError)) throw platform;
+        since ??= Date.now();
+        const unreachableMs = Date.now() - since;
+        if (unreachableMs >= giveUpAfterMs) throw platform;
+        this.outage.onOutage?.({ address: this.address, workflowId: handle.workflowId, unreachableMs, giveUpAfterMs });
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+    }
   }
 
   private async waitWithProgress<T>(
@@ -356,7 +402,7 @@ export class ForgeClient {
     onProgress: ProgressListener | undefined,
     run: { kind: ForgeKind; subject: string },
   ): Promise<T> {
-    if (!onProgress) return this.call(() => handle.result() as Promise<T>);
+    if (!onProgress) return this.awaitResult<T>(handle);
     let last = '';
     let latest: RunProgress | undefined;
     let done = false;
@@ -377,7 +423,7 @@ export class ForgeClient {
     };
     const polling = poll(); // progressOf never rejects
     try {
-      const result = await this.call(() => handle.result() as Promise<T>);
+      const result = await this.awaitResult<T>(handle);
       done = true;
       queries.abort();
       await polling;

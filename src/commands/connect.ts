@@ -6,7 +6,18 @@ import { resolveTemporalConnection, toPlatformError } from '../platform/temporal
 /** Connects the SDK for one CLI command and closes it afterwards, whatever happens. */
 export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>): Promise<T> {
   await failFastWhenRefused();
-  const client = await ForgeClient.connect();
+  let said = 0;
+  const client = await ForgeClient.connect({
+    // A run outlives a Temporal restart; the CLI waits through it and says so, at most every 10 s.
+    onOutage: ({ address, workflowId, unreachableMs, giveUpAfterMs }) => {
+      if (said > 0 && unreachableMs - said < 10_000) return;
+      said = Math.max(unreachableMs, 1);
+      process.stderr.write(
+        `forge: Temporal at ${address} is unreachable (${Math.round(unreachableMs / 1000)} s); still waiting for ` +
+          `${workflowId}, which goes on by itself (giving up after ${Math.round(giveUpAfterMs / 1000)} s)\n`,
+      );
+    },
+  });
   try {
     return await fn(client);
   } finally {
