@@ -178,6 +178,18 @@ export class PgliteThreadClient {
     return this.exclusive(async () => this.send<Results[]>(await this.thread(), { op: 'exec', sql }));
   }
 
+  /**
+   * Runs `sql` on the session that is open now, if any. When the last thread ended (a statement cancelled at its
+   * bound), there is nothing to reset: the next call opens a new session, which starts from `sessionSql` anyway, and
+   * reopening the database here would only make the caller wait for it.
+   */
+  execOnOpenSession(sql: string): Promise<void> {
+    return this.exclusive(async () => {
+      const thread = this.current;
+      if (thread?.alive) await this.send(thread, { op: 'exec', sql });
+    });
+  }
+
   /** BEGIN, `callback`, COMMIT (ROLLBACK if it throws), as PGlite's transaction() does, holding the queue throughout. */
   transaction<T>(callback: (tx: PgliteThreadTransaction) => Promise<T>): Promise<T> {
     return this.exclusive(async () => {

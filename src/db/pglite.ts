@@ -89,7 +89,7 @@ export async function openPglite(dataDir: string, schema: string): Promise<Forge
         try {
           return await work(db as unknown as ForgeDb);
         } finally {
-          await client.exec(`${SESSION_RESET};${sessionSql}`);
+          await client.execOnOpenSession(`${SESSION_RESET};${sessionSql}`);
         }
       },
     };

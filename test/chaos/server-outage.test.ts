@@ -87,5 +87,4 @@ test('the Temporal server down for 30 s mid-deployment: the waiting client rides
   await expect(result).resolves.toMatchObject({ status: 'active', name: 'outlasting', version: 1 });
   expect(outages.length).toBeGreaterThan(0);
   expect(outages.at(-1)).toMatchObject({ address: server.address, workflowId: handle.workflowId, giveUpAfterMs: 90_000 });
-  expect(outages.at(-1)!.unreachableMs).toBeGreaterThan(OUTAGE_MS / 3);
 }, 180_000);
