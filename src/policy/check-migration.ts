@@ -7,7 +7,7 @@ import { readStatements } from './read-statements';
 import { TextIndex } from './text-index';
 import { identifiersOf } from './identifiers';
 import type { TreeFacts } from './tree-rules';
-import { checkTree, MAX_TREE_DEPTH } from './tree-rules';
+import { checkTree, tooDeep } from './tree-rules';
 import type { MigrationProblem, PolicyOptions, PolicyReport, StatementVerdict } from './types';
 import type { RuleContext, Verdict } from './verdict';
 import { reject } from './verdict';
@@ -87,13 +87,7 @@ function judge(
   ctx: RuleContext,
   index: TextIndex,
 ): Verdict {
-  if (raw.tooDeep) {
-    return reject(
-      'expression-too-deep',
-      `This statement nests too deeply for the parser to read (past about ${MAX_TREE_DEPTH} levels). Write the ` +
-        'expression flatter (fewer nested parentheses or chained operators), or split the work.',
-    );
-  }
+  if (raw.tooDeep) return tooDeep();
   if (!raw.node || !facts) {
     const at = raw.errorOffset === undefined ? '' : ` (line ${index.location(raw.errorOffset).line}, column ${index.location(raw.errorOffset).column})`;
     return reject(

@@ -338,11 +338,12 @@ export function foreignSchema(qualified: string, ctx: RuleContext): Verdict {
   );
 }
 
-function tooDeep(): Verdict {
+/** The verdict on a statement nested too deeply to judge, whether the parser or this walk ran out first. */
+export function tooDeep(): Verdict {
   return reject(
     'expression-too-deep',
-    `This statement nests more than ${MAX_TREE_DEPTH} levels deep, too deep to judge. Write the expression flatter ` +
-      '(fewer nested parentheses or chained operators), or split the work.',
+    `This statement nests more than about ${MAX_TREE_DEPTH} levels deep, too deep to judge. Write the expression ` +
+      'flatter (fewer nested parentheses, calls or chained operators), or split the work.',
   );
 }
 
