@@ -1,6 +1,7 @@
 import { asc, eq, sql } from 'drizzle-orm';
 import { enterAgentRole, leaveAgentRole } from './agent-role';
 import { MigrationStatementError, StatementBoundError } from './errors';
+import { quoteIdent } from './quote-ident';
 import { agentMigrations, events } from './schema';
 import type { ForgeDatabase } from './types';
 
@@ -138,9 +139,13 @@ export async function applyAgentMigration(
           }
         }
         await leaveAgentRole(tx, switched);
-        // Whatever the statements set in the session (search_path, role, ...) must not steer Forge's own writes.
+        // Whatever the statements set in the session (search_path, role, ...) must not steer Forge's own writes; the
+        // timeouts come back too (RESET ALL clears them), with what is left of the deadline, at least 1 s for the row.
         await tx.execute(sql.raw('RESET ALL'));
-        await tx.execute(sql`SELECT set_config('search_path', ${`"${database.schema.split('"').join('""')}"`}, true)`);
+        const left = Math.max(1_000, Math.floor(deadline - performance.now()));
+        await tx.execute(
+          sql`SELECT set_config('search_path', ${quoteIdent(database.schema)}, true), set_config('lock_timeout', ${`${limits.lockTimeoutMs}ms`}, true), set_config('statement_timeout', ${`${left}ms`}, true)`,
+        );
         const [row] = await tx
           .insert(agentMigrations)
           .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId })

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { PoolClient } from 'pg';
 import { MigrationStatementError } from './errors';
+import { quoteIdent } from './quote-ident';
 import type { ForgeTx } from './types';
 
 /**
@@ -83,8 +84,4 @@ export async function leaveAgentRole(tx: ForgeTx, switched: boolean): Promise<vo
 
 async function rows<T>(tx: ForgeTx, query: ReturnType<typeof sql>): Promise<T[]> {
   return ((await tx.execute(query)) as unknown as { rows: T[] }).rows;
-}
-
-function quoteIdent(name: string): string {
-  return `"${name.split('"').join('""')}"`;
 }

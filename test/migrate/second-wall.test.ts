@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import { applyAgentMigration, MigrationStatementError, type ForgeDatabase } from '../../src/db';
 import { AGENT_ROLE } from '../../src/db/agent-role';
 import { migrationChecksum } from '../../src/policy';
@@ -90,11 +91,30 @@ describe.each(backendKinds())('the apply step on $kind', ({ kind, make }) => {
   });
 
   if (kind === 'postgres') {
+    test("Forge's own row is written under the timeouts again, whatever the statements set", async () => {
+      const pool = (database.db as unknown as { $client: Pool }).$client;
+      const holder = await pool.connect();
+      try {
+        // Reads of the tracking table go on; Forge's insert of its row waits on this lock.
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE forge_migrations IN SHARE MODE');
+        const started = Date.now();
+        const err = await refusal(apply(database, ["SELECT set_config('lock_timeout', '0', true)", 'CREATE TABLE agent_wall_row (id int)']));
+        expect(err.details.code).toBe('55P03');
+        expect(Date.now() - started).toBeLessThan(5_000);
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+      expect(await query(database, "SELECT to_regclass('agent_wall_row') IS NULL AS gone")).toEqual([{ gone: true }]);
+    });
+
     test('the role the statements run as cannot read or write server files', async () => {
       for (const statement of [
         "SELECT pg_read_file('/etc/hostname')",
         "SELECT pg_ls_dir('.')",
         "SELECT lo_export(lo_from_bytea(0, 'x'), '/tmp/forge-wall-test')",
+        "SELECT lo_import('/etc/hostname')",
         "COPY (SELECT 1) TO '/tmp/forge-wall-test'",
       ]) {
         const err = await refusal(apply(database, [statement]));
