@@ -1,5 +1,6 @@
 import type { ColumnDef, Constraint, Node } from 'libpg-query';
 import { isAllowedFunction, isImmutableFunction } from './builtins';
+import { findInTree } from './walk';
 import { isAgentName, namesOf, showIdent, showQualified, suggestAgentName } from './names';
 import type { Verdict } from './verdict';
 import { reject } from './verdict';
@@ -171,20 +172,11 @@ function checkCoreForeignKey(c: Constraint, column: string, table: string): Verd
  * a row must not change later).
  */
 function checkCoreCheck(expr: Node | undefined, column: string, table: string, added: ReadonlySet<string>): Verdict | undefined {
-  const stack: unknown[] = [expr];
-  while (stack.length > 0) {
-    const value = stack.pop();
-    if (Array.isArray(value)) {
-      stack.push(...value);
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
-    const node = value as Record<string, unknown>;
-    const ref = node.ColumnRef as { fields?: Node[] } | undefined;
-    if (ref) {
-      const fields = namesOf(ref.fields);
-      const name = fields[fields.length - 1];
-      if (fields.length !== (ref.fields?.length ?? 0) || fields.length !== 1 || !added.has(name)) {
+  return findInTree(expr, (node, key) => {
+    if (key === 'ColumnRef') {
+      const all = (node.fields as Node[] | undefined) ?? [];
+      const fields = namesOf(all);
+      if (fields.length !== all.length || fields.length !== 1 || !added.has(fields[0])) {
         return coreCheck(
           `reads ${fields.length > 0 ? showQualified(fields) : '*'}, which is not a column this statement adds`,
           column,
@@ -192,19 +184,17 @@ function checkCoreCheck(expr: Node | undefined, column: string, table: string, a
         );
       }
     }
-    const call = node.FuncCall as { funcname?: Node[] } | undefined;
-    if (call) {
-      const name = namesOf(call.funcname);
+    if (key === 'FuncCall') {
+      const name = namesOf(node.funcname as Node[] | undefined);
       const last = name[name.length - 1] ?? '';
       // A function no expression may call is refused by the tree rules, with the reason that names it.
       if (isAllowedFunction(last) && !isImmutableFunction(last)) {
         return coreCheck(`calls ${showQualified(name)}, which is not immutable`, column, table);
       }
     }
-    if (node.SQLValueFunction) return coreCheck('reads the clock or the session (CURRENT_...)', column, table);
-    for (const child of Object.values(node)) if (typeof child === 'object') stack.push(child);
-  }
-  return undefined;
+    if (key === 'SQLValueFunction') return coreCheck('reads the clock or the session (CURRENT_...)', column, table);
+    return undefined;
+  });
 }
 
 function coreCheck(what: string, column: string, table: string): Verdict {

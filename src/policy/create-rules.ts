@@ -14,6 +14,7 @@ import { refusals } from './forbidden-kinds';
 import { isAllowedFunction } from './builtins';
 import { isAgentName, namesOf, namesOfListNode, showIdent, showQualified, suggestAgentName } from './names';
 import { foreignSchema } from './tree-rules';
+import { findInTree } from './walk';
 import type { RuleContext, Verdict } from './verdict';
 import { accept, reject } from './verdict';
 
@@ -251,12 +252,5 @@ function checkRangeParams(s: CreateRangeStmt, ctx: RuleContext): Verdict | undef
 
 /** Whether an expression reads a column anywhere (a constant one never does). */
 function readsAColumn(expr: unknown): boolean {
-  const stack: unknown[] = [expr];
-  while (stack.length > 0) {
-    const value = stack.pop();
-    if (value === null || typeof value !== 'object') continue;
-    if (!Array.isArray(value) && 'ColumnRef' in value) return true;
-    stack.push(...Object.values(value as object));
-  }
-  return false;
+  return findInTree(expr, (_node, key) => (key === 'ColumnRef' ? true : undefined)) === true;
 }

@@ -4,6 +4,7 @@ import type { RefusalReason } from './builtins';
 import { isAgentName, showIdent, showQualified } from './names';
 import type { RuleContext, Verdict } from './verdict';
 import { reject } from './verdict';
+import { findInTree, type TreeNode } from './walk';
 
 /** What a walk over one statement's parse tree found: the first rule it breaks, if any. */
 export interface TreeFacts {
@@ -33,7 +34,6 @@ const OPERATOR_KINDS = new Set([
   'AEXPR_SIMILAR',
 ]);
 
-type Obj = Record<string, unknown>;
 
 /**
  * Walks a statement's whole parse tree (every expression position: DEFAULT, CHECK, GENERATED, USING, index
@@ -48,31 +48,12 @@ type Obj = Record<string, unknown>;
  * The walk is iterative, so a deep tree is a verdict, never a stack overflow.
  */
 export function checkTree(root: unknown, ctx: RuleContext): TreeFacts {
-  const stack: Array<{ value: unknown; key: string | undefined; depth: number }> = [{ value: root, key: undefined, depth: 0 }];
-  while (stack.length > 0) {
-    const { value, key, depth } = stack.pop()!;
-    if (depth > MAX_TREE_DEPTH) return { problem: tooDeep() };
-    if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], key, depth: depth + 1 });
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
-    // A_Const holds literals: nothing below it is a name.
-    if (key === 'A_Const') continue;
-    const obj = value as Obj;
-    const problem = checkNode(obj, key, ctx);
-    if (problem) return { problem };
-    const entries = Object.entries(obj);
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [k, v] = entries[i];
-      if (typeof v === 'object' && v !== null) stack.push({ value: v, key: k, depth: depth + 1 });
-    }
-  }
-  return {};
+  const problem = findInTree(root, (node, key) => checkNode(node, key, ctx), { maxDepth: MAX_TREE_DEPTH, tooDeep });
+  return problem ? { problem } : {};
 }
 
 /** The rules of one node, by what the node is (`key` is the node's type name when it is wrapped, e.g. FuncCall). */
-function checkNode(obj: Obj, key: string | undefined, ctx: RuleContext): Verdict | undefined {
+function checkNode(obj: TreeNode, key: string | undefined, ctx: RuleContext): Verdict | undefined {
   if (typeof obj.relname === 'string') return checkRelation(obj, ctx);
   if (key === 'String' && FORGE_LEGACY_NAMES.has(String(obj.sval))) return forgeTable(showIdent(String(obj.sval)));
   if (typeof obj.indexspace === 'string' || typeof obj.tablespacename === 'string') return tablespace();
@@ -90,7 +71,7 @@ function checkNode(obj: Obj, key: string | undefined, ctx: RuleContext): Verdict
     case 'A_Indirection':
       return checkFunctionalNotation(obj.indirection as unknown[]);
     case 'DefElem':
-      return obj.defname === 'sequence_name' ? checkSequenceName(stringList(((obj.arg as Obj)?.List as Obj)?.items as unknown[]), ctx) : undefined;
+      return obj.defname === 'sequence_name' ? checkSequenceName(stringList(((obj.arg as TreeNode)?.List as TreeNode)?.items as unknown[]), ctx) : undefined;
     case 'InsertStmt':
     case 'UpdateStmt':
     case 'DeleteStmt':
@@ -115,7 +96,7 @@ function checkNode(obj: Obj, key: string | undefined, ctx: RuleContext): Verdict
   return undefined;
 }
 
-function checkRelation(rel: Obj, ctx: RuleContext): Verdict | undefined {
+function checkRelation(rel: TreeNode, ctx: RuleContext): Verdict | undefined {
   const schema = typeof rel.schemaname === 'string' ? rel.schemaname : undefined;
   const name = String(rel.relname);
   const parts = [rel.catalogname, schema, name].filter((p): p is string => typeof p === 'string');
@@ -143,7 +124,7 @@ export function forgeTable(shown: string): Verdict {
   );
 }
 
-function checkFuncCall(call: Obj, ctx: RuleContext): Verdict | undefined {
+function checkFuncCall(call: TreeNode, ctx: RuleContext): Verdict | undefined {
   const names = stringList(call.funcname as unknown[]);
   const name = names[names.length - 1] ?? '';
   const shown = showQualified(names);
@@ -178,16 +159,16 @@ function checkNextval(args: unknown[] | undefined, ctx: RuleContext): Verdict | 
 
 /** The text of `'name'` or `'name'::regclass`, the forms nextval's argument takes. */
 function sequenceLiteral(arg: unknown): string | undefined {
-  const node = arg as Obj;
-  const cast = node.TypeCast as Obj | undefined;
+  const node = arg as TreeNode;
+  const cast = node.TypeCast as TreeNode | undefined;
   if (cast) {
-    const target = stringList(((cast.typeName as Obj | undefined)?.names as unknown[]) ?? []);
+    const target = stringList(((cast.typeName as TreeNode | undefined)?.names as unknown[]) ?? []);
     if (target[target.length - 1] !== 'regclass' || (target.length === 2 && target[0] !== 'pg_catalog') || target.length > 2) {
       return undefined;
     }
     return sequenceLiteral(cast.arg);
   }
-  const value = (node.A_Const as Obj | undefined)?.sval as Obj | undefined;
+  const value = (node.A_Const as TreeNode | undefined)?.sval as TreeNode | undefined;
   return typeof value?.sval === 'string' ? value.sval : undefined;
 }
 
@@ -271,10 +252,10 @@ function checkBuiltinName(
 }
 
 /** `EXCLUDE USING gist (col WITH &&)`: each pair is an index element and the operator that compares. */
-function checkExclusions(constraint: Obj, ctx: RuleContext): Verdict | undefined {
+function checkExclusions(constraint: TreeNode, ctx: RuleContext): Verdict | undefined {
   for (const pair of (constraint.exclusions as unknown[] | undefined) ?? []) {
-    const items = ((pair as Obj).List as Obj | undefined)?.items as unknown[] | undefined;
-    const op = ((items?.[1] as Obj | undefined)?.List as Obj | undefined)?.items as unknown[] | undefined;
+    const items = ((pair as TreeNode).List as TreeNode | undefined)?.items as unknown[] | undefined;
+    const op = ((items?.[1] as TreeNode | undefined)?.List as TreeNode | undefined)?.items as unknown[] | undefined;
     const problem = op ? checkOperator(stringList(op), ctx) : undefined;
     if (problem) return problem;
   }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import { ForgeClient, type OutageEvent } from '../../src/client';
 import { startDevServer, type DevServer } from '../../src/platform/dev-server';
 import { findFreePort } from '../../src/platform/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
+import { killWorkerHard, startForgeWorker } from './forge-worker';
 
 /**
  * Issue 9: a 45 s dev-server outage made the CLI give up (exit 3) while the run later finished. The Temporal dev
@@ -13,7 +14,6 @@ import { requireTemporalBinary } from '../../src/platform/temporal-binary';
  * then started again on the same port: the client waiting for the result says so and gets it once the server is back.
  * The worker is the real `forge worker` (dist/, built by `npm test`) in its own process.
  */
-const ROOT = path.resolve(__dirname, '..', '..');
 const OUTAGE_MS = 30_000;
 
 const slowTool = `import { z } from 'zod';
@@ -33,27 +33,9 @@ let server: DevServer | undefined;
 let worker: ChildProcess | undefined;
 let forge: ForgeClient | undefined;
 
-function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'forge.js'), 'worker'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Forge workers are running')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
-  });
-}
-
 afterAll(async () => {
   await forge?.close().catch(() => undefined);
-  if (worker?.pid !== undefined && worker.exitCode === null) process.kill(-worker.pid, 'SIGKILL');
+  if (worker) await killWorkerHard(worker);
   await server?.stop();
   if (home) rmSync(home, { recursive: true, force: true });
 });
@@ -73,7 +55,7 @@ test('the Temporal server down for 30 s mid-deployment: the waiting client rides
     TEMPORAL_ADDRESS: server.address,
     TEMPORAL_NAMESPACE: server.namespace,
   };
-  worker = await startWorker(env);
+  worker = await startForgeWorker(env);
   const outages: OutageEvent[] = [];
   forge = await ForgeClient.connect({ env, waitThroughOutageMs: 90_000, onOutage: (o) => outages.push(o) });
 

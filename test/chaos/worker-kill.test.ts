@@ -1,17 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeClient } from '../../src/client';
 import { startTemporal } from '../helpers/platform';
+import { killWorkerHard, startForgeWorker } from './forge-worker';
 
 /**
  * A worker killed with SIGKILL in the middle of a deployment, then restarted, must end in the same state as an
  * uninterrupted run: the deployment finishes, and database, disk and the client's view agree. The worker is the real
  * `forge worker` (dist/, built by `npm test` before jest) in its own process, on embedded PGlite.
  */
-const ROOT = path.resolve(__dirname, '..', '..');
 
 const slowTool = (marker: string) => `import { z } from 'zod';
 export default {
@@ -31,36 +31,6 @@ let childEnv: NodeJS.ProcessEnv;
 let worker: ChildProcess | undefined;
 let forge: ForgeClient;
 
-function startWorker(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'forge.js'), 'worker'], {
-    env: childEnv,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Forge workers are running')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
-  });
-}
-
-function killHard(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    process.kill(-child.pid!, 'SIGKILL');
-  });
-}
-
 beforeAll(async () => {
   env = await startTemporal();
   home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : '/tmp', 'forge-chaos-'));
@@ -78,13 +48,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (worker) await killHard(worker);
+  if (worker) await killWorkerHard(worker);
   await env?.teardown();
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
 test('SIGKILL of the worker during the sandbox test, then a restart: the deployment finishes, state agrees', async () => {
-  worker = await startWorker();
+  worker = await startForgeWorker(childEnv);
   const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('a'), testInput: { ms: 2500 } });
   // Wait until the test stage runs, then kill the worker and everything in its process group.
   for (let i = 0; i < 200; i++) {
@@ -93,9 +63,9 @@ test('SIGKILL of the worker during the sandbox test, then a restart: the deploym
     await new Promise((r) => setTimeout(r, 50));
   }
   expect((await handle.progress())?.stage).toBe('test');
-  await killHard(worker);
+  await killWorkerHard(worker);
 
-  worker = await startWorker();
+  worker = await startForgeWorker(childEnv);
   const result = await handle.result();
   expect(result).toMatchObject({ status: 'active', name: 'slow_tool', version: 1, verdict: 'passed' });
 
@@ -113,8 +83,8 @@ test('SIGKILL right after the commit: the restarted worker publishes, and a rede
     if (progress && ['commit', 'notify', 'finished'].includes(progress.stage)) break;
     await new Promise((r) => setTimeout(r, 5));
   }
-  await killHard(worker!);
-  worker = await startWorker();
+  await killWorkerHard(worker!);
+  worker = await startForgeWorker(childEnv);
   const result = await handle.result();
   expect(result).toMatchObject({ status: 'active', version: 2 });
   const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
