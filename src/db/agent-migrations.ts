@@ -1,5 +1,5 @@
 import { asc, eq, sql } from 'drizzle-orm';
-import { enterAgentRole, leaveAgentRole } from './agent-role';
+import { enterAgentRole } from './agent-role';
 import { MigrationStatementError, StatementBoundError } from './errors';
 import { quoteIdent } from './quote-ident';
 import { agentMigrations, events } from './schema';
@@ -125,7 +125,7 @@ export async function applyAgentMigration(
         const started = performance.now();
         // The statement timeout bounds the whole migration, not each statement alone: what is left of it bounds the next.
         const deadline = started + limits.statementTimeoutMs;
-        const switched = database.kind === 'postgres' ? await enterAgentRole(tx) : false;
+        if (database.kind === 'postgres') await enterAgentRole(tx);
         for (const [index, statement] of input.statements.entries()) {
           const remaining = Math.floor(deadline - performance.now());
           if (remaining <= 0) throw deadlineError(input, index, limits);
@@ -138,9 +138,10 @@ export async function applyAgentMigration(
             throw boundError(err, input, index, limits) ?? statementError(err, input, index) ?? err;
           }
         }
-        await leaveAgentRole(tx, switched);
-        // Whatever the statements set in the session (search_path, role, ...) must not steer Forge's own writes; the
-        // timeouts come back too (RESET ALL clears them), with what is left of the deadline, at least 1 s for the row.
+        // Whatever the statements set in the session (role, search_path, ...) must not steer Forge's own writes: back
+        // to Forge's role (RESET ALL leaves the role alone) and settings. The timeouts come back too (RESET ALL clears
+        // them), with what is left of the deadline, at least 1 s for the row.
+        await tx.execute(sql.raw('RESET ROLE'));
         await tx.execute(sql.raw('RESET ALL'));
         const left = Math.max(1_000, Math.floor(deadline - performance.now()));
         await tx.execute(

@@ -46,17 +46,16 @@ export async function ensureAgentRole(client: PoolClient, schema: string): Promi
 /**
  * Inside an agent migration's transaction, before its statements: on PostgreSQL, switches to {@link AGENT_ROLE}
  * (`SET LOCAL ROLE`, so it ends with the transaction) when Forge is a superuser, then checks that the role the
- * statements will run as is no superuser and holds no {@link PRIVILEGED_ROLES}. Returns whether the role was
- * switched, for {@link leaveAgentRole}.
+ * statements will run as is no superuser and holds no {@link PRIVILEGED_ROLES}. The caller's `RESET ROLE` after the
+ * statements brings Forge's own role back.
  * @throws MigrationStatementError (42501) when no such role can be had: the operator must change the connection.
  */
-export async function enterAgentRole(tx: ForgeTx): Promise<boolean> {
+export async function enterAgentRole(tx: ForgeTx): Promise<void> {
   const [me] = await rows<{ rolsuper: boolean; agent: boolean }>(
     tx,
     sql`SELECT rolsuper, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ${AGENT_ROLE}) AS agent FROM pg_roles WHERE rolname = current_user`,
   );
-  const switched = !!me?.rolsuper && me.agent;
-  if (switched) await tx.execute(sql.raw(`SET LOCAL ROLE ${quoteIdent(AGENT_ROLE)}`));
+  if (me?.rolsuper && me.agent) await tx.execute(sql.raw(`SET LOCAL ROLE ${quoteIdent(AGENT_ROLE)}`));
   const [now] = await rows<{ role: string; rolsuper: boolean; held: string[] | null }>(
     tx,
     sql`SELECT current_user AS role, r.rolsuper,
@@ -74,12 +73,6 @@ export async function enterAgentRole(tx: ForgeTx): Promise<boolean> {
       { code: '42501', enforcedBy: 'forge' },
     );
   }
-  return switched;
-}
-
-/** Back to Forge's own role for the tracking row, after the agent's statements. */
-export async function leaveAgentRole(tx: ForgeTx, switched: boolean): Promise<void> {
-  if (switched) await tx.execute(sql.raw('RESET ROLE'));
 }
 
 async function rows<T>(tx: ForgeTx, query: ReturnType<typeof sql>): Promise<T[]> {
