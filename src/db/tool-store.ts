@@ -105,6 +105,10 @@ export interface ToolStore {
    * A compensation: makes `target.version` active again (deactivates when it is undefined), but only while
    * `target.ifActive` is the active version. The check and the move are one transaction under the tool's lock, so a
    * deployment that committed in between is never undone. Idempotent.
+   *
+   * Without `ifActive` (the run being compensated never learnt whether its commit landed: cancelled before or while
+   * it ran) the version that run activated stands in for it, found by `ref.workflowId`; a run that activated nothing
+   * has nothing to undo, so a deployment of another run is never undone on its behalf.
    */
   restoreActive(name: string, target: { version?: number; ifActive?: number }, ref?: WorkflowRef): Promise<{ changed: boolean }>;
   /** Deactivates and deletes every stored version (the counter stays), logs `tool.removed`, notifies. Idempotent. */
@@ -306,9 +310,15 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
     restoreActive(name, target, ref = {}) {
       return db.transaction(async (tx) => {
         await lockTool(tx, name);
-        if (target.ifActive !== undefined) {
+        let ifActive = target.ifActive;
+        if (ifActive === undefined && ref.workflowId !== undefined) {
+          const ours = await activationOfRun(tx, name, ref.workflowId);
+          if (!ours) return { changed: false };
+          ifActive = ours.version;
+        }
+        if (ifActive !== undefined) {
           const [current] = await tx.select({ version: activeTools.version }).from(activeTools).where(eq(activeTools.name, name)).limit(1);
-          if (current?.version !== target.ifActive) return { changed: false };
+          if (current?.version !== ifActive) return { changed: false };
         }
         if (target.version !== undefined) return { changed: (await activateLocked(tx, name, target.version, ref)).changed };
         return { changed: (await deactivateLocked(tx, name, ref)).previousVersion !== undefined };

@@ -1,8 +1,23 @@
-import { proxyActivities, proxyLocalActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { MigrationActivities } from '../activities/migration-activities';
 import type { SandboxActivities } from '../activities/sandbox-activities';
 import type { ToolActivities } from '../activities/tool-activities';
 import { FailureType } from './types';
+
+/**
+ * A cancelled run waits for the step in flight to end before it goes on: a step that commits after its run already
+ * ended as cancelled (the saga's restore done, the caller told "cancelled") would leave the state half of each, and a
+ * sandbox test must have killed its processes before the run ends. Set explicitly because the TypeScript SDK's real
+ * default is TRY_CANCEL (the step's promise fails at once while the step goes on running), although its API reference
+ * says WAIT_CANCELLATION_COMPLETED (temporalio/sdk-typescript#2442).
+ */
+const WAIT_FOR_THE_STEP = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
 
 /**
  * Fast steps (validate, compile, commit, publish): local activities on the control worker, which holds the database.
@@ -11,6 +26,7 @@ import { FailureType } from './types';
  */
 export const FAST_STEP: LocalActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  cancellationType: WAIT_FOR_THE_STEP,
   // No maximumAttempts: unlimited, bounded only by the non-retryable verdict types below.
   retry: {
     initialInterval: '200 milliseconds',
@@ -28,6 +44,8 @@ export function boundedStep(taskQueue: string, sandboxMaxTimeoutMs: number): Act
   return {
     taskQueue,
     startToCloseTimeout: sandboxMaxTimeoutMs + 30_000,
+    // The activity learns of a cancellation at its next heartbeat and kills the tree before it reports.
+    cancellationType: WAIT_FOR_THE_STEP,
     // The activity beats every second: a worker killed mid-test is noticed within 3 s, not Temporal's usual 10.
     heartbeatTimeout: '3 seconds',
     retry: { initialInterval: '200 milliseconds', maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.toolRejected] },

@@ -1,14 +1,22 @@
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { toolSteps } from './activity-options';
 import { Progress } from './progress';
+import { runToTheEnd } from './run-to-the-end';
 import { ForgeOutcomeKey } from './search-attributes';
 import type { DeleteToolInput, DeleteToolResult } from './types';
 
 /**
  * Deactivates a tool and removes its stored versions, then publishes agent-tools/ without it. Version numbers are
  * not reused: a later deployment of the same name continues above the highest one ever given.
+ *
+ * Not cancellable, for the reason {@link runToTheEnd} gives: a cancel request is recorded and the run goes on to its
+ * end, whose result says what it did.
  */
-export async function deleteToolWorkflow(input: DeleteToolInput): Promise<DeleteToolResult> {
+export function deleteToolWorkflow(input: DeleteToolInput): Promise<DeleteToolResult> {
+  return runToTheEnd(() => deleteTool(input));
+}
+
+async function deleteTool(input: DeleteToolInput): Promise<DeleteToolResult> {
   const { workflowId } = workflowInfo();
   const progress = new Progress('delete', input.name, ['remove', 'notify']);
   progress.start('remove');

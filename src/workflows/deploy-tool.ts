@@ -1,4 +1,4 @@
-import { isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
 import { Progress } from './progress';
@@ -14,8 +14,9 @@ import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, typ
  *
  * A rejection at any step ends the run with `status: "rejected"` and the verdict; nothing was stored, and the version
  * active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
- * non-cancellable). The workflow ID is `tool-deploy/<name>/<content hash>`, so resubmitting the same content joins
- * the same run.
+ * non-cancellable); a cancellation that arrives while the commit runs waits for it and then restores too, so a
+ * cancelled run never leaves its version active. The workflow ID is `tool-deploy/<name>/<content hash>`, so
+ * resubmitting the same content joins the same run.
  */
 export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promise<DeployToolResult> {
   const { workflowId } = workflowInfo();
@@ -78,6 +79,11 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     pointer.ours = committed.version;
     // What the commit replaced; on a retried commit the store reports our own version, and validate's view stands.
     if (committed.previousVersion !== committed.version) pointer.previous = committed.previousVersion;
+    // Cancelled while the commit ran (the run waited for it to end): the cancellation still wins, so the run ends as
+    // every cancelled deployment does, with the previous version active again and the caller told "cancelled".
+    if (CancellationScope.current().consideredCancelled) {
+      throw new CancelledFailure(`the deployment was cancelled while v${committed.version} was being committed; it is undone`);
+    }
     progress.done('commit', `v${committed.version} active`, committed.commitMs);
     stage = 'notify';
     progress.ran('notify', committed.publishMs, `agent-tools/ at generation ${committed.generation}`);

@@ -3,6 +3,7 @@ import { applyMigrationStep, migrationSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
 import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from './migration-types';
 import { Progress } from './progress';
+import { runToTheEnd } from './run-to-the-end';
 import { ForgeOutcomeKey } from './search-attributes';
 
 /**
@@ -14,8 +15,15 @@ import { ForgeOutcomeKey } from './search-attributes';
  * or the name taken by other SQL: nothing ran) or `failed` (PostgreSQL refused it while it ran, with its code and
  * position: rolled back, nothing remains). A database that is down makes the run wait and then finish. There is no
  * compensation: the one transaction commits whole or not at all. The workflow ID is `schema-migrate/<name>`.
+ *
+ * Not cancellable, for the reason {@link runToTheEnd} gives: a cancel request is recorded and the run goes on to its
+ * end (a migration waiting for a lock gives up at lock_timeout and is rolled back), whose result says what it did.
  */
-export async function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): Promise<MigrateSchemaResult> {
+export function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): Promise<MigrateSchemaResult> {
+  return runToTheEnd(() => migrate(input));
+}
+
+async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchemaResult> {
   const { workflowId, runId } = workflowInfo();
   const progress = new Progress('migrate', input.name, MIGRATE_STAGES);
   const finish = (result: Omit<MigrateSchemaResult, 'name' | 'checksum' | 'workflowId' | 'stages'>): MigrateSchemaResult => {

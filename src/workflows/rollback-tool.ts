@@ -2,14 +2,22 @@ import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { toolSteps } from './activity-options';
 import { notFoundOf } from './failures';
 import { Progress } from './progress';
+import { runToTheEnd } from './run-to-the-end';
 import { ForgeOutcomeKey } from './search-attributes';
 import type { RollbackToolInput, RollbackToolResult } from './types';
 
 /**
  * Makes an earlier version of a tool active again (the given one, or the newest below the active one), then
  * publishes agent-tools/. A version that does not exist is `rejected` with the versions that do.
+ *
+ * Not cancellable: a cancel request is recorded and the run goes on to its end, whose result says what it did (see
+ * {@link runToTheEnd}).
  */
-export async function rollbackToolWorkflow(input: RollbackToolInput): Promise<RollbackToolResult> {
+export function rollbackToolWorkflow(input: RollbackToolInput): Promise<RollbackToolResult> {
+  return runToTheEnd(() => rollback(input));
+}
+
+async function rollback(input: RollbackToolInput): Promise<RollbackToolResult> {
   const { workflowId } = workflowInfo();
   const progress = new Progress('rollback', input.name, ['activate', 'notify']);
   try {

@@ -216,6 +216,25 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     }
   });
 
+  test('restoreActive for a run that never learnt whether its commit landed undoes only what that run activated', async () => {
+    // A cancelled deployment's compensation, without `ifActive`: its commit's result never reached it.
+    await store.commitVersion(version('unsure', 'v1'), { workflowId: 'deploy-a' });
+    // Run B's commit never landed, and run C deployed meanwhile: B's compensation must not undo C.
+    await store.commitVersion(version('unsure', 'v2'), { workflowId: 'deploy-c' });
+    expect(await store.restoreActive('unsure', { version: 1 }, { workflowId: 'deploy-b' })).toEqual({ changed: false });
+    expect((await store.getActive('unsure'))?.version).toBe(2);
+    // Run D's commit landed (v3) although D did not hear of it: its compensation finds D's activation and undoes it.
+    await store.commitVersion(version('unsure', 'v3'), { workflowId: 'deploy-d' });
+    expect(await store.restoreActive('unsure', { version: 2 }, { workflowId: 'deploy-d' })).toEqual({ changed: true });
+    expect((await store.getActive('unsure'))?.version).toBe(2);
+    expect(await store.restoreActive('unsure', { version: 2 }, { workflowId: 'deploy-d' })).toEqual({ changed: false });
+    // A first deployment's: nothing was active before it, so the tool is deactivated.
+    await store.commitVersion(version('unsure_first', 'v1'), { workflowId: 'deploy-e' });
+    expect(await store.restoreActive('unsure_first', {}, { workflowId: 'deploy-e' })).toEqual({ changed: true });
+    expect(await store.getActive('unsure_first')).toBeUndefined();
+    expect(await store.restoreActive('unsure_first', {}, { workflowId: 'deploy-e' })).toEqual({ changed: false });
+  });
+
   test('versions only increase, also after the tool was removed', async () => {
     await store.insertVersion(version('phoenix', 'v1'));
     await store.insertVersion(version('phoenix', 'v2'));
