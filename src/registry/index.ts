@@ -9,6 +9,7 @@ export {
 } from './errors';
 export { childPerCallInvoker, type InvocationRequest, type Invoker } from './invoker';
 export { materializeActiveTools, writeToolVersion } from './materialize';
+export { rebuildWhenLost, type RebuildWhenLostOptions } from './rebuild-when-lost';
 export {
   ACTIVE_INDEX_FILE,
   TOOL_NAME_PATTERN,

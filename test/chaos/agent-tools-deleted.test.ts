@@ -1,0 +1,96 @@
+import { existsSync, rmSync } from 'node:fs';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ToolRegistry } from '../../src/registry';
+import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { adderTool } from '../helpers/tools';
+import { databaseView, diskView, expectDiskAgreesWithDatabase, stageOf, until } from './end-state';
+
+/**
+ * Issue 9, "the worker's disk view of agent-tools/ deleted while it runs (it is rebuilt from the database)": the
+ * directory is removed with everything in it (rm -rf) while the worker runs. The database holds every version, so
+ * the worker writes the files of every active version and active.json again: at the latest with the next change it
+ * publishes, so a deployment in flight brings back the tools it does not touch too. An agent's registry reading the
+ * directory (as `forge mcp` does) loses its tools while the directory is gone and finds them again once it is back.
+ *
+ * (src/registry/rebuild-when-lost.ts rebuilds a lost directory within a second without waiting for a change; the
+ * worker starts it once src/worker.ts wires it in. These tests hold either way.)
+ */
+
+const slowTool = `import { z } from 'zod';
+export default {
+  name: 'lost_slow',
+  description: 'Its test takes a few seconds.',
+  inputSchema: z.object({ ms: z.number() }),
+  timeoutMs: 20_000,
+  async execute({ ms }: { ms: number }) {
+    await new Promise((r) => setTimeout(r, ms));
+    return { waited: ms };
+  },
+};
+`;
+
+let env: TestWorkflowEnvironment;
+let platform: TestPlatform;
+let registry: ToolRegistry | undefined;
+
+beforeAll(async () => {
+  env = await startTemporal();
+  platform = await startTestPlatform(env, 'pglite');
+  for (const [name, variant] of [
+    ['lost_a', 'v1'],
+    ['lost_b', 'v1'],
+    ['lost_b', 'v2'],
+  ]) {
+    await expect(platform.forge.deployTool({ name, source: adderTool(variant, name), testInput: { a: 1, b: 2 } })).resolves.toMatchObject({ status: 'active' });
+  }
+  registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100, onReloadError: () => undefined });
+}, 120_000);
+
+afterAll(async () => {
+  await registry?.close();
+  await platform?.teardown();
+  await env?.teardown();
+});
+
+const dir = () => platform.config.agentToolsDir;
+const store = () => platform.workers.store;
+
+/** What the registry serves, as the database's view is shaped. */
+const registryView = () => Object.fromEntries(registry!.list().map((t) => [t.name, { version: t.version, contentHash: t.contentHash }]));
+
+/** The registry has caught up with the database (it polls active.json). */
+async function registryAgrees(): Promise<void> {
+  const expected = await databaseView(store());
+  await until(() => JSON.stringify(registryView()) === JSON.stringify(expected), 5_000, `the registry to serve ${JSON.stringify(expected)}`);
+}
+
+test('deleted while a deployment runs its sandbox test: its publish writes every active tool again, and the registry has them all', async () => {
+  await expectDiskAgreesWithDatabase(store(), dir());
+  await registryAgrees();
+
+  const handle = await platform.forge.startDeployTool({ name: 'lost_slow', source: slowTool, testInput: { ms: 2_500 } });
+  await until(async () => (await stageOf(env.client.workflow.getHandle(handle.workflowId))) === 'test', 20_000, 'the sandbox test to run');
+  rmSync(dir(), { recursive: true, force: true });
+  // The registry notices: with no active.json it serves nothing.
+  await until(() => registry!.list().length === 0, 5_000, 'the registry to see the directory gone');
+
+  await expect(handle.result()).resolves.toMatchObject({ status: 'active', name: 'lost_slow', version: 1 });
+  expect(Object.keys(await databaseView(store())).sort()).toEqual(['lost_a', 'lost_b', 'lost_slow']);
+  await expectDiskAgreesWithDatabase(store(), dir());
+  await registryAgrees();
+  expect(registry!.get('lost_b')?.version).toBe(2);
+}, 60_000);
+
+test('deleted while nothing runs: rebuilt from the database at the latest with the next change, the untouched tools too', async () => {
+  rmSync(dir(), { recursive: true, force: true });
+  await until(() => registry!.list().length === 0, 5_000, 'the registry to see the directory gone');
+
+  // The next change is a rollback of one tool; every other active tool's files come back with it.
+  await expect(platform.forge.rollbackTool('lost_b')).resolves.toMatchObject({ status: 'active', version: 1 });
+  expect(existsSync(dir())).toBe(true);
+  expect((await diskView(dir())).tools).toEqual(await databaseView(store()));
+  await expectDiskAgreesWithDatabase(store(), dir());
+  await registryAgrees();
+  expect(registry!.get('lost_b')?.version).toBe(1);
+  expect(registry!.get('lost_slow')?.version).toBe(1);
+}, 60_000);
