@@ -8,6 +8,7 @@ import {
 } from '@temporalio/client';
 import { z } from 'zod';
 import { loadConfig } from './config';
+import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
 import { ForgeInputError, RunNotFoundError } from './errors';
 import {
   connectClient,
@@ -196,6 +197,7 @@ export class ForgeClient {
       this.temporal.workflow.start('deployToolWorkflow', {
         taskQueue: this.taskQueue,
         workflowId,
+        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
         args: [{ ...parsed, contentHash }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: searchAttributes('deploy', parsed.name),
@@ -258,6 +260,7 @@ export class ForgeClient {
         this.temporal.workflow.start('migrateSchemaWorkflow', {
           taskQueue: this.taskQueue,
           workflowId,
+          workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
           args: [{ ...parsed, checksum }],
           workflowIdConflictPolicy: 'USE_EXISTING',
           typedSearchAttributes: searchAttributes('migrate', parsed.name),
@@ -367,6 +370,7 @@ export class ForgeClient {
       this.temporal.workflow.start(type, {
         taskQueue: this.taskQueue,
         workflowId,
+        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
         args,
         typedSearchAttributes: searchAttributes(kind, subject),
         staticSummary: summary,

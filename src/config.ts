@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseFaultPoints, type FaultPoint } from './contract/fault-points';
 import { MAX_UID_BASE } from './sandbox/limits';
 
 /**
@@ -52,6 +53,8 @@ export interface ForgeConfig {
     /** `statement_timeout` for agent schema migrations. */
     statementTimeoutMs: number;
   };
+  /** Fault points the worker kills itself at (FORGE_FAULT_KILL_AT; chaos tests only, empty otherwise). */
+  faultKillAt: FaultPoint[];
 }
 
 /** Thrown when an environment variable Forge reads has a value it cannot use; `variable` names it. */
@@ -117,6 +120,14 @@ const envNames = z
   .string()
   .transform(commaList)
   .pipe(z.array(z.string().regex(ENV_NAME, 'every entry must be an environment variable name')));
+const faultPoints = z.string().transform((v, ctx) => {
+  try {
+    return parseFaultPoints(v);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
 const databaseUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), {
   message: 'must be a postgres:// or postgresql:// URL',
 });
@@ -145,6 +156,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
   'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS',
   'FORGE_SCHEMA',
+  'FORGE_FAULT_KILL_AT',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
@@ -227,5 +239,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       lockTimeoutMs: read(env, 'FORGE_MIGRATION_LOCK_TIMEOUT_MS', positive, '5000'),
       statementTimeoutMs: read(env, 'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS', positive, '60000'),
     },
+    faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
   };
 }

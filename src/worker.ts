@@ -1,4 +1,8 @@
-import { Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { armFaultPoints } from './activities/fault-points';
+import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
 import { createToolActivities } from './activities/tool-activities';
@@ -6,8 +10,12 @@ import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { coalesce } from './registry/coalesce';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
+import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
+
+/** The workflow bundle `npm run build` writes beside the compiled worker (scripts/bundle-workflows.js). */
+export const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
 
 /** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
 const REPUBLISH_DELAY_MS = 50;
@@ -72,44 +80,51 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     publish,
     sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
   });
-  const workflowSource = options.workflowBundle
-    ? { workflowBundle: options.workflowBundle }
-    : { workflowsPath: require.resolve('./workflows') };
-  const control = await Worker.create({
-    connection,
-    namespace,
-    taskQueue: config.taskQueues.control,
-    ...workflowSource,
-    // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
-    // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
-    stickyQueueScheduleToStartTimeout: '2 seconds',
-    activities: {
-      ...toolActivities,
-      ...createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations }),
-    },
-  });
-  // Started here, after the workers' own start-up, so their boot does not compete with bundling the workflows.
+  const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
+  const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool });
+  let control: Worker;
   let sandbox: Worker;
   try {
+    armFaultPoints([toolActivities, migrationActivities, sandboxActivities], config.faultKillAt);
+    if (config.faultKillAt.length > 0) {
+      log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
+    }
+    control = await Worker.create({
+      connection,
+      namespace,
+      taskQueue: config.taskQueues.control,
+      ...workflowSource(options.workflowBundle),
+      // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
+      // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
+      stickyQueueScheduleToStartTimeout: '2 seconds',
+      activities: { ...toolActivities, ...migrationActivities },
+    });
     sandbox = await Worker.create({
       connection,
       namespace,
       taskQueue: config.taskQueues.sandbox,
-      activities: createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool }),
+      activities: sandboxActivities,
       // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
   } catch (err) {
     await sandboxPool?.close();
+    stopReconnectHook();
+    await unlisten().catch(() => undefined);
     throw err;
   }
+  const keeper = rebuildWhenLost(dir, publish, {
+    onRebuilt: (r) => log(`forge: agent-tools/ at ${dir} was gone; rebuilt from the database (${r.tools} tool(s), generation ${r.generation})`),
+    onError: (e) => log(`forge: could not rebuild agent-tools/ (will retry): ${e.message}`),
+  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = () => {
     stopping ??= (async () => {
       for (const w of [control, sandbox]) if (w.getState() === 'RUNNING') w.shutdown();
       stopReconnectHook();
+      await keeper.stop();
       await unlisten().catch(() => undefined);
       await republish.flush();
       await sandboxPool?.close();
@@ -130,4 +145,16 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     },
     shutdown,
   };
+}
+
+/**
+ * Where the control worker gets its workflow code: the caller's bundle (tests build one per process), else the one
+ * `npm run build` wrote beside this file (loading it takes milliseconds; bundling takes seconds at every start, which a
+ * worker restarted after a crash would spend while its runs wait), else bundled now from the sources (ts-jest, tsx).
+ */
+function workflowSource(bundle: WorkflowBundle | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
+  if (bundle) return { workflowBundle: bundle };
+  const prebuilt = path.join(__dirname, PREBUILT_WORKFLOW_BUNDLE);
+  if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
+  return { workflowsPath: require.resolve('./workflows') };
 }

@@ -33,3 +33,18 @@ export function killWorkerHard(child: ChildProcess): Promise<void> {
     process.kill(-child.pid!, 'SIGKILL');
   });
 }
+
+/** Resolves with the signal (or exit code) once the worker process has ended, however it ended. */
+export function workerExit(child: ChildProcess): Promise<NodeJS.Signals | number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.signalCode ?? child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+}
+
+/** Stops the worker as an operator's Ctrl-C would (SIGTERM: running tasks finish, the database closes). */
+export async function stopWorker(child: ChildProcess): Promise<void> {
+  const ended = workerExit(child);
+  if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, 'SIGTERM');
+  const timer = setTimeout(() => void killWorkerHard(child), 30_000);
+  await ended;
+  clearTimeout(timer);
+}

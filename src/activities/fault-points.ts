@@ -1,0 +1,47 @@
+import { Context } from '@temporalio/activity';
+import { formatFaultPoint, type FaultMoment, type FaultPoint } from '../contract/fault-points';
+
+/**
+ * Fault injection (src/contract/fault-points.ts says what a point is). Unarmed, the activities are left untouched:
+ * it costs nothing.
+ */
+
+/** How the process dies at a fault point; SIGKILL leaves no chance to clean up, which is the point. */
+export type Killer = (point: FaultPoint) => void;
+
+const sigkillSelf: Killer = (point) => {
+  process.stderr.write(`forge: fault injection: SIGKILL at ${formatFaultPoint(point)}\n`);
+  process.kill(process.pid, 'SIGKILL');
+};
+
+/**
+ * Arms the fault points on the activities of one worker, IN PLACE, so that a combined activity (commitAndPublish)
+ * that calls its single steps through the same object (`activities.commitVersion`) reaches their points too.
+ * A point naming an activity no factory defines is an error at start-up, not a cell that silently never fires.
+ */
+export function armFaultPoints<T extends object>(groups: T[], points: FaultPoint[], kill: Killer = sigkillSelf): void {
+  if (points.length === 0) return;
+  const known = new Set(groups.flatMap((g) => Object.keys(g)));
+  for (const p of points) {
+    if (!known.has(p.activity)) {
+      throw new Error(`FORGE_FAULT_KILL_AT names ${formatFaultPoint(p)}, but no activity is called ${p.activity}; known: ${[...known].sort().join(', ')}`);
+    }
+  }
+  const fire = (activity: string, moment: FaultMoment) => {
+    const point = points.find((p) => p.activity === activity && p.moment === moment && p.workflowType === Context.current().info.workflowType);
+    if (point) kill(point);
+  };
+  for (const group of groups) {
+    const table = group as Record<string, unknown>;
+    for (const [name, fn] of Object.entries(table)) {
+      if (typeof fn !== 'function' || !points.some((p) => p.activity === name)) continue;
+      const original = fn as (...args: unknown[]) => Promise<unknown>;
+      table[name] = async (...args: unknown[]) => {
+        fire(name, 'before');
+        const result = await original(...args);
+        fire(name, 'after');
+        return result;
+      };
+    }
+  }
+}

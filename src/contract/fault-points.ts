@@ -1,0 +1,33 @@
+/**
+ * Fault points of the chaos matrix (test/chaos/, `npm run test:chaos`): a worker armed with FORGE_FAULT_KILL_AT
+ * SIGKILLs itself right before or right after one activity of one workflow type, as a crash or the OOM killer would.
+ * The value is a comma list of `<workflowType>:<activity>.<before|after>`, e.g.
+ * `rollbackToolWorkflow:activateEarlierVersion.after`. It is read once at worker start, never from workflow input.
+ */
+export type FaultMoment = 'before' | 'after';
+
+export interface FaultPoint {
+  workflowType: string;
+  activity: string;
+  moment: FaultMoment;
+}
+
+const POINT = /^([A-Za-z][A-Za-z0-9]*):([A-Za-z][A-Za-z0-9]*)\.(before|after)$/;
+
+/** Parses FORGE_FAULT_KILL_AT's value; the error names the entry that is not a fault point. */
+export function parseFaultPoints(spec: string): FaultPoint[] {
+  return spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const m = POINT.exec(entry);
+      if (!m) throw new Error(`"${entry}" is not a fault point: write <workflowType>:<activity>.<before|after>`);
+      return { workflowType: m[1], activity: m[2], moment: m[3] as FaultMoment };
+    });
+}
+
+export function formatFaultPoint(p: FaultPoint): string {
+  return `${p.workflowType}:${p.activity}.${p.moment}`;
+}
+

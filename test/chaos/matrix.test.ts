@@ -1,0 +1,42 @@
+import { writeFileSync } from 'node:fs';
+import { useTemporal } from '../helpers/platform';
+import { brokenCell, judgeCell, runScenario, type CellReport, type RunRecord } from './matrix/cell';
+import { SCENARIOS } from './matrix/scenarios';
+
+/**
+ * The fault-injection matrix (issue 9, RELIABILITY.md): for every workflow and every fault point of it, the real
+ * `forge worker` SIGKILLs itself there (FORGE_FAULT_KILL_AT), a fresh worker is started at once, and the run's result
+ * and end state (rows, events, migrations, agent tables, agent-tools/ on disk, sandbox processes and directories) must
+ * equal an uninterrupted run of the same input.
+ *
+ * `npm test` runs one cell per workflow (the kill right after its side effect committed); `npm run test:chaos`
+ * (FORGE_CHAOS_MATRIX=full) runs them all and prints the matrix from the report this file writes
+ * (FORGE_CHAOS_REPORT).
+ */
+const full = process.env.FORGE_CHAOS_MATRIX === 'full';
+const temporal = useTemporal();
+const reports: CellReport[] = [];
+
+afterAll(() => {
+  if (process.env.FORGE_CHAOS_REPORT) writeFileSync(process.env.FORGE_CHAOS_REPORT, JSON.stringify(reports, null, 2));
+});
+
+describe.each(SCENARIOS.map((s) => [s.workflowType, s] as const))('%s', (_type, scenario) => {
+  let baseline: Promise<RunRecord> | undefined;
+  const points = full ? scenario.points : [scenario.fastPoint];
+
+  test.each(points)(`SIGKILL at %s, then a fresh worker: the same result and end state as an uninterrupted run (${scenario.label})`, async (point) => {
+    baseline ??= runScenario(temporal(), scenario);
+    let report: CellReport;
+    try {
+      const uninterrupted = await baseline;
+      expect(uninterrupted.strays).toEqual([]);
+      expect(uninterrupted.leftovers).toEqual([]);
+      report = judgeCell(scenario, point, uninterrupted, await runScenario(temporal(), scenario, point));
+    } catch (err) {
+      report = brokenCell(scenario, point, err);
+    }
+    reports.push(report);
+    if (!report.consistent) throw new Error(`not consistent: ${report.reason}`);
+  }, 300_000);
+});

@@ -1,0 +1,132 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ForgeClient } from '../../../src/client';
+import { startForgeWorker, stopWorker, workerExit } from '../forge-worker';
+import { differenceOf, leftoversIn, processesUnder, readEndState, type EndState } from './end-state';
+import type { RunResult, Scenario } from './scenarios';
+
+/** What one run of a scenario left, with or without a fault. */
+export interface RunRecord {
+  outcome: Record<string, unknown>;
+  state: EndState;
+  /** Sandbox processes still alive after the workers stopped. */
+  strays: string[];
+  /** Sandbox run directories left behind after the workers stopped. */
+  leftovers: string[];
+  /** From spawning the fresh worker to the run's result (only with a fault). */
+  recoveryMs?: number;
+  /** From the fresh worker saying it polls to the run's result (only with a fault). */
+  readyToEndMs?: number;
+}
+
+/** One cell of the matrix: a scenario, a fault point, and whether the end state matched the uninterrupted run. */
+export interface CellReport {
+  workflowType: string;
+  scenario: string;
+  point: string;
+  consistent: boolean;
+  reason?: string;
+  recoveryMs?: number;
+  readyToEndMs?: number;
+}
+
+const STEP_TIMEOUT_MS = 90_000;
+
+function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Runs `scenario` on a fresh platform (its own FORGE_HOME with PGlite, its own task queues, the shared dev server):
+ * an unarmed `forge worker` makes the setup; with a `point`, a worker armed to SIGKILL itself there takes over, the
+ * run starts, the worker dies at the point, and a fresh unarmed worker is started at once and must finish the run.
+ */
+export async function runScenario(temporal: TestWorkflowEnvironment, scenario: Scenario, point?: string): Promise<RunRecord> {
+  const home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : '/tmp', 'forge-chaos-cell-'));
+  const sandboxTmp = path.join(home, 'sandbox-tmp');
+  const suffix = randomBytes(4).toString('hex');
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    FORGE_HOME: home,
+    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+    FORGE_SANDBOX_TMPDIR: sandboxTmp,
+    FORGE_TASK_QUEUE_CONTROL: `chaos-control-${suffix}`,
+    FORGE_TASK_QUEUE_SANDBOX: `chaos-sandbox-${suffix}`,
+    TEMPORAL_ADDRESS: temporal.connection.options.address,
+    TEMPORAL_NAMESPACE: temporal.namespace ?? 'default',
+  };
+  // The sandbox runs each tool as its own user, which must be able to pass through to its run directory.
+  chmodSync(home, 0o711);
+  mkdirSync(sandboxTmp, { mode: 0o711 });
+  chmodSync(sandboxTmp, 0o711);
+  const forge = ForgeClient.fromClient(temporal.client, { taskQueue: env.FORGE_TASK_QUEUE_CONTROL });
+  let worker: ChildProcess | undefined;
+  try {
+    worker = await startForgeWorker(env);
+    await within(STEP_TIMEOUT_MS, 'the setup', scenario.setup(forge));
+    let result: Promise<RunResult>;
+    let restartedAt: number | undefined;
+    let readyAt: number | undefined;
+    if (point === undefined) {
+      result = scenario.run(forge);
+    } else {
+      await stopWorker(worker);
+      worker = await startForgeWorker({ ...env, FORGE_FAULT_KILL_AT: `${scenario.workflowType}:${point}` });
+      const armed = worker;
+      result = scenario.run(forge);
+      const first = await within(
+        STEP_TIMEOUT_MS,
+        `the fault point ${point}`,
+        Promise.race([workerExit(armed).then((how) => ({ how })), result.then(() => ({ how: 'finished' as const }))]),
+      );
+      if (first.how !== 'SIGKILL') {
+        throw new Error(`the fault point ${point} was never reached: the armed worker ${first.how === 'finished' ? 'finished the run' : `ended with ${first.how}`}`);
+      }
+      restartedAt = performance.now();
+      worker = await startForgeWorker(env);
+      readyAt = performance.now();
+    }
+    const ended = await within(STEP_TIMEOUT_MS, 'the run’s end', result);
+    const endedAt = performance.now();
+    const description = await temporal.client.workflow.getHandle(ended.workflowId).describe();
+    await stopWorker(worker);
+    worker = undefined;
+    const run = { workflowId: ended.workflowId, runId: description.runId };
+    return {
+      outcome: scenario.outcome(ended, run),
+      state: await readEndState(home, run),
+      strays: processesUnder(home),
+      leftovers: leftoversIn(sandboxTmp),
+      recoveryMs: restartedAt === undefined ? undefined : Math.round(endedAt - restartedAt),
+      readyToEndMs: readyAt === undefined ? undefined : Math.round(endedAt - readyAt),
+    };
+  } finally {
+    if (worker) await stopWorker(worker);
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+/** The cell's verdict: the faulted run against the uninterrupted one. */
+export function judgeCell(scenario: Scenario, point: string, baseline: RunRecord, faulted: RunRecord): CellReport {
+  const base = { workflowType: scenario.workflowType, scenario: scenario.label, point, recoveryMs: faulted.recoveryMs, readyToEndMs: faulted.readyToEndMs };
+  const a = JSON.stringify(baseline.outcome);
+  const b = JSON.stringify(faulted.outcome);
+  const reason =
+    (a !== b ? `the result differs: uninterrupted ${a} / after the fault ${b}` : undefined) ??
+    differenceOf(baseline.state, faulted.state) ??
+    (faulted.strays.length > 0 ? `sandbox processes outlived the workers: ${faulted.strays.join('; ')}` : undefined) ??
+    (faulted.leftovers.length > 0 ? `sandbox run directories were left: ${faulted.leftovers.join(', ')}` : undefined);
+  return { ...base, consistent: reason === undefined, reason };
+}
+
+/** A cell that could not even be judged (the point never fired, a run that never ended, ...). */
+export function brokenCell(scenario: Scenario, point: string, err: unknown): CellReport {
+  return { workflowType: scenario.workflowType, scenario: scenario.label, point, consistent: false, reason: (err as Error).message ?? String(err) };
+}

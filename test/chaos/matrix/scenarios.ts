@@ -1,0 +1,108 @@
+import type { ForgeClient } from '../../../src/client';
+
+/**
+ * One workflow of the matrix: what exists before the run (made by an unarmed worker), the run itself, and the part
+ * of its result that must not depend on whether a crash happened. Each fault point is `<activity>.<before|after>`
+ * of an activity this run calls; the matrix kills the worker there.
+ */
+export interface Scenario {
+  workflowType: string;
+  /** Shown in the matrix. */
+  label: string;
+  points: string[];
+  /** The one cell of this workflow that `npm test` runs (the kill right after the step's side effect). */
+  fastPoint: string;
+  setup(forge: ForgeClient): Promise<void>;
+  /** Starts the run and waits for its result (through a crash and a restart, in a cell). */
+  run(forge: ForgeClient): Promise<RunResult>;
+  /** What of the result must equal the uninterrupted run's. */
+  outcome(result: RunResult, run: { workflowId: string; runId: string }): Record<string, unknown>;
+}
+
+export type RunResult = Record<string, unknown> & { workflowId: string };
+
+const TOOL = 'chaos_tool';
+
+/** A tool whose test waits `ms`, so the kill lands while the run is genuinely in its steps. */
+export const chaosTool = (variant: string) => `import { z } from 'zod';
+export default {
+  name: '${TOOL}',
+  description: 'A tool of the chaos matrix (${variant}).',
+  inputSchema: z.object({ ms: z.number() }),
+  async execute({ ms }: { ms: number }) {
+    await new Promise((r) => setTimeout(r, ms));
+    return { variant: '${variant}', waited: ms };
+  },
+};`;
+
+const deploy = (forge: ForgeClient, variant: string, ms = 10) => forge.deployTool({ name: TOOL, source: chaosTool(variant), testInput: { ms } });
+
+async function expectActive(forge: ForgeClient, variant: string): Promise<void> {
+  const result = await deploy(forge, variant);
+  if (result.status !== 'active') throw new Error(`setup: deploying ${variant} ended ${result.status}: ${result.diagnostics.message}`);
+}
+
+const pick = (result: RunResult, keys: string[]) => Object.fromEntries(keys.map((k) => [k, result[k]]));
+
+export const SCENARIOS: Scenario[] = [
+  {
+    workflowType: 'deployToolWorkflow',
+    label: 'deploy v2 over v1',
+    points: [
+      'prepareDeployment.before',
+      'prepareDeployment.after',
+      'testTool.before',
+      'testTool.after',
+      'commitVersion.before',
+      'commitVersion.after',
+      'publishTools.before',
+      'publishTools.after',
+    ],
+    fastPoint: 'commitVersion.after',
+    setup: (forge) => expectActive(forge, 'v1'),
+    run: async (forge) => (await deploy(forge, 'v2', 300)) as unknown as RunResult,
+    outcome: (r) => pick(r, ['status', 'version', 'previousVersion', 'verdict', 'unchanged']),
+  },
+  {
+    workflowType: 'rollbackToolWorkflow',
+    label: 'roll back v3 to v2',
+    points: ['activateEarlierVersion.before', 'activateEarlierVersion.after', 'publishTools.before', 'publishTools.after'],
+    fastPoint: 'activateEarlierVersion.after',
+    async setup(forge) {
+      for (const v of ['v1', 'v2', 'v3']) await expectActive(forge, v);
+    },
+    run: async (forge) => (await forge.rollbackTool(TOOL)) as unknown as RunResult,
+    outcome: (r) => pick(r, ['status', 'version', 'previousVersion']),
+  },
+  {
+    workflowType: 'deleteToolWorkflow',
+    label: 'delete a tool of 2 versions',
+    points: ['removeTool.before', 'removeTool.after', 'publishTools.before', 'publishTools.after'],
+    fastPoint: 'removeTool.after',
+    async setup(forge) {
+      for (const v of ['v1', 'v2']) await expectActive(forge, v);
+    },
+    run: async (forge) => (await forge.deleteTool(TOOL)) as unknown as RunResult,
+    outcome: (r) => pick(r, ['status', 'previousVersion', 'removedVersions']),
+  },
+  {
+    workflowType: 'migrateSchemaWorkflow',
+    label: 'migrate: add a column and a table',
+    points: ['validateMigration.before', 'validateMigration.after', 'applyMigration.before', 'applyMigration.after'],
+    fastPoint: 'applyMigration.after',
+    async setup(forge) {
+      const r = await forge.migrateSchema({ name: 'chaos_base', sql: 'CREATE TABLE agent_chaos (id bigint PRIMARY KEY);' });
+      if (r.status !== 'applied') throw new Error(`setup: the base migration ended ${r.status}: ${r.message}`);
+    },
+    run: async (forge) =>
+      (await forge.migrateSchema({
+        name: 'chaos_change',
+        sql: 'ALTER TABLE agent_chaos ADD COLUMN note text;\nCREATE TABLE agent_chaos_log (id bigint, at timestamptz DEFAULT now());',
+      })) as unknown as RunResult,
+    // The result must say what this run did: `applied` by this very run, not `alreadyApplied` by "another".
+    outcome: (r, run) => {
+      const by = r.appliedBy as { workflowId?: string; runId?: string } | undefined;
+      return { status: r.status, appliedByThisRun: by?.workflowId === run.workflowId && by?.runId === run.runId };
+    },
+  },
+];
