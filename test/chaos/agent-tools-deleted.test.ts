@@ -1,4 +1,5 @@
 import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ToolRegistry } from '../../src/registry';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
@@ -81,14 +82,17 @@ test('deleted while a deployment runs its sandbox test: its publish writes every
   expect(registry!.get('lost_b')?.version).toBe(2);
 }, 60_000);
 
-test('deleted while nothing runs: rebuilt from the database at the latest with the next change, the untouched tools too', async () => {
+test('deleted while nothing runs: the worker rebuilds it from the database on its own, within seconds, every tool', async () => {
+  const before = await databaseView(store());
   rmSync(dir(), { recursive: true, force: true });
-  await until(() => registry!.list().length === 0, 5_000, 'the registry to see the directory gone');
+  // No change follows: the worker's rebuildWhenLost notices the missing active.json (one look a second).
+  await until(() => existsSync(path.join(dir(), 'active.json')), 5_000, 'the worker to rebuild agent-tools/');
+  expect((await diskView(dir())).tools).toEqual(before);
+  await expectDiskAgreesWithDatabase(store(), dir());
+  await registryAgrees();
 
-  // The next change is a rollback of one tool; every other active tool's files come back with it.
+  // And a change after that lands on the rebuilt directory as usual.
   await expect(platform.forge.rollbackTool('lost_b')).resolves.toMatchObject({ status: 'active', version: 1 });
-  expect(existsSync(dir())).toBe(true);
-  expect((await diskView(dir())).tools).toEqual(await databaseView(store()));
   await expectDiskAgreesWithDatabase(store(), dir());
   await registryAgrees();
   expect(registry!.get('lost_b')?.version).toBe(1);

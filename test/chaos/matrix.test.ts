@@ -14,6 +14,7 @@ import { SCENARIOS } from './matrix/scenarios';
  * (FORGE_CHAOS_REPORT).
  */
 const full = process.env.FORGE_CHAOS_MATRIX === 'full';
+const inSlice = sliceFilter(process.env.FORGE_CHAOS_SLICE);
 const temporal = useTemporal();
 const reports: CellReport[] = [];
 
@@ -21,9 +22,25 @@ afterAll(() => {
   if (process.env.FORGE_CHAOS_REPORT) writeFileSync(process.env.FORGE_CHAOS_REPORT, JSON.stringify(reports, null, 2));
 });
 
-describe.each(SCENARIOS.map((s) => [s.workflowType, s] as const))('%s', (_type, scenario) => {
+/** Every cell in a fixed order, numbered, so a slice names the same cells on every machine. */
+const CELLS = SCENARIOS.flatMap((scenario) => (full ? scenario.points : [scenario.fastPoint]).map((point) => ({ scenario, point })));
+const selected = CELLS.filter((_, i) => inSlice(i));
+
+/** FORGE_CHAOS_SLICE: `k/n` keeps every n-th cell from the k-th (1-based); `date` takes k from today's date. */
+function sliceFilter(spec: string | undefined): (index: number) => boolean {
+  if (!spec) return () => true;
+  const m = /^(\d+|date)\/(\d+)$/.exec(spec);
+  if (!m || Number(m[2]) < 1) throw new Error(`FORGE_CHAOS_SLICE=${spec}: write k/n (1 <= k <= n) or date/n`);
+  const n = Number(m[2]);
+  const k = m[1] === 'date' ? (Math.floor(Date.now() / 86_400_000) % n) + 1 : Number(m[1]);
+  if (k < 1 || k > n) throw new Error(`FORGE_CHAOS_SLICE=${spec}: k must be between 1 and ${n}`);
+  return (index) => index % n === k - 1;
+}
+
+const scenariosInSlice = SCENARIOS.filter((s) => selected.some((c) => c.scenario === s));
+describe.each(scenariosInSlice.map((s) => [s.workflowType, s] as const))('%s', (_type, scenario) => {
   let baseline: Promise<RunRecord> | undefined;
-  const points = full ? scenario.points : [scenario.fastPoint];
+  const points = selected.filter((c) => c.scenario === scenario).map((c) => c.point);
 
   test.each(points)(`SIGKILL at %s, then a fresh worker: the same result and end state as an uninterrupted run (${scenario.label})`, async (point) => {
     baseline ??= runScenario(temporal(), scenario);

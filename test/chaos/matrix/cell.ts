@@ -35,7 +35,7 @@ export interface CellReport {
 
 const STEP_TIMEOUT_MS = 90_000;
 
-function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+export function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms / 1000} s`)), ms);
@@ -43,14 +43,22 @@ function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/**
- * Runs `scenario` on a fresh platform (its own FORGE_HOME with PGlite, its own task queues, the shared dev server):
- * an unarmed `forge worker` makes the setup; with a `point`, a worker armed to SIGKILL itself there takes over, the
- * run starts, the worker dies at the point, and a fresh unarmed worker is started at once and must finish the run.
- */
-export async function runScenario(temporal: TestWorkflowEnvironment, scenario: Scenario, point?: string): Promise<RunRecord> {
+/** A fresh platform for one run: its own FORGE_HOME with PGlite, its own task queues, the shared dev server. */
+export interface CellPlatform {
+  home: string;
+  /** FORGE_SANDBOX_TMPDIR: where the sandbox's run directories go (empty once the workers stopped). */
+  sandboxTmp: string;
+  env: NodeJS.ProcessEnv;
+  forge: ForgeClient;
+}
+
+export function createCellPlatform(temporal: TestWorkflowEnvironment): CellPlatform {
   const home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : '/tmp', 'forge-chaos-cell-'));
   const sandboxTmp = path.join(home, 'sandbox-tmp');
+  // The sandbox runs each tool as its own user, which must be able to pass through to its run directory.
+  chmodSync(home, 0o711);
+  mkdirSync(sandboxTmp, { mode: 0o711 });
+  chmodSync(sandboxTmp, 0o711);
   const suffix = randomBytes(4).toString('hex');
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -62,11 +70,16 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
     TEMPORAL_ADDRESS: temporal.connection.options.address,
     TEMPORAL_NAMESPACE: temporal.namespace ?? 'default',
   };
-  // The sandbox runs each tool as its own user, which must be able to pass through to its run directory.
-  chmodSync(home, 0o711);
-  mkdirSync(sandboxTmp, { mode: 0o711 });
-  chmodSync(sandboxTmp, 0o711);
-  const forge = ForgeClient.fromClient(temporal.client, { taskQueue: env.FORGE_TASK_QUEUE_CONTROL });
+  return { home, sandboxTmp, env, forge: ForgeClient.fromClient(temporal.client, { taskQueue: env.FORGE_TASK_QUEUE_CONTROL }) };
+}
+
+/**
+ * Runs `scenario` on a fresh platform: an unarmed `forge worker` makes the setup; with a `point`, a worker armed to
+ * SIGKILL itself there takes over, the run starts, the worker dies at the point, and a fresh unarmed worker is
+ * started at once and must finish the run.
+ */
+export async function runScenario(temporal: TestWorkflowEnvironment, scenario: Scenario, point?: string): Promise<RunRecord> {
+  const { home, sandboxTmp, env, forge } = createCellPlatform(temporal);
   let worker: ChildProcess | undefined;
   try {
     worker = await startForgeWorker(env);

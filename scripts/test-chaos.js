@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run test:chaos`: the whole fault-injection matrix (RELIABILITY.md). Runs the chaos suites of test/chaos with
+ * FORGE_CHAOS_MATRIX=full (every fault point of every workflow, and the load with faults), then prints the matrix —
+ * workflow × fault point → consistent / not, with the reason — and the other chaos cells, and ends with the line
+ * `N passed, N failed`. Exit status 0 only when every cell passed. Expects `npm run build` first (`npm run test:chaos`
+ * does it): the cells run the real `forge worker` from dist/.
+ *
+ * FORGE_CHAOS_SLICE=k/n runs every n-th matrix cell from the k-th (1-based) only; FORGE_CHAOS_SLICE=date picks k from
+ * today's date, so a CI that cannot afford the whole matrix covers it over n days. Unset: the whole matrix.
+ */
+const { spawnSync } = require('node:child_process');
+const { existsSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+const work = mkdtempSync(path.join(os.tmpdir(), 'forge-chaos-'));
+const matrixReport = path.join(work, 'matrix.json');
+const jestReport = path.join(work, 'jest.json');
+
+const env = { ...process.env, FORGE_CHAOS_MATRIX: 'full', FORGE_CHAOS_REPORT: matrixReport };
+if (process.env.FORGE_CHAOS_SLICE) process.stdout.write(`chaos: slice ${process.env.FORGE_CHAOS_SLICE} of the matrix\n`);
+const jest = spawnSync(
+  process.execPath,
+  ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
+    'test/chaos', '--json', `--outputFile=${jestReport}`, ...process.argv.slice(2)],
+  { cwd: root, env, stdio: 'inherit' },
+);
+
+const cells = existsSync(matrixReport) ? JSON.parse(readFileSync(matrixReport, 'utf8')) : [];
+const suites = existsSync(jestReport) ? JSON.parse(readFileSync(jestReport, 'utf8')).testResults : [];
+rmSync(work, { recursive: true, force: true });
+
+const lines = ['', 'Fault-injection matrix (SIGKILL of forge worker at the point, then a fresh worker):', ''];
+const width = Math.max(...cells.map((c) => c.workflowType.length), 10);
+const pointWidth = Math.max(...cells.map((c) => c.point.length), 10);
+for (const c of cells) {
+  const verdict = c.consistent ? 'consistent' : `NOT consistent: ${c.reason}`;
+  const recovery = c.recoveryMs !== undefined ? `  recovery ${c.recoveryMs} ms` : '';
+  lines.push(`  ${c.workflowType.padEnd(width)}  ${c.point.padEnd(pointWidth)}  ${verdict}${recovery}`);
+}
+const recoveries = cells.filter((c) => c.recoveryMs !== undefined).map((c) => c.recoveryMs).sort((a, b) => a - b);
+if (recoveries.length > 0) {
+  lines.push('', `recovery_after_worker_kill_p50_ms: ${recoveries[Math.floor((recoveries.length - 1) / 2)]} (over ${recoveries.length} cells; goal <= 3000)`);
+}
+
+// The other chaos cells (outages, cancellation, ...) are their own jest tests: one line each.
+const others = [];
+for (const suite of suites) {
+  if (suite.name.endsWith(path.join('chaos', 'matrix.test.ts'))) continue;
+  for (const t of suite.assertionResults) {
+    if (t.status === 'pending') continue;
+    others.push({ name: `${path.basename(suite.name, '.test.ts')}: ${t.title}`, passed: t.status === 'passed', reason: t.failureMessages?.[0]?.split('\n')[0] });
+  }
+  if (suite.assertionResults.length === 0 && suite.status === 'failed') {
+    others.push({ name: path.basename(suite.name), passed: false, reason: (suite.message || '').split('\n').find(Boolean) });
+  }
+}
+if (others.length > 0) {
+  lines.push('', 'Other chaos cells:', '');
+  for (const o of others) lines.push(`  ${o.passed ? 'consistent' : 'NOT consistent'}  ${o.name}${o.passed ? '' : ` — ${o.reason}`}`);
+}
+
+const passed = cells.filter((c) => c.consistent).length + others.filter((o) => o.passed).length;
+const failed = cells.length - cells.filter((c) => c.consistent).length + others.filter((o) => !o.passed).length;
+const broken = jest.status !== 0 && failed === 0 ? 1 : 0; // jest failed outside any cell (a suite that did not load)
+lines.push('', `${passed} passed, ${failed + broken} failed`);
+process.stdout.write(lines.join('\n') + '\n');
+process.exit(failed + broken === 0 ? 0 : 1);
