@@ -1,49 +1,249 @@
 /**
- * Records one history of each released workflow shape into test/replay/histories/, for the replay test.
- * Run it (`npx tsx test/replay/record-histories.ts`) when a workflow's shape is released on purpose; a change that
- * breaks replay of these histories needs `patched()` instead.
+ * `npm run histories:record`: records one history of each released workflow shape into test/fixtures/histories/,
+ * which test/replay/replay.test.ts replays with the current workflow code. Run it when a shape is released on purpose
+ * and no run of the old code is in flight (README, "Changing a workflow"); a change that must not break runs already
+ * under way needs `patched()` instead, and the old histories stay.
+ *
+ * It runs under jest (`npm run histories:record` passes this file as the only test): ts-jest is how this repository
+ * runs TypeScript outside dist/, and the name keeps it out of the normal run, which matches `*.test.ts` only. Each
+ * shape is checked as it is recorded (the run ended as that shape says), so a recorder that drifted from the workflows
+ * fails here rather than saving the wrong history. A real dev server and a real (embedded) database, as the tests use.
  */
 import { writeFileSync } from 'node:fs';
-import { temporal } from '@temporalio/proto';
 import path from 'node:path';
-import { startTemporal, startTestPlatform } from '../helpers/platform';
+import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { ForgeDatabase } from '../../src/db';
+import { migrationChecksum } from '../../src/policy';
+import { sleep, stageOf, statusOf, until } from '../chaos/end-state';
+import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { adderTool } from '../helpers/tools';
 
-const tool = (variant: string) => `import { z } from 'zod';
+const dir = path.join(__dirname, '..', 'fixtures', 'histories');
+
+/** A tool whose sandbox test waits `ms` (its test input): long enough to be caught in its test or commit stage. */
+const slowTool = (variant: string, name: string) => `import { z } from 'zod';
 export default {
-  name: 'replayed',
-  inputSchema: z.object({ n: z.number() }),
-  async execute({ n }: { n: number }) { return { n, variant: '${variant}' }; },
-};`;
+  name: '${name}',
+  description: 'Takes its time (${variant}).',
+  inputSchema: z.object({ ms: z.number() }),
+  timeoutMs: 25_000,
+  async execute({ ms }: { ms: number }) {
+    await new Promise((r) => setTimeout(r, ms));
+    return { waited: ms, variant: '${variant}' };
+  },
+};
+`;
 
-async function main(): Promise<void> {
-  const env = await startTemporal();
-  const platform = await startTestPlatform(env);
-  const runs: Record<string, { workflowId: string; runId?: string }> = {};
-  const deploy = async (input: { name: string; source: string; testInput: unknown }) => {
-    const handle = await platform.forge.startDeployTool(input);
-    await handle.result();
-    return { workflowId: handle.workflowId, runId: handle.runId };
-  };
+/** A tool whose sandbox test throws: rejected at the test stage. */
+const failingTool = (name: string) => `import { z } from 'zod';
+export default {
+  name: '${name}',
+  inputSchema: z.object({ n: z.number() }),
+  async execute() { throw new Error('this tool always fails'); },
+};
+`;
+
+/** The activity types of the local activities a history recorded (their markers carry them). */
+function localActivitiesOf(history: temporal.api.history.v1.IHistory): string[] {
+  const types: string[] = [];
+  for (const event of history.events ?? []) {
+    const data = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+    if (!data) continue;
+    const marker = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string; activityType?: string };
+    const type = marker.activity_type ?? marker.activityType;
+    if (type) types.push(type);
+  }
+  return types;
+}
+
+/**
+ * Holds the embedded database's one session in a transaction while `during` runs: a step that needs the database
+ * waits meanwhile, so a run can be caught in the middle of it (as test/chaos/cancellation.test.ts does).
+ */
+async function whileHeld(database: ForgeDatabase, during: () => Promise<void>): Promise<void> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let entered!: () => void;
+  const inside = new Promise<void>((r) => (entered = r));
+  const held = database.db.transaction(async () => {
+    entered();
+    await released;
+  });
+  await inside;
   try {
-    const { forge } = platform;
-    // The same content twice is two runs under one workflow ID: their run IDs tell them apart.
-    runs['deploy-active'] = await deploy({ name: 'replayed', source: tool('a'), testInput: { n: 1 } });
-    runs['deploy-unchanged'] = await deploy({ name: 'replayed', source: tool('a'), testInput: { n: 1 } });
-    await deploy({ name: 'replayed', source: tool('b'), testInput: { n: 1 } });
-    runs['deploy-rejected'] = await deploy({ name: 'replayed', source: 'export default {', testInput: {} });
-    runs['rollback'] = { workflowId: (await forge.rollbackTool('replayed')).workflowId };
-    runs['delete'] = { workflowId: (await forge.deleteTool('replayed')).workflowId };
-    runs['migrate'] = { workflowId: (await forge.migrateSchema({ name: 'agent_replayed', sql: 'CREATE TABLE agent_replayed (id int)' })).workflowId };
-    for (const [label, { workflowId, runId }] of Object.entries(runs)) {
-      const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-      // Binary protobuf, base64: exact, and read back without protobufjs's JSON layer (which breaks under jest).
-      const bytes = temporal.api.history.v1.History.encode(history).finish();
-      writeFileSync(path.join(__dirname, 'histories', `${label}.history.b64`), Buffer.from(bytes).toString('base64') + '\n');
-    }
+    await during();
   } finally {
-    await platform.teardown();
-    await env.teardown();
+    release();
+    await held;
   }
 }
 
-void main();
+/** Whether a run ended cancelled (its result's failure is a CancelledFailure); any other failure is rethrown. */
+async function endedCancelled(result: Promise<unknown>): Promise<boolean> {
+  try {
+    await result;
+    return false;
+  } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure) return true;
+    throw err;
+  }
+}
+
+let env: TestWorkflowEnvironment;
+let platform: TestPlatform;
+const recorded: string[] = [];
+
+beforeAll(async () => {
+  // The rejected and failed shapes make activities fail on purpose: only the SDK's errors are worth printing here.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  env = await startTemporal();
+  platform = await startTestPlatform(env);
+}, 120_000);
+
+afterAll(async () => {
+  await platform?.teardown();
+  await env?.teardown();
+  if (recorded.length > 0) process.stdout.write(`\nrecorded ${recorded.length} histories in ${path.relative(process.cwd(), dir)}/:\n  ${recorded.join('\n  ')}\n`);
+});
+
+/**
+ * Saves the history of a run that has ended as `<label>.history.b64`: binary protobuf in base64, exact, and read back
+ * without protobufjs's JSON layer (which breaks under jest). Without a run ID, the newest run of the ID, which is the
+ * one just awaited (runs are recorded one after another).
+ */
+async function save(label: string, workflowId: string, runId?: string): Promise<temporal.api.history.v1.IHistory> {
+  const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const bytes = temporal.api.history.v1.History.encode(history).finish();
+  writeFileSync(path.join(dir, `${label}.history.b64`), Buffer.from(bytes).toString('base64') + '\n');
+  recorded.push(`${label}  (${workflowId})`);
+  return history;
+}
+
+/** Starts a workflow under an ID the recorder chooses (the client's rollback, delete and list IDs are random). */
+function start(workflow: string, workflowId: string, args: unknown[]) {
+  return env.client.workflow.start(workflow, { taskQueue: platform.config.taskQueues.control, workflowId, args });
+}
+
+test('records one history of each released workflow shape', async () => {
+  const { forge } = platform;
+  const tool = 'replayed';
+  const deploy = async (label: string | undefined, source: string, testInput: unknown, expected: Record<string, unknown>) => {
+    const handle = await forge.startDeployTool({ name: tool, source, testInput });
+    expect(await handle.result()).toMatchObject(expected);
+    if (label) await save(label, handle.workflowId, handle.runId);
+  };
+
+  // deployToolWorkflow. The same content twice is two runs under one workflow ID: their run IDs tell them apart.
+  await deploy('deploy-active', adderTool('a', tool), { a: 1, b: 2 }, { status: 'active', version: 1 });
+  await deploy('deploy-unchanged', adderTool('a', tool), { a: 1, b: 2 }, { status: 'active', version: 1, unchanged: true });
+  await deploy(undefined, adderTool('b', tool), { a: 1, b: 2 }, { status: 'active', version: 2 });
+  await deploy('deploy-rejected-compile', 'export default {', {}, { status: 'rejected', diagnostics: { stage: 'compile' } });
+  await deploy('deploy-rejected-test', failingTool(tool), { n: 1 }, { status: 'rejected', diagnostics: { stage: 'test' } });
+
+  // Cancelled in its sandbox test: the activity is cancelled, nothing was stored, no compensation is registered yet.
+  {
+    const started = await forge.startDeployTool({ name: tool, source: slowTool('cancel-in-test', tool), testInput: { ms: 20_000 } });
+    const handle = env.client.workflow.getHandle(started.workflowId, started.runId);
+    await until(async () => (await stageOf(handle)) === 'test', 20_000, 'the sandbox test to run');
+    await sleep(1_000); // the activity is running, not only scheduled
+    await handle.cancel();
+    expect(await endedCancelled(started.result())).toBe(true);
+    const history = await save('deploy-cancelled-test', started.workflowId, started.runId);
+    expect(localActivitiesOf(history)).not.toContain('restoreActive');
+    expect((await platform.workers.store.getActive(tool))?.version).toBe(2);
+  }
+
+  // Compensation: cancelled while its commit waits for the database. The commit lands, then the saga's restoreActive
+  // makes the previous version active again and the run ends cancelled.
+  {
+    const started = await forge.startDeployTool({ name: tool, source: slowTool('compensated', tool), testInput: { ms: 1_000 } });
+    const handle = env.client.workflow.getHandle(started.workflowId, started.runId);
+    await until(async () => (await stageOf(handle)) === 'test', 20_000, 'the sandbox test to run');
+    await whileHeld(platform.database, async () => {
+      await until(async () => (await stageOf(handle)) === 'commit', 20_000, 'the commit step to start');
+      await sleep(300); // the step is in flight, waiting for the database
+      await handle.cancel();
+      await sleep(500);
+    });
+    expect(await endedCancelled(started.result())).toBe(true);
+    const history = await save('deploy-compensated', started.workflowId, started.runId);
+    expect(localActivitiesOf(history)).toEqual(expect.arrayContaining(['commitAndPublish', 'restoreActive']));
+    expect((await platform.workers.store.getActive(tool))?.version).toBe(2);
+  }
+
+  // rollbackToolWorkflow.
+  {
+    const result = await forge.rollbackTool(tool);
+    expect(result).toMatchObject({ status: 'active', version: 1 });
+    await save('rollback-active', result.workflowId);
+    const rejected = await forge.rollbackTool(tool, { toVersion: 99 });
+    expect(rejected).toMatchObject({ status: 'rejected' });
+    await save('rollback-rejected', rejected.workflowId);
+  }
+
+  // listToolsWorkflow.
+  {
+    const handle = await start('listToolsWorkflow', 'forge-query/list-tools/replay', []);
+    expect(JSON.stringify(await handle.result())).toContain(tool);
+    await save('list-tools', handle.workflowId, handle.firstExecutionRunId);
+  }
+
+  // deleteToolWorkflow.
+  {
+    const result = await forge.deleteTool(tool);
+    expect(result).toMatchObject({ status: 'deleted', previousVersion: 1 });
+    await save('delete-deleted', result.workflowId);
+    const rejected = await forge.deleteTool('no_such_tool');
+    expect(rejected).toMatchObject({ status: 'rejected' });
+    await save('delete-rejected', rejected.workflowId);
+  }
+
+  // Rollback and delete are not cancellable: cancelled at once, each runs to its end and says what it did.
+  {
+    const other = 'replayed_cancel';
+    for (const variant of ['a', 'b']) {
+      await expect(forge.deployTool({ name: other, source: adderTool(variant, other), testInput: { a: 1, b: 2 } })).resolves.toMatchObject({ status: 'active' });
+    }
+    const rollback = await start('rollbackToolWorkflow', `tool-rollback/${other}/replay`, [{ name: other }]);
+    await rollback.cancel();
+    expect(await rollback.result()).toMatchObject({ status: 'active', version: 1 });
+    await save('rollback-cancel-requested', rollback.workflowId, rollback.firstExecutionRunId);
+    const deletion = await start('deleteToolWorkflow', `tool-delete/${other}/replay`, [{ name: other }]);
+    await deletion.cancel();
+    expect(await deletion.result()).toMatchObject({ status: 'deleted' });
+    await save('delete-cancel-requested', deletion.workflowId, deletion.firstExecutionRunId);
+  }
+
+  // migrateSchemaWorkflow: applied, alreadyApplied (a new run under the same ID), rejected by the policy, failed in
+  // PostgreSQL (a second migration of another name creating the same table), and cancelled at once (runs to its end).
+  {
+    const migrate = async (label: string, name: string, sql: string, status: string) => {
+      const result = await forge.migrateSchema({ name, sql });
+      expect(result).toMatchObject({ status });
+      await save(label, result.workflowId);
+    };
+    await migrate('migrate-applied', 'agent_replayed', 'CREATE TABLE agent_replayed (id int)', 'applied');
+    await migrate('migrate-already-applied', 'agent_replayed', 'CREATE TABLE agent_replayed (id int)', 'alreadyApplied');
+    await migrate('migrate-rejected', 'agent_replayed_drop', 'DROP TABLE agent_replayed', 'rejected');
+    await migrate('migrate-failed', 'agent_replayed_again', 'CREATE TABLE agent_replayed (id int)', 'failed');
+
+    const name = 'agent_replayed_cancel';
+    const sql = 'CREATE TABLE agent_replayed_cancel (id int)';
+    const handle = await start('migrateSchemaWorkflow', `schema-migrate/${name}`, [{ name, sql, checksum: migrationChecksum(sql) }]);
+    await handle.cancel();
+    expect(await handle.result()).toMatchObject({ status: 'applied', name });
+    expect(await statusOf(handle)).toBe('COMPLETED');
+    await save('migrate-cancel-requested', handle.workflowId, handle.firstExecutionRunId);
+  }
+
+  // listMigrationsWorkflow.
+  {
+    const handle = await start('listMigrationsWorkflow', 'forge-query/list-migrations/replay', []);
+    expect(JSON.stringify(await handle.result())).toContain('agent_replayed');
+    await save('list-migrations', handle.workflowId, handle.firstExecutionRunId);
+  }
+}, 300_000);
