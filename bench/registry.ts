@@ -4,6 +4,7 @@ import { deployBench } from './deploy';
 import { sandboxBench } from './sandbox';
 import { policyCheck } from './policy-check';
 import { migrateBench } from './migrate';
+import { recoveryBench } from './recovery';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench];

@@ -9,6 +9,8 @@
  *
  * FORGE_CHAOS_SLICE=k/n runs every n-th matrix cell from the k-th (1-based) only; FORGE_CHAOS_SLICE=date picks k from
  * today's date, so a CI that cannot afford the whole matrix covers it over n days. Unset: the whole matrix.
+ * Arguments, when given, are the test paths to run instead of all of test/chaos (.ci/run passes the matrix and the
+ * load, whose other cells `npm test` has just run).
  */
 const { spawnSync } = require('node:child_process');
 const { existsSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
@@ -25,7 +27,7 @@ if (process.env.FORGE_CHAOS_SLICE) process.stdout.write(`chaos: slice ${process.
 const jest = spawnSync(
   process.execPath,
   ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
-    'test/chaos', '--json', `--outputFile=${jestReport}`, ...process.argv.slice(2)],
+    ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/chaos']), '--json', `--outputFile=${jestReport}`],
   { cwd: root, env, stdio: 'inherit' },
 );
 
