@@ -15,10 +15,9 @@ import { createRunCgroup, type RunCgroup } from './run-cgroup';
 import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
 import { releaseRunUser, removeRunUserFiles, takeRunUser } from './run-user';
 import { TailBuffer } from './tail-buffer';
+import { Supervision, type Ending, type Settled } from './supervision';
 import { SANDBOX_STATUSES, type SandboxDiagnostics, type SandboxStatus, type SandboxVerdict } from './verdict';
-
-/** Tool names of TOOL_CONTRACT.md. */
-export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+import { isToolName, toolNameMessage } from '../contract/tool-name';
 
 export interface SandboxRequest {
   /** The name the tool is deployed under; the module's `name` must equal it. */
@@ -75,9 +74,9 @@ export async function runSandbox(request: SandboxRequest, options: { pool?: Sand
 }
 
 function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<SandboxVerdict, 'status' | 'durationMs'> | undefined {
-  if (typeof request.name !== 'string' || !TOOL_NAME_PATTERN.test(request.name)) {
+  if (!isToolName(request.name)) {
     return {
-      error: `the tool name ${JSON.stringify(request.name)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter`,
+      error: toolNameMessage(request.name),
       diagnostics: { phase: 'request' },
     };
   }
@@ -265,6 +264,15 @@ function childEnvironment(dir: string, marker: string, limits: SandboxLimits): N
 /** The stderr patterns of a process that V8 or Node ended because memory ran out. */
 const OOM_PATTERN = /JavaScript heap out of memory|Reached heap limit|Allocation failed - process out of memory|FATAL ERROR: .*[Oo]ut of memory/;
 
+/** What ends a harness run besides what ends any supervised process (see {@link Ending}). */
+type HarnessEnding =
+  /** The harness's genuine result frame. */
+  | { kind: 'result'; frame: Record<string, unknown> }
+  /** More bytes on the result channel than any genuine report takes. */
+  | { kind: 'channel-flood' }
+  /** A genuine frame the parent could not act on. */
+  | { kind: 'unreadable-report'; message: string };
+
 /**
  * Hands one run to a started harness and supervises it to its verdict. 'lost' (spares only): the process ended before
  * it read the run (it never sent its `started` frame), so no tool code ran in it; a fresh harness that does the same
@@ -278,176 +286,188 @@ function superviseRun(
   moduleReady: Promise<unknown>,
   limits: SandboxLimits,
 ): Promise<Outcome | 'lost'> {
-  const { child, launch, marker, launcherStderr } = harness;
+  return new HarnessRun(harness, spare, request, limits).run(modulePath, moduleReady);
+}
+
+/**
+ * One run on one harness. The process's life is a {@link Supervision} (starting → running → settling → done); this
+ * class reads the harness's frames into its endings and, once the run is done, turns how it ended into the verdict
+ * in one place ({@link HarnessRun.verdict}).
+ */
+class HarnessRun {
   // The run's frame key: the harness reads it before the tool exists, and only MACs made with it ever come back.
-  const key = randomBytes(32);
-  const channel = child.stdio[3] as unknown as Readable & Writable;
-  const toolStderr = child.stdio[4] as Readable;
-  const stderrTail = new TailBuffer(limits.stderrTailBytes);
-  // The clock starts with the run, not with the process: a pooled harness may have waited long before it.
-  const startedAt = performance.now();
-  let deadline = startedAt + limits.maxTimeoutMs;
-  let toolInfo: SandboxDiagnostics['tool'];
+  private readonly key = randomBytes(32);
+  private readonly stderrTail: TailBuffer;
+  private readonly supervision: Supervision<HarnessEnding>;
+  /** The harness sent its `started` frame: it read the run, so whatever happens now is the tool's. */
+  private started = false;
+  private toolInfo: SandboxDiagnostics['tool'];
+  private deadlineSays: string;
 
-  let started = false;
+  constructor(
+    private readonly harness: BootedHarness,
+    private readonly spare: boolean,
+    private readonly request: SandboxRequest,
+    private readonly limits: SandboxLimits,
+  ) {
+    const { child, launch, marker } = harness;
+    this.stderrTail = new TailBuffer(limits.stderrTailBytes);
+    this.deadlineSays = `the platform limit of ${limits.maxTimeoutMs} ms`;
+    this.supervision = new Supervision<HarnessEnding>(
+      {
+        child,
+        stdout: child.stdout as Readable,
+        stderr: child.stdio[4] as Readable,
+        closed: harness.closed,
+        get spawnError() {
+          return harness.spawnError;
+        },
+        kill: () => killTree(child, launch.mode, marker),
+      },
+      // The clock starts with the run, not with the process: a pooled harness may have waited long before it.
+      { wallClockMs: limits.maxTimeoutMs, outputBytes: limits.outputBytes, signal: request.signal },
+    );
+  }
 
-  return new Promise<Outcome | 'lost'>((resolve) => {
-    let decided: Outcome | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const { closed } = harness;
-    /**
-     * The first decision wins. The tree is killed and every pipe drained before the verdict is handed back, and only
-     * then is the output counted for good: output a tool wrote before its result still counts against the limit.
-     */
-    const decide = (outcome: Outcome) => {
-      if (decided) return;
-      decided = outcome;
-      if (timer) clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onAbort);
-      const finish = () => resolve(withStderr(outcome.status !== 'output_limit' && overLimit() ? outputLimit() : outcome));
-      killTree(child, launch.mode, marker)
-        .then(() => Promise.race([closed, delay(2000)]))
-        .then(finish, finish);
-    };
-    const withStderr = (outcome: Outcome): Outcome => {
-      const tail = stderrTail.text();
-      return tail ? { ...outcome, stderrTail: tail } : outcome;
-    };
-    let deadlineSays = `the platform limit of ${limits.maxTimeoutMs} ms`;
-    const armTimer = () => {
-      if (timer) clearTimeout(timer);
-      const limitMs = Math.round(deadline - startedAt);
-      // The decision waits for one turn of the event loop: when the loop was held up (the process also supervises
-      // other runs), timers run before pending I/O is read, and a result that arrived in time would lose to its own
-      // deadline.
-      timer = setTimeout(
-        () =>
-          setImmediate(() =>
-            decide({
-              status: 'timeout',
-              error: `no result within ${deadlineSays}; the process tree was killed`,
-              diagnostics: { phase: 'limits', limit: { kind: 'timeMs', value: limitMs }, tool: toolInfo },
-            }),
-          ),
-        Math.max(0, deadline - performance.now()),
-      );
-    };
-    const onAbort = () =>
-      decide({ status: 'timeout', error: 'the run was cancelled; the process tree was killed', diagnostics: { phase: 'limits' } });
-    if (request.signal?.aborted) onAbort();
-    request.signal?.addEventListener('abort', onAbort, { once: true });
-    armTimer();
-
-    let outputBytes = 0;
-    const overLimit = () => outputBytes > limits.outputBytes;
-    const outputLimit = (): Outcome => ({
-      status: 'output_limit',
-      error: `the tool wrote more than ${limits.outputBytes} bytes to stdout and stderr; the rest was dropped and the process killed`,
-      diagnostics: { phase: 'limits', limit: { kind: 'outputBytes', value: limits.outputBytes }, tool: toolInfo },
-    });
-    const countOutput = (chunk: Buffer) => {
-      outputBytes += chunk.length;
-      if (overLimit()) decide(outputLimit());
-    };
-    // Output is counted and dropped (stderr keeps a bounded tail): never parsed, so it cannot carry a verdict.
-    child.stdout?.on('data', countOutput);
-    toolStderr.on('data', (chunk: Buffer) => {
-      stderrTail.push(chunk);
-      countOutput(chunk);
-    });
-
-    const onFrame = (frame: Record<string, unknown>) => {
-      if (frame.type === 'started') {
-        started = true;
-      } else if (frame.type === 'ready') {
-        toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: parseOr(frame.inputJsonSchemaJson, undefined) };
-        const ownDeadline = toolInfo.timeoutMs !== undefined ? performance.now() + toolInfo.timeoutMs : Infinity;
-        if (ownDeadline < deadline) {
-          deadline = ownDeadline;
-          deadlineSays = `the tool's timeoutMs of ${toolInfo.timeoutMs} ms`;
-          armTimer();
-        }
-      } else if (frame.type === 'result') {
-        decide(blamingMemory(resultOutcome(frame, toolInfo)));
-      }
-    };
-    const frames = new FrameChannel(key, limits.resultBytes + 64 * 1024);
+  async run(modulePath: string, moduleReady: Promise<unknown>): Promise<Outcome | 'lost'> {
+    const { child } = this.harness;
+    const channel = child.stdio[3] as unknown as Readable & Writable;
+    // Output is counted (by the supervision) and dropped, stderr keeping a bounded tail: never parsed, so it cannot
+    // carry a verdict.
+    (child.stdio[4] as Readable).on('data', (chunk: Buffer) => this.stderrTail.push(chunk));
+    const frames = new FrameChannel(this.key, this.limits.resultBytes + 64 * 1024);
     channel.on('data', (chunk: Buffer) => {
       const parsed = frames.push(chunk);
-      if (parsed === 'overflow') {
-        decide({
+      if (parsed === 'overflow') return this.supervision.end({ kind: 'channel-flood' });
+      for (const frame of parsed) this.onFrame(frame);
+    });
+    channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
+    const init = JSON.stringify({ modulePath, name: this.request.name, input: this.request.input, resultBytes: this.limits.resultBytes, uid: this.harness.uid });
+    // starting → running once the module is written and the process is in the run's cgroup: only then may the harness
+    // read the run (and so let tool code start).
+    const settled = await this.supervision.start(Promise.all([moduleReady, this.harness.joined]), () =>
+      channel.write(Buffer.concat([this.key, Buffer.from(init + '\n', 'utf8')])),
+    );
+    return this.verdict(settled);
+  }
+
+  private onFrame(frame: Record<string, unknown>): void {
+    try {
+      if (frame.type === 'started') {
+        this.started = true;
+      } else if (frame.type === 'ready') {
+        const toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: parseOr(frame.inputJsonSchemaJson, undefined) };
+        this.toolInfo = toolInfo;
+        if (toolInfo.timeoutMs !== undefined && this.supervision.lowerDeadline(performance.now() + toolInfo.timeoutMs)) {
+          this.deadlineSays = `the tool's timeoutMs of ${toolInfo.timeoutMs} ms`;
+        }
+      } else if (frame.type === 'result') {
+        this.supervision.end({ kind: 'result', frame });
+      }
+    } catch (err) {
+      // Whatever a frame holds, the parent (a worker serving other runs, or the CLI) must not fall over it.
+      this.supervision.end({ kind: 'unreadable-report', message: (err as Error).message });
+    }
+  }
+
+  /**
+   * The verdict, decided here only, once the tree is dead and its pipes drained: from the first ending, with the
+   * output counted for good (output a tool wrote before its result still counts against the limit).
+   */
+  private verdict({ ending, overOutputLimit }: Settled<HarnessEnding>): Outcome | 'lost' {
+    // A spare that ended before it read the run never ran the tool: the run gets a fresh process instead.
+    if (ending.kind === 'exited' && this.spare && !this.started) return 'lost';
+    const outcome = this.outcomeOf(ending);
+    const final = outcome.status !== 'output_limit' && overOutputLimit ? this.outputLimit() : outcome;
+    const tail = this.stderrTail.text();
+    return tail ? { ...final, stderrTail: tail } : final;
+  }
+
+  private outcomeOf(ending: Ending<HarnessEnding>): Outcome {
+    const { limits, toolInfo } = this;
+    switch (ending.kind) {
+      case 'result':
+        try {
+          return this.blamingMemory(resultOutcome(ending.frame, toolInfo));
+        } catch (err) {
+          return this.unreadable((err as Error).message);
+        }
+      case 'exited':
+        return this.blamingMemory(this.exitOutcome());
+      case 'deadline':
+        return {
+          status: 'timeout',
+          error: `no result within ${this.deadlineSays}; the process tree was killed`,
+          diagnostics: { phase: 'limits', limit: { kind: 'timeMs', value: ending.limitMs }, tool: toolInfo },
+        };
+      case 'cancelled':
+        return { status: 'timeout', error: 'the run was cancelled; the process tree was killed', diagnostics: { phase: 'limits' } };
+      case 'output-limit':
+        return this.outputLimit();
+      case 'channel-flood':
+        return {
           status: 'output_limit',
           error: `the tool flooded the result channel past ${limits.resultBytes} bytes; the process was killed`,
           diagnostics: { phase: 'limits', limit: { kind: 'resultBytes', value: limits.resultBytes } },
-        });
-        return;
-      }
-      for (const frame of parsed) {
-        try {
-          onFrame(frame);
-        } catch (err) {
-          // Whatever a frame holds, the parent (a worker serving other runs, or the CLI) must not fall over it.
-          decide({ status: 'crashed', error: `the sandbox could not read the harness's report: ${(err as Error).message}`, diagnostics: { phase: 'process' } });
-        }
-      }
-    });
-    channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
-    const spawnFailed = (err: Error) =>
-      decide({ status: 'crashed', error: `the sandbox process could not start: ${err.message}`, diagnostics: { phase: 'process' } });
-    if (harness.spawnError) spawnFailed(harness.spawnError);
-    child.on('error', spawnFailed);
-    // 'close' comes after every pipe has drained, so a result written just before exiting is never lost.
-    const onClose = () => {
-      const status = harness.exit ?? { code: child.exitCode, signal: child.signalCode };
-      if (decided) return;
-      if (spare && !started) {
-        if (timer) clearTimeout(timer);
-        request.signal?.removeEventListener('abort', onAbort);
-        const lost = () => resolve('lost');
-        killTree(child, launch.mode, marker).then(lost, lost); // whatever of it is left
-        return;
-      }
-      // V8 prints its banner and then aborts: a process that printed the banner itself and exited otherwise is crashed.
-      const aborted = status.signal === 'SIGABRT' || status.code === 128 + 6;
-      const oom = aborted && OOM_PATTERN.test(stderrTail.text());
-      decide(blamingMemory({
-        status: oom ? 'oom' : 'crashed',
-        error: oom
-          ? `the tool passed the ${limits.memoryMb} MiB memory limit and was killed`
-          : `the process ended before it sent a result (${describeExit(status.code, status.signal)})${launcherNote(launcherStderr)}`,
-        diagnostics: {
-          phase: oom ? 'limits' : 'process',
-          exitCode: status.code,
-          signal: status.signal,
-          ...(oom ? { limit: { kind: 'memoryMb' as const, value: limits.memoryMb } } : {}),
-          tool: toolInfo,
-        },
-      }));
-    };
-    void closed.then(onClose);
-
-    /**
-     * A run whose processes the kernel killed for passing the run's memory cgroup did not fail or crash on its own:
-     * it ran out of memory (a child's death, or the harness's, is how the tool saw it). A result that passed stands.
-     */
-    function blamingMemory(outcome: Outcome): Outcome {
-      const cgroup = harness.cgroup;
-      if ((outcome.status !== 'failed' && outcome.status !== 'crashed') || !cgroup || cgroup.oomKills() === 0) return outcome;
-      const limitMb = Math.round(cgroup.limitBytes / 1024 / 1024);
-      return {
-        status: 'oom',
-        error: `the tool's processes together passed the run's memory limit of ${limitMb} MiB, and the kernel killed one (then: ${outcome.error ?? outcome.status})`,
-        diagnostics: { ...outcome.diagnostics, phase: 'limits', limit: { kind: 'memoryMb', value: limitMb } } as SandboxDiagnostics,
-      };
+        };
+      case 'unreadable-report':
+        return this.unreadable(ending.message);
+      case 'spawn-error':
+        return { status: 'crashed', error: `the sandbox process could not start: ${ending.error.message}`, diagnostics: { phase: 'process' } };
+      case 'start-failed':
+        return { status: 'crashed', error: `the sandbox could not write the module: ${ending.error.message}`, diagnostics: { phase: 'process' } };
     }
+  }
 
-    const init = JSON.stringify({ modulePath, name: request.name, input: request.input, resultBytes: limits.resultBytes, uid: harness.uid });
-    Promise.all([moduleReady, harness.joined]).then(
-      () => channel.write(Buffer.concat([key, Buffer.from(init + '\n', 'utf8')])),
-      (err: Error) =>
-        decide({ status: 'crashed', error: `the sandbox could not write the module: ${err.message}`, diagnostics: { phase: 'process' } }),
-    );
-  });
+  /** The process ended without a result. */
+  private exitOutcome(): Outcome {
+    const { child } = this.harness;
+    const status = this.harness.exit ?? { code: child.exitCode, signal: child.signalCode };
+    // V8 prints its banner and then aborts: a process that printed the banner itself and exited otherwise is crashed.
+    const aborted = status.signal === 'SIGABRT' || status.code === 128 + 6;
+    const oom = aborted && OOM_PATTERN.test(this.stderrTail.text());
+    return {
+      status: oom ? 'oom' : 'crashed',
+      error: oom
+        ? `the tool passed the ${this.limits.memoryMb} MiB memory limit and was killed`
+        : `the process ended before it sent a result (${describeExit(status.code, status.signal)})${launcherNote(this.harness.launcherStderr)}`,
+      diagnostics: {
+        phase: oom ? 'limits' : 'process',
+        exitCode: status.code,
+        signal: status.signal,
+        ...(oom ? { limit: { kind: 'memoryMb' as const, value: this.limits.memoryMb } } : {}),
+        tool: this.toolInfo,
+      },
+    };
+  }
+
+  private outputLimit(): Outcome {
+    const { outputBytes } = this.limits;
+    return {
+      status: 'output_limit',
+      error: `the tool wrote more than ${outputBytes} bytes to stdout and stderr; the rest was dropped and the process killed`,
+      diagnostics: { phase: 'limits', limit: { kind: 'outputBytes', value: outputBytes }, tool: this.toolInfo },
+    };
+  }
+
+  private unreadable(message: string): Outcome {
+    return { status: 'crashed', error: `the sandbox could not read the harness's report: ${message}`, diagnostics: { phase: 'process' } };
+  }
+
+  /**
+   * A run whose processes the kernel killed for passing the run's memory cgroup did not fail or crash on its own:
+   * it ran out of memory (a child's death, or the harness's, is how the tool saw it). A result that passed stands.
+   */
+  private blamingMemory(outcome: Outcome): Outcome {
+    const cgroup = this.harness.cgroup;
+    if ((outcome.status !== 'failed' && outcome.status !== 'crashed') || !cgroup || cgroup.oomKills() === 0) return outcome;
+    const limitMb = Math.round(cgroup.limitBytes / 1024 / 1024);
+    return {
+      status: 'oom',
+      error: `the tool's processes together passed the run's memory limit of ${limitMb} MiB, and the kernel killed one (then: ${outcome.error ?? outcome.status})`,
+      diagnostics: { ...outcome.diagnostics, phase: 'limits', limit: { kind: 'memoryMb', value: limitMb } } as SandboxDiagnostics,
+    };
+  }
 }
 
 /**
@@ -505,6 +525,5 @@ function describeExit(code: number | null, signal: string | null): string {
   return `exit code ${code}`;
 }
 
-const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
