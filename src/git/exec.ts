@@ -44,10 +44,15 @@ export interface GitResult {
 function gitEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
-  return { ...env, LC_ALL: 'C', LANGUAGE: 'C', GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', GIT_LITERAL_PATHSPECS: '1', ...extra };
+  const fixed = { LC_ALL: 'C', LANGUAGE: 'C', GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', GIT_LITERAL_PATHSPECS: '1' };
+  return { ...env, ...fixed, ...extra };
 }
 
-function run(args: readonly string[], options: GitOptions, encoding: 'utf8' | 'buffer'): Promise<{ stdout: string | Buffer; stderr: string; exitCode: number }> {
+function run(
+  args: readonly string[],
+  options: GitOptions,
+  encoding: 'utf8' | 'buffer',
+): Promise<{ stdout: string | Buffer; stderr: string; exitCode: number }> {
   const argv = [...FIXED_CONFIG, ...args];
   return new Promise((resolve, reject) => {
     const child = execFile(

@@ -92,7 +92,8 @@ export async function checkProposedPath(root: string, rel: string): Promise<Prop
     if (stats.isSymbolicLink()) {
       const { target, outside } = await describeLink(realRoot, current);
       const where = outside ? 'which leads out of the repository' : 'Forge neither follows nor replaces symlinks; name the real path';
-      throw new UnsafePathError(rel, last ? `it is a symlink (→ ${target}); ${where}` : `it goes through the symlink ${shown} (→ ${target}), ${where}`);
+      const what = last ? `it is a symlink (→ ${target}); ${where}` : `it goes through the symlink ${shown} (→ ${target}), ${where}`;
+      throw new UnsafePathError(rel, what);
     }
     if (!last && !stats.isDirectory()) throw new UnsafePathError(rel, `${shown} is a file, not a directory`);
     if (last && stats.isDirectory()) throw new UnsafePathError(rel, 'it is a directory');
@@ -127,12 +128,18 @@ async function makeParents(realRoot: string, rel: string): Promise<void> {
  * @returns the absolute path written
  * @throws UnsafePathError
  */
-export async function writeProposedFile(root: string, rel: string, content: string | Buffer, options: { executable?: boolean } = {}): Promise<string> {
+export async function writeProposedFile(
+  root: string,
+  rel: string,
+  content: string | Buffer,
+  options: { executable?: boolean } = {},
+): Promise<string> {
   const info = await checkProposedPath(root, rel);
   const realRoot = await realpath(root);
   await makeParents(realRoot, rel);
   const target = info.absolute;
-  const temp = path.join(path.dirname(target), `.${path.basename(target).slice(0, 200)}.forge-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
+  const tempName = `.${path.basename(target).slice(0, 200)}.forge-${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+  const temp = path.join(path.dirname(target), tempName);
   const mode = (options.executable ?? info.executable) ? 0o755 : 0o644;
   const handle = await open(temp, 'wx', mode);
   try {
@@ -143,7 +150,7 @@ export async function writeProposedFile(root: string, rel: string, content: stri
     }
     // Checked again just before the rename: the entry must still not be a symlink or a directory.
     const now = await lstatOrNull(target);
-    if (now && !now.isFile()) throw new UnsafePathError(rel, 'it changed into something other than a regular file while being written');
+    if (now && !now.isFile()) throw new UnsafePathError(rel, 'it stopped being a regular file while being written');
     await rename(temp, target);
   } catch (err) {
     await unlink(temp).catch(() => undefined);
