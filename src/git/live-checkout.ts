@@ -1,0 +1,219 @@
+import { lstat, readlink, realpath, rmdir, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GitCommandError, InvalidInputError, UnsafePathError } from './errors';
+import { git, isAncestor, revParse } from './exec';
+import { assertBranchName } from './names';
+import { checkProposedPath } from './path-safety';
+import { withKeyLock } from './run-lock';
+import { listWorktrees, resolveCommit } from './worktree';
+
+export interface LiveCheckoutInput {
+  repo: string;
+  /** The target branch (short name). */
+  branch: string;
+  /** The commit the branch was at (the live files are expected to match it in the touched paths). */
+  base: string;
+  /** The commit the branch moves (or moved) to. */
+  tested: string;
+}
+
+export type LiveCheckoutResult =
+  /** No checkout of the repository has the branch checked out: there are no live files to bring forward. */
+  | { status: 'not-checked-out' }
+  /** (inspect) The touched paths hold the base's contents (or already the tested ones): advancing is safe. */
+  | { status: 'ready'; checkout: string; paths: string[] }
+  /** (advance) The touched paths now hold the tested contents, in the index and on disk. */
+  | { status: 'advanced'; checkout: string; paths: string[] }
+  /** The touched paths already held the tested contents. */
+  | { status: 'up-to-date'; checkout: string; paths: string[] }
+  /** Local changes in touched paths (`paths`): nothing was changed. */
+  | { status: 'refused'; checkout: string; reason: string; paths: string[] };
+
+interface Side {
+  mode: string;
+  oid: string;
+}
+
+/** A path the change touches: what the base and the tested commit have there (null: no file). */
+interface Touched {
+  path: string;
+  base: Side | null;
+  tested: Side | null;
+}
+
+const NO_OID = /^0+$/;
+
+async function touchedPaths(repo: string, base: string, tested: string): Promise<Touched[]> {
+  const { stdout } = await git(['diff-tree', '-r', '-z', '--no-renames', '--raw', base, tested], { cwd: repo });
+  const fields = stdout.split('\0');
+  const touched: Touched[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const [oldMode, newMode, oldOid, newOid] = fields[i].replace(/^:/u, '').split(' ');
+    touched.push({
+      path: fields[i + 1],
+      base: NO_OID.test(oldOid) ? null : { mode: oldMode, oid: oldOid },
+      tested: NO_OID.test(newOid) ? null : { mode: newMode, oid: newOid },
+    });
+  }
+  return touched;
+}
+
+const same = (a: Side | null, b: Side | null, compareMode = true): boolean =>
+  a === null || b === null ? a === b : a.oid === b.oid && (!compareMode || a.mode === b.mode);
+
+/** The index entries of `paths` (stage > 0 entries are reported as a conflict marker). */
+async function indexEntries(checkout: string, paths: string[]): Promise<Map<string, Side | 'conflict'>> {
+  const { stdout } = await git(['ls-files', '-s', '-z', '--', ...paths], { cwd: checkout });
+  const entries = new Map<string, Side | 'conflict'>();
+  for (const entry of stdout.split('\0')) {
+    const tab = entry.indexOf('\t');
+    if (tab === -1) continue;
+    const [mode, oid, stage] = entry.slice(0, tab).split(' ');
+    const p = entry.slice(tab + 1);
+    entries.set(p, stage === '0' && entries.get(p) !== 'conflict' ? { mode, oid } : 'conflict');
+  }
+  return entries;
+}
+
+/** What the working tree holds at `p` as a blob id (null: nothing), or 'other' (a directory, a symlink on the way). */
+async function workingFile(checkout: string, p: string): Promise<Side | null | 'other'> {
+  let info;
+  try {
+    info = await checkProposedPath(checkout, p);
+  } catch (err) {
+    if (!(err instanceof UnsafePathError)) throw err;
+    // A symlink as the last component is compared as git stores one (its target's text); anything else is local.
+    const full = path.join(await realpath(checkout), p);
+    const stats = await lstat(full).catch(() => null);
+    const parent = await lstat(path.dirname(full)).catch(() => null);
+    if (stats?.isSymbolicLink() && parent?.isDirectory() && !parent.isSymbolicLink()) {
+      const oid = (await git(['hash-object', '--stdin'], { cwd: checkout, input: await readlink(full) })).stdout.trim();
+      return { mode: '120000', oid };
+    }
+    return 'other';
+  }
+  if (!info.exists) return null;
+  const oid = (await git(['hash-object', '--', p], { cwd: checkout })).stdout.trim();
+  return { mode: info.executable ? '100755' : '100644', oid };
+}
+
+interface Classified {
+  checkout: string;
+  touched: Touched[];
+  /** Paths whose index or working file holds neither the base's nor the tested contents. */
+  local: string[];
+  /** Paths whose index and working file already hold the tested contents. */
+  done: string[];
+}
+
+async function findCheckout(repo: string, branch: string): Promise<string | null> {
+  const ref = `refs/heads/${branch}`;
+  const match = (await listWorktrees(repo)).find((w) => w.branch === ref && !w.bare && !w.prunable);
+  return match ? match.path : null;
+}
+
+async function classify(checkout: string, repo: string, base: string, tested: string): Promise<Classified> {
+  const touched = await touchedPaths(repo, base, tested);
+  const index = await indexEntries(checkout, touched.map((t) => t.path));
+  const local: string[] = [];
+  const done: string[] = [];
+  for (const t of touched) {
+    const staged = index.get(t.path) ?? null;
+    const file = await workingFile(checkout, t.path);
+    const indexOk = staged !== 'conflict' && (same(staged, t.base) || same(staged, t.tested));
+    // The working file's mode is not compared: with core.fileMode=false git itself ignores it.
+    const fileOk = file !== 'other' && (same(file, t.base, false) || same(file, t.tested, false));
+    if (!indexOk || !fileOk) local.push(t.path);
+    else if (same(staged, t.tested) && same(file, t.tested, false)) done.push(t.path);
+  }
+  return { checkout, touched, local, done };
+}
+
+function refusal(checkout: string, local: string[]): LiveCheckoutResult {
+  return {
+    status: 'refused',
+    checkout,
+    paths: local,
+    reason:
+      `the live checkout ${checkout} has local changes in ${local.join(', ')}, which the promoted change also changes; ` +
+      'commit, stash or revert them, then promote again',
+  };
+}
+
+/**
+ * Whether the live checkout that has `branch` checked out (if any) can be brought from `base` to `tested`: every path
+ * the change touches must hold, in the index and on disk, the base's contents or already the tested ones. Changes
+ * nothing. Call it before the compare-and-swap, so a refusal leaves the branch where it was too.
+ */
+export async function inspectLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
+  assertBranchName(input.branch);
+  const [base, tested] = [await resolveCommit(input.repo, input.base), await resolveCommit(input.repo, input.tested)];
+  const checkout = await findCheckout(input.repo, input.branch);
+  if (!checkout) return { status: 'not-checked-out' };
+  const c = await classify(checkout, input.repo, base, tested);
+  if (c.local.length > 0) return refusal(checkout, c.local);
+  const paths = c.touched.map((t) => t.path);
+  return c.done.length === paths.length ? { status: 'up-to-date', checkout, paths } : { status: 'ready', checkout, paths };
+}
+
+/** A git command that writes the live checkout's index, waiting briefly while the user's own git holds index.lock. */
+async function writeIndex(checkout: string, args: string[], input?: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await git(args, { cwd: checkout, input });
+      return;
+    } catch (err) {
+      if (!(err instanceof GitCommandError) || !err.stderr.includes('index.lock') || attempt >= 20) throw err;
+      await sleep(100);
+    }
+  }
+}
+
+/** Removes a file the tested commit deletes, then its directories up to the checkout's root while they are empty. */
+async function removeFile(checkout: string, p: string): Promise<void> {
+  const root = await realpath(checkout);
+  await unlink(path.join(root, p)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+  for (let dir = path.dirname(p); dir !== '.'; dir = path.dirname(dir)) {
+    if (!(await rmdir(path.join(root, dir)).then(() => true, () => false))) break;
+  }
+}
+
+/**
+ * Brings the live checkout that has `branch` checked out from `base` to `tested` in the paths the change touches, in
+ * its index and on disk, after the branch was moved to `tested` (compare-and-swap). Local changes elsewhere are kept;
+ * local changes in a touched path refuse the whole step and change nothing. Idempotent: paths already at the tested
+ * contents are left alone, and a step interrupted half-way is completed by the next call.
+ * @throws InvalidInputError when the branch does not contain `tested` yet (merge first)
+ */
+export async function advanceLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
+  assertBranchName(input.branch);
+  const [base, tested] = [await resolveCommit(input.repo, input.base), await resolveCommit(input.repo, input.tested)];
+  const checkout = await findCheckout(input.repo, input.branch);
+  if (!checkout) return { status: 'not-checked-out' };
+  return withKeyLock(`live\0${await realpath(checkout)}`, async () => {
+    const head = await revParse(input.repo, `refs/heads/${input.branch}^{commit}`);
+    if (!head || !(await isAncestor(input.repo, tested, head))) {
+      throw new InvalidInputError('tested', tested, `the branch ${input.branch} does not contain it yet; move the branch first`);
+    }
+    const c = await classify(checkout, input.repo, base, tested);
+    if (c.local.length > 0) return refusal(checkout, c.local);
+    const paths = c.touched.map((t) => t.path);
+    const pending = c.touched.filter((t) => !c.done.includes(t.path));
+    if (pending.length === 0) return { status: 'up-to-date', checkout, paths };
+
+    const zeros = '0'.repeat(tested.length);
+    // --index-info: `<mode> <oid>\t<path>`, and mode 0 removes the entry.
+    const entries = pending
+      .map((t) => (t.tested ? `${t.tested.mode} ${t.tested.oid}\t${t.path}\0` : `0 ${zeros}\t${t.path}\0`))
+      .join('');
+    await writeIndex(checkout, ['update-index', '-z', '--index-info'], entries);
+    const written = pending.filter((t) => t.tested).map((t) => t.path);
+    // checkout-index writes through git's own checks (never beyond a symlink) and records the new files' stats.
+    if (written.length > 0) await writeIndex(checkout, ['checkout-index', '-f', '-u', '--', ...written]);
+    for (const t of pending.filter((x) => !x.tested)) await removeFile(checkout, t.path);
+    return { status: 'advanced', checkout, paths };
+  });
+}

@@ -1,0 +1,217 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { lstat, mkdir, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BranchNotFoundError, CommitNotFoundError, GitCommandError, WorktreeRootError } from './errors';
+import { git, revParse } from './exec';
+import { assertBranchName, assertRunId } from './names';
+import { withKeyLock } from './run-lock';
+
+/** The directory under the root that holds worktrees, one per run, named by the run id. */
+const ROOT_DIR_NAME = 'forge-worktrees';
+
+/**
+ * Where worktrees go by default: `/dev/shm/forge-worktrees` when /dev/shm is a writable directory (tmpfs: creating a
+ * worktree's files there is ~70x faster than on a disk), else `forge-worktrees` under the OS temp directory.
+ */
+export function defaultWorktreeRoot(): string {
+  try {
+    if (statSync('/dev/shm').isDirectory()) {
+      accessSync('/dev/shm', constants.W_OK);
+      return path.join('/dev/shm', ROOT_DIR_NAME);
+    }
+  } catch {
+    // no /dev/shm, or not writable
+  }
+  return path.join(tmpdir(), ROOT_DIR_NAME);
+}
+
+/** A worktree git has registered for the repository (`git worktree list --porcelain`). */
+export interface RegisteredWorktree {
+  path: string;
+  /** The commit checked out, or null (bare entry, or a worktree whose HEAD is unborn). */
+  head: string | null;
+  /** `refs/heads/...` when a branch is checked out, null when detached. */
+  branch: string | null;
+  /** The repository's own (first) worktree, or the bare repository itself. */
+  main: boolean;
+  bare: boolean;
+  /** The lock reason ('' for a lock without one), or null when not locked. `initializing` marks an unfinished add. */
+  locked: string | null;
+  /** Its directory is gone: `git worktree prune` would drop it. */
+  prunable: boolean;
+}
+
+/** Every worktree registered in `repo`, the main one first. */
+export async function listWorktrees(repo: string): Promise<RegisteredWorktree[]> {
+  const { stdout } = await git(['worktree', 'list', '--porcelain', '-z'], { cwd: repo });
+  const worktrees: RegisteredWorktree[] = [];
+  let current: RegisteredWorktree | null = null;
+  for (const field of stdout.split('\0')) {
+    if (field === '') {
+      current = null;
+      continue;
+    }
+    const space = field.indexOf(' ');
+    const key = space === -1 ? field : field.slice(0, space);
+    const value = space === -1 ? '' : field.slice(space + 1);
+    if (key === 'worktree') {
+      current = { path: value, head: null, branch: null, main: worktrees.length === 0, bare: false, locked: null, prunable: false };
+      worktrees.push(current);
+    } else if (current) {
+      if (key === 'HEAD') current.head = /^0+$/.test(value) ? null : value;
+      else if (key === 'branch') current.branch = value;
+      else if (key === 'bare') current.bare = true;
+      else if (key === 'locked') current.locked = value;
+      else if (key === 'prunable') current.prunable = true;
+    }
+  }
+  return worktrees;
+}
+
+/**
+ * The commit a branch points at now.
+ * @throws BranchNotFoundError when there is no such branch
+ */
+export async function resolveBranchCommit(repo: string, branch: string): Promise<string> {
+  assertBranchName(branch);
+  const commit = await revParse(repo, `refs/heads/${branch}^{commit}`);
+  if (!commit) throw new BranchNotFoundError(repo, branch);
+  return commit;
+}
+
+/** The full id of the commit `rev` names. @throws CommitNotFoundError */
+export async function resolveCommit(repo: string, rev: string): Promise<string> {
+  const commit = rev.startsWith('-') ? null : await revParse(repo, `${rev}^{commit}`);
+  if (!commit) throw new CommitNotFoundError(repo, rev);
+  return commit;
+}
+
+/** The key under which calls for one run of one repository take turns (see run-lock.ts). */
+export async function runKey(repo: string, runId: string): Promise<string> {
+  return `run\0${await realpath(repo)}\0${runId}`;
+}
+
+/**
+ * The real path of the worktree root, created if missing. Refused when it is inside the repository's own checkout:
+ * a worktree there would show up in (and could be committed by) the live checkout.
+ * @throws WorktreeRootError
+ */
+export async function prepareWorktreeRoot(repo: string, root: string = defaultWorktreeRoot()): Promise<string> {
+  await mkdir(root, { recursive: true });
+  const realRoot = await realpath(root);
+  const { stdout } = await git(['rev-parse', '--is-bare-repository', '--absolute-git-dir'], { cwd: repo });
+  const [bare, gitDir] = stdout.trim().split('\n');
+  const top = await realpath(bare === 'true' ? gitDir : (await git(['rev-parse', '--show-toplevel'], { cwd: repo })).stdout.trim());
+  const rel = path.relative(top, realRoot);
+  if (rel === '' || !(rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel))) {
+    throw new WorktreeRootError(root, `it is inside the repository (${top}); choose a directory outside it`);
+  }
+  return realRoot;
+}
+
+/** Where the run's worktree lives under `realRoot` (the root's real path, see {@link prepareWorktreeRoot}). */
+export function worktreePath(realRoot: string, runId: string): string {
+  assertRunId(runId);
+  return path.join(realRoot, runId);
+}
+
+async function exists(p: string): Promise<boolean> {
+  return lstat(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Removes a registered worktree (twice forced: also a locked one, e.g. an add killed half-way), then its directory. */
+async function dropWorktree(repo: string, target: string, registered: boolean): Promise<void> {
+  if (registered) {
+    await git(['worktree', 'remove', '--force', '--force', target], { cwd: repo }).catch((err: unknown) => {
+      // Already gone, or its directory was deleted by hand: the prune below drops what is left.
+      if (!(err instanceof GitCommandError)) throw err;
+    });
+  }
+  // fs.rm does not follow symlinks (such as the node_modules link): it removes the link, never what it points at.
+  await rm(target, { recursive: true, force: true, maxRetries: 3 });
+  await git(['worktree', 'prune'], { cwd: repo });
+}
+
+export interface CreateWorktreeInput {
+  /** The live repository (its checkout or its git directory). */
+  repo: string;
+  runId: string;
+  /** The commit to check out (detached): the base commit, or a rebased commit for a re-verification round. */
+  commit: string;
+  /** Where worktrees go; {@link defaultWorktreeRoot} when absent. Must be outside the repository's checkout. */
+  root?: string;
+}
+
+export interface CreateWorktreeResult {
+  /** The worktree's directory: `<real root>/<runId>`. */
+  path: string;
+  /** The full id of the commit checked out. */
+  commit: string;
+  /** `existing`: it was already there at that commit; `recreated`: it was there at another commit, or half made. */
+  status: 'created' | 'existing' | 'recreated';
+}
+
+/**
+ * Makes sure the run has a worktree at `<root>/<runId>` with `commit` checked out, detached (no branch is checked
+ * out in it, so the run's branch can always be moved or deleted). Idempotent: a worktree already there at that commit
+ * is a success and is left as it is. One there at another commit (an earlier round), one whose add was killed
+ * half-way, or an unregistered directory in its place is removed and made afresh.
+ * Compensation: {@link removeWorktree} (or cleanupRun).
+ * @throws CommitNotFoundError, WorktreeRootError, InvalidInputError (run id), GitCommandError
+ */
+export async function createWorktree(input: CreateWorktreeInput): Promise<CreateWorktreeResult> {
+  assertRunId(input.runId);
+  return withKeyLock(await runKey(input.repo, input.runId), async () => {
+    const commit = await resolveCommit(input.repo, input.commit);
+    const realRoot = await prepareWorktreeRoot(input.repo, input.root);
+    const target = worktreePath(realRoot, input.runId);
+    const found = (await listWorktrees(input.repo)).find((w) => w.path === target);
+    let status: CreateWorktreeResult['status'] = 'created';
+    const whole = found && found.locked !== 'initializing' && !found.prunable && (await exists(path.join(target, '.git')));
+    if (found && whole && found.head === commit) {
+      return { path: target, commit, status: 'existing' };
+    }
+    if (found || (await exists(target))) {
+      await dropWorktree(input.repo, target, found !== undefined);
+      status = 'recreated';
+    }
+    try {
+      await git(['worktree', 'add', '--detach', '--quiet', target, commit], { cwd: input.repo });
+    } catch (err) {
+      // Another process may have made it meanwhile: its result is as good as ours.
+      const now = (await listWorktrees(input.repo)).find((w) => w.path === target);
+      if (now && now.head === commit && now.locked !== 'initializing') return { path: target, commit, status: 'existing' };
+      throw err;
+    }
+    return { path: target, commit, status };
+  });
+}
+
+export interface RemoveWorktreeInput {
+  repo: string;
+  runId: string;
+  root?: string;
+}
+
+/**
+ * Removes the run's worktree (forced: local changes and untracked files go with it), its directory and git's record of
+ * it, then prunes records of worktrees whose directories are gone. A no-op success when there is nothing to remove,
+ * also for a run that never made one.
+ * @returns whether anything was there to remove
+ */
+export async function removeWorktree(input: RemoveWorktreeInput): Promise<{ removed: boolean }> {
+  assertRunId(input.runId);
+  return withKeyLock(await runKey(input.repo, input.runId), async () => {
+    const root = input.root ?? defaultWorktreeRoot();
+    const realRoot = (await exists(root)) ? await realpath(root) : path.resolve(root);
+    const target = worktreePath(realRoot, input.runId);
+    const found = (await listWorktrees(input.repo)).find((w) => w.path === target);
+    const there = found !== undefined || (await exists(target));
+    await dropWorktree(input.repo, target, found !== undefined);
+    return { removed: there };
+  });
+}
