@@ -1,5 +1,5 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 
 /**
@@ -52,38 +52,63 @@ export function containment(): { mode: ContainmentMode; setpriv: boolean; privat
   return probed;
 }
 
+/** How a command is started inside a launch (see {@link launchCommand}). */
+export interface LaunchOptions {
+  /** RLIMIT_AS of every process, in KiB (undefined: left as it is). */
+  addressSpaceKb?: number;
+  /** RLIMIT_NPROC (binds only a run with a user of its own; undefined: left as it is). */
+  maxProcesses?: number;
+  /** The run's cgroup directory, if it has one. */
+  cgroupPath?: string;
+  /**
+   * When the command enters the cgroup. `before-exec` (the default): nothing of it runs outside. `while-booting`: the
+   * launcher moves it in while it starts (joining waits for an RCU grace period, ~13 ms here) and says so with
+   * {@link CGROUP_JOINED} on its stderr; only for a command that runs nothing of its own until told to (the harness).
+   */
+  joinCgroup?: 'before-exec' | 'while-booting';
+  /** Leave fd 3 (the harness channel) open in the command; otherwise it is closed before exec. */
+  keepFd3?: boolean;
+  /** Drop the PWD that the launcher's sh exports, so that the command's environment is exactly what it was given. */
+  unsetPwd?: boolean;
+}
+
 /**
- * The command that starts `node <nodeArgs>` contained, with the tool's stderr on the launcher's fd 4 (so that what
- * `unshare` or `sh` say on their own stderr never mixes with the tool's), with RLIMIT_AS set to `addressSpaceKb` and
- * RLIMIT_NPROC to `maxProcesses` (which binds only a run with a user of its own), inside the cgroup `cgroupPath` when
- * given. The address-space
- * limit is what makes off-heap allocations (Buffers, typed arrays, native code) fail instead of taking the machine;
- * V8's own heap is bounded separately with --max-old-space-size by the caller.
+ * The command that starts `argv` contained (argv[0] an absolute path), with the command's stderr on the launcher's
+ * fd 4 (so that what `unshare` or `sh` say on their own stderr never mixes with the command's), with RLIMIT_AS and
+ * RLIMIT_NPROC set as `options` say, inside the cgroup `options.cgroupPath` when given. The address-space limit is
+ * what makes off-heap allocations (Buffers, typed arrays, native code) fail instead of taking the machine where there
+ * is no cgroup; the harness bounds V8's own heap separately with --max-old-space-size.
  */
-export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxProcesses: number, cgroupPath = ''): Launch {
+export function launchCommand(argv: string[], options: LaunchOptions = {}): Launch {
   const { mode, setpriv, privateProc } = containment();
-  const prefix = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
+  const prefix = setpriv ? [launcherBinary('setpriv'), '--pdeathsig', 'KILL', '--'] : [];
   // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
-  const limits = 'ulimit -v "$1" && { ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; cg=$3; shift 3;';
-  const limitArgs = [String(addressSpaceKb), String(maxProcesses), cgroupPath];
+  // An empty limit is left as it is (not raised to unlimited, which a hard limit could refuse).
+  const limits = '{ [ -z "$1" ] || ulimit -v "$1"; } && { [ -z "$2" ] || ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; cg=$3; shift 3;';
+  const limitArgs = [options.addressSpaceKb === undefined ? '' : String(options.addressSpaceKb), options.maxProcesses === undefined ? '' : String(options.maxProcesses), options.cgroupPath ?? ''];
+  const redirect = options.keepFd3 ? '2>&4 4>&-' : '2>&4 4>&- 3>&-';
+  const exec = `${options.unsetPwd ? 'unset PWD; ' : ''}exec "$@" ${redirect}`;
+  // `echo 0`: the writing process itself (the subshell about to exec the command) moves into the cgroup.
+  const joinSelf = `{ [ -z "$cg" ] || echo 0 > "$cg/cgroup.procs"; } || exit 125;`;
   if (mode === 'process-group') {
     // (This mode is the fallback without namespaces, where Forge is seldom root: joining before exec is fine here.)
-    const script = `${limits} { [ -z "$cg" ] || { echo 0 > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; }; } || exit 125; exec "$@" 2>&4 4>&-`;
-    const argv = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, process.execPath, ...nodeArgs];
-    return { command: argv[0], args: argv.slice(1), detached: true, mode };
+    const joined = options.joinCgroup === 'while-booting' ? `{ [ -z "$cg" ] || { echo 0 > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; }; } || exit 125;` : joinSelf;
+    const script = `${limits} ${joined} ${exec}`;
+    const argvAll = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, ...argv];
+    return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode };
   }
-  // sh is the namespace's init (pid 1): it cannot be killed by the tool from inside, so the tool's own SIGKILL of
-  // itself still ends the tool; when node ends, sh exits with its status and the kernel clears the namespace.
-  // Joining a cgroup waits for an RCU grace period (~13 ms here), so sh moves node into the run's cgroup while node
-  // boots, and says so on its stderr; the parent sends the run (and so lets tool code start) only after that line.
+  // sh is the namespace's init (pid 1): it cannot be killed by the command from inside, so the command's own SIGKILL
+  // of itself still ends it; when the command ends, sh exits with its status and the kernel clears the namespace.
   const script =
-    `${limits} "$@" 2>&4 4>&- & node=$!; ` +
-    `[ -z "$cg" ] || { echo "$node" > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; } || { kill -9 "$node"; exit 125; }; ` +
-    'wait "$node"';
+    options.joinCgroup === 'while-booting'
+      ? `${limits} "$@" ${redirect} & node=$!; ` +
+        `[ -z "$cg" ] || { echo "$node" > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; } || { kill -9 "$node"; exit 125; }; ` +
+        'wait "$node"'
+      : `${limits} ( ${joinSelf} ${exec} ) & node=$!; wait "$node"`;
   const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
-  const argv = [
+  const argvAll = [
     ...prefix,
-    'unshare',
+    launcherBinary('unshare'),
     ...userNs,
     '--pid',
     '--fork',
@@ -96,10 +121,33 @@ export function launchCommand(nodeArgs: string[], addressSpaceKb: number, maxPro
     script,
     'forge-sandbox',
     ...limitArgs,
-    process.execPath,
-    ...nodeArgs,
+    ...argv,
   ];
-  return { command: argv[0], args: argv.slice(1), detached: true, mode };
+  return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode };
+}
+
+/** Where the launcher's own programs are looked for: fixed, so that neither Forge's PATH nor the run's matters. */
+const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+const launcherPaths = new Map<string, string>();
+
+/** The absolute path of a launcher program (setpriv, unshare), or its bare name when none of the system dirs has it. */
+function launcherBinary(name: string): string {
+  let path = launcherPaths.get(name);
+  if (path === undefined) {
+    path = SYSTEM_DIRS.map((dir) => `${dir}/${name}`).find((p) => isExecutableFile(p)) ?? name;
+    launcherPaths.set(name, path);
+  }
+  return path;
+}
+
+/** Whether `path` is a regular file this process may execute. */
+export function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** What the launcher says on its stderr once the tool's process is in the run's cgroup. */
@@ -125,6 +173,9 @@ export async function killTree(child: ChildProcess, mode: ContainmentMode, marke
     }
     return;
   }
+  // The launcher has exited: unshare is reaped only after the kernel cleared its namespace, so nothing is left, and its
+  // pid may already belong to another process.
+  if (child.exitCode !== null || child.signalCode !== null) return;
   // Kill the namespace's init, not `unshare`: unshare reaps it only after the kernel has killed the namespace, so its
   // exit is our proof that nothing is left. If init does not exist (yet, or any more), killing unshare is enough:
   // --kill-child takes init down with it, and without init there is no namespace to clear.

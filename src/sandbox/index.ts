@@ -1,5 +1,13 @@
-export { runSandbox, sandboxCleanupsDone, TOOL_NAME_PATTERN, type SandboxRequest } from './run';
+export { runSandbox, sandboxCleanupsDone, type SandboxRequest } from './run';
 export { SandboxPool } from './pool';
+export {
+  runContainedProcess,
+  type CapturedOutput,
+  type ContainedOutcome,
+  type ContainedProcessLimits,
+  type ContainedProcessOptions,
+  type ContainedProcessResult,
+} from './contained-process';
 export { compileTool, type CompileResult } from './compile';
 export { DEFAULT_LIMITS, resolveLimits, defaultConcurrency, type SandboxLimits } from './limits';
 export { containment, type ContainmentMode } from './containment';

@@ -42,7 +42,7 @@ export class SandboxPool {
     while ((spare = this.spares.shift())) {
       // A spare that died while waiting (killed from outside), or that was started with an environment that has
       // changed since, is never handed out.
-      if (!spare.harness.exit && spare.key === key) break;
+      if (!spare.harness.contained.exit && spare.key === key) break;
       void disposeHarness(spare.harness);
     }
     this.refill();

@@ -18,6 +18,12 @@ export interface RunCgroup {
   limitBytes: number;
   /** How many times the kernel killed a process of the run for passing the limit. */
   oomKills(): number;
+  /** The pids of the processes in it now. */
+  pids(): number[];
+  /** The most memory ever charged to it (anonymous, page cache, tmpfs), where the kernel keeps that figure. */
+  peakBytes(): number | undefined;
+  /** User CPU time of all its processes, past and present (cgroup v2 only: v1 keeps it in another hierarchy). */
+  cpuUserMicros(): number | undefined;
   /** Removes the cgroup once its processes are gone (retries briefly while the kernel reaps them). */
   remove(): Promise<void>;
 }
@@ -90,6 +96,15 @@ export function createRunCgroup(limitBytes: number): RunCgroup | undefined {
         return 0;
       }
     },
+    pids: () => {
+      try {
+        return readFileSync(join(path, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+      } catch {
+        return [];
+      }
+    },
+    peakBytes: () => readNumber(join(path, base.version === 1 ? 'memory.max_usage_in_bytes' : 'memory.peak')),
+    cpuUserMicros: () => (base.version === 2 ? readNumber(join(path, 'cpu.stat'), /^user_usec (\d+)$/m) : undefined),
     remove: () => removeCgroup(path),
   };
 }
@@ -110,6 +125,17 @@ function sweepOrphanedCgroups(dir: string): void {
     }
   } catch {
     // Nothing readable to sweep.
+  }
+}
+
+/** A number the kernel keeps in `file` (the whole file, or `pattern`'s first group), or undefined. */
+function readNumber(file: string, pattern?: RegExp): number | undefined {
+  try {
+    const text = readFileSync(file, 'utf8');
+    const value = Number(pattern ? pattern.exec(text)?.[1] : text.trim());
+    return Number.isFinite(value) ? value : undefined;
+  } catch {
+    return undefined;
   }
 }
 

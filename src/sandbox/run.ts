@@ -1,17 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
 import { compileTool } from './compile';
-import { CGROUP_JOINED, killTree, launchCommand, type Launch } from './containment';
+import { ContainedProcess, launcherSaid } from './contained-process';
 import { FrameChannel } from './frames';
 import { resolveLimits, type SandboxLimits } from './limits';
 import { runnableModule, type RunnableModule } from './module-format';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
 import type { SandboxPool } from './pool';
 import { removeRunDir } from './remove-run-dir';
-import { createRunCgroup, type RunCgroup } from './run-cgroup';
 import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
 import { releaseRunUser, removeRunUserFiles, takeRunUser } from './run-user';
 import { TailBuffer } from './tail-buffer';
@@ -130,26 +127,12 @@ async function runOn(harness: BootedHarness, spare: boolean, request: SandboxReq
  * never will run another's): what {@link superviseRun} hands a run to, fresh or taken from a {@link SandboxPool}.
  */
 export interface BootedHarness {
-  child: ChildProcess;
-  launch: Launch;
+  /** The harness's process tree: its launch, its memory cgroup, its pipes, how it ended. */
+  contained: ContainedProcess;
   /** Its private directory (cwd, HOME, TMPDIR; the module is written here). */
   dir: string;
   /** The user the harness switches to before loading the tool (undefined: it keeps Forge's). */
   uid?: number;
-  /** The memory cgroup all of its processes share, where Forge can make one. */
-  cgroup?: RunCgroup;
-  /** FORGE_SANDBOX_RUN in its environment, for the process-group mode's hunt. */
-  marker: string;
-  /** What the launcher (setpriv, unshare, sh) said on its own stderr since the start. */
-  launcherStderr: TailBuffer;
-  /** Settles once the tool's process is in the run's cgroup (at once without one): no tool code may run before. */
-  joined: Promise<void>;
-  /** Settles once the process exited and every pipe drained. */
-  closed: Promise<void>;
-  /** Set when the process exited (before a run, it means the harness is unusable). */
-  exit?: { code: number | null; signal: string | null };
-  /** Why the process could not be started, if it could not. */
-  spawnError?: Error;
 }
 
 /** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
@@ -158,10 +141,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
   void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
   const dir = await mkdtemp(join(root, runDirPrefix()));
   const uid = takeRunUser(limits);
-  let cgroup: RunCgroup | undefined;
   try {
-    // All of the run's processes together get what one of them may address.
-    cgroup = createRunCgroup((limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024);
     // Bare imports (zod, viem, ...) resolve from the project's installed packages, as the contract says. The
     // package.json ends Node's search for the tool's package scope here: without it Node would go on to the parent,
     // /dev/shm, where any run can write a package.json that names itself `zod` (a self-reference wins over
@@ -170,47 +150,25 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
     await writeFile(join(dir, 'package.json'), '{"private":true}\n', { flag: 'wx' });
     // The run's user owns its directory (mode 0700 from mkdtemp) and nothing else.
     if (uid !== undefined) await chown(dir, uid, uid);
-    const marker = randomBytes(12).toString('hex');
     // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
     // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
     const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
-    const launch = launchCommand(nodeArgs, (limits.memoryMb + limits.virtualOverheadMb) * 1024, limits.maxProcesses, cgroup?.path);
-    const child = spawn(launch.command, launch.args, {
+    // All of the run's processes together get what one of them may address.
+    const memoryBytes = (limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024;
+    const contained = ContainedProcess.start({
+      argv: [process.execPath, ...nodeArgs],
       cwd: dir,
-      env: childEnvironment(dir, marker, limits),
-      // 0: none; 1: the tool's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the tool's stderr.
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-      detached: launch.detached,
+      env: childEnvironment(dir, limits),
+      memoryBytes,
+      addressSpaceBytes: memoryBytes,
+      maxProcesses: limits.maxProcesses,
+      // The harness runs nothing of the tool's before it reads the run, which is sent once it has joined.
+      joinCgroup: 'while-booting',
+      channel: true,
     });
-    let markJoined: () => void = () => undefined;
-    const harness: BootedHarness = {
-      child,
-      launch,
-      dir,
-      uid,
-      cgroup,
-      marker,
-      launcherStderr: new TailBuffer(2048),
-      joined: cgroup ? new Promise<void>((resolve) => (markJoined = resolve)) : Promise.resolve(),
-      closed: new Promise<void>((r) => child.once('close', () => r())),
-    };
-    child.stderr?.on('data', (chunk: Buffer) => {
-      harness.launcherStderr.push(chunk);
-      if (cgroup && harness.launcherStderr.text().includes(CGROUP_JOINED)) markJoined();
-    });
-    child.once('exit', (code, signal) => {
-      harness.exit = { code, signal };
-    });
-    // A spawn that failed may never emit 'exit' or 'close': remember it, so a pool never hands it out and a run on it
-    // ends at once as crashed.
-    child.on('error', (err) => {
-      harness.spawnError ??= err;
-      harness.exit ??= { code: null, signal: null };
-    });
-    return harness;
+    return { contained, dir, uid };
   } catch (err) {
     releaseRunUser(uid);
-    await cgroup?.remove();
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
@@ -218,7 +176,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
 
 /** Kills a harness that never got a run and removes its directory. */
 export async function disposeHarness(harness: BootedHarness): Promise<void> {
-  await killTree(harness.child, harness.launch.mode, harness.marker).catch(() => undefined);
+  await harness.contained.kill().catch(() => undefined);
   await releaseHarness(harness);
 }
 
@@ -228,7 +186,7 @@ export async function disposeHarness(harness: BootedHarness): Promise<void> {
  */
 async function releaseHarness(harness: BootedHarness): Promise<void> {
   await removeRunDir(harness.dir);
-  await harness.cgroup?.remove();
+  await harness.contained.release();
   const { uid } = harness;
   if (uid === undefined) return;
   // After the verdict, not before: scanning the shared directories costs a few ms with a few hundred entries in them.
@@ -247,13 +205,13 @@ export async function sandboxCleanupsDone(): Promise<void> {
   while (pendingCleanups.size > 0) await Promise.all(pendingCleanups);
 }
 
-function childEnvironment(dir: string, marker: string, limits: SandboxLimits): NodeJS.ProcessEnv {
+function childEnvironment(dir: string, limits: SandboxLimits): NodeJS.ProcessEnv {
+  // (FORGE_SANDBOX_RUN, the run's marker, is added by ContainedProcess.)
   const env: NodeJS.ProcessEnv = {
     PATH: '/usr/local/bin:/usr/bin:/bin',
     HOME: dir,
     TMPDIR: dir,
     LANG: 'C.UTF-8',
-    FORGE_SANDBOX_RUN: marker,
   };
   for (const name of limits.envPassthrough) {
     if (process.env[name] !== undefined) env[name] = process.env[name];
@@ -310,31 +268,22 @@ class HarnessRun {
     private readonly request: SandboxRequest,
     private readonly limits: SandboxLimits,
   ) {
-    const { child, launch, marker } = harness;
     this.stderrTail = new TailBuffer(limits.stderrTailBytes);
     this.deadlineSays = `the platform limit of ${limits.maxTimeoutMs} ms`;
-    this.supervision = new Supervision<HarnessEnding>(
-      {
-        child,
-        stdout: child.stdout as Readable,
-        stderr: child.stdio[4] as Readable,
-        closed: harness.closed,
-        get spawnError() {
-          return harness.spawnError;
-        },
-        kill: () => killTree(child, launch.mode, marker),
-      },
-      // The clock starts with the run, not with the process: a pooled harness may have waited long before it.
-      { wallClockMs: limits.maxTimeoutMs, outputBytes: limits.outputBytes, signal: request.signal },
-    );
+    // The clock starts with the run, not with the process: a pooled harness may have waited long before it.
+    this.supervision = new Supervision<HarnessEnding>(harness.contained, {
+      wallClockMs: limits.maxTimeoutMs,
+      outputBytes: limits.outputBytes,
+      signal: request.signal,
+    });
   }
 
   async run(modulePath: string, moduleReady: Promise<unknown>): Promise<Outcome | 'lost'> {
-    const { child } = this.harness;
-    const channel = child.stdio[3] as unknown as Readable & Writable;
+    const { contained } = this.harness;
+    const channel = contained.channel!;
     // Output is counted (by the supervision) and dropped, stderr keeping a bounded tail: never parsed, so it cannot
     // carry a verdict.
-    (child.stdio[4] as Readable).on('data', (chunk: Buffer) => this.stderrTail.push(chunk));
+    contained.stderr.on('data', (chunk: Buffer) => this.stderrTail.push(chunk));
     const frames = new FrameChannel(this.key, this.limits.resultBytes + 64 * 1024);
     channel.on('data', (chunk: Buffer) => {
       const parsed = frames.push(chunk);
@@ -345,7 +294,7 @@ class HarnessRun {
     const init = JSON.stringify({ modulePath, name: this.request.name, input: this.request.input, resultBytes: this.limits.resultBytes, uid: this.harness.uid });
     // starting → running once the module is written and the process is in the run's cgroup: only then may the harness
     // read the run (and so let tool code start).
-    const settled = await this.supervision.start(Promise.all([moduleReady, this.harness.joined]), () =>
+    const settled = await this.supervision.start(Promise.all([moduleReady, contained.joined]), () =>
       channel.write(Buffer.concat([this.key, Buffer.from(init + '\n', 'utf8')])),
     );
     return this.verdict(settled);
@@ -421,8 +370,8 @@ class HarnessRun {
 
   /** The process ended without a result. */
   private exitOutcome(): Outcome {
-    const { child } = this.harness;
-    const status = this.harness.exit ?? { code: child.exitCode, signal: child.signalCode };
+    const { child, exit, launcherStderr } = this.harness.contained;
+    const status = exit ?? { code: child.exitCode, signal: child.signalCode };
     // V8 prints its banner and then aborts: a process that printed the banner itself and exited otherwise is crashed.
     const aborted = status.signal === 'SIGABRT' || status.code === 128 + 6;
     const oom = aborted && OOM_PATTERN.test(this.stderrTail.text());
@@ -430,7 +379,7 @@ class HarnessRun {
       status: oom ? 'oom' : 'crashed',
       error: oom
         ? `the tool passed the ${this.limits.memoryMb} MiB memory limit and was killed`
-        : `the process ended before it sent a result (${describeExit(status.code, status.signal)})${launcherNote(this.harness.launcherStderr)}`,
+        : `the process ended before it sent a result (${describeExit(status.code, status.signal)})${launcherNote(launcherStderr)}`,
       diagnostics: {
         phase: oom ? 'limits' : 'process',
         exitCode: status.code,
@@ -459,7 +408,7 @@ class HarnessRun {
    * it ran out of memory (a child's death, or the harness's, is how the tool saw it). A result that passed stands.
    */
   private blamingMemory(outcome: Outcome): Outcome {
-    const cgroup = this.harness.cgroup;
+    const cgroup = this.harness.contained.cgroup;
     if ((outcome.status !== 'failed' && outcome.status !== 'crashed') || !cgroup || cgroup.oomKills() === 0) return outcome;
     const limitMb = Math.round(cgroup.limitBytes / 1024 / 1024);
     return {
@@ -510,11 +459,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** What the launcher (unshare, sh) said, when the run never got as far as the tool. */
 function launcherNote(tail: TailBuffer): string {
-  // unshare reports failing to re-raise a SIGKILL on itself; that is our own kill, not news.
-  const lines = tail
-    .text()
-    .split('\n')
-    .filter((l) => /^(unshare|setpriv|forge-sandbox):/.test(l) && !l.includes('sigprocmask') && l !== CGROUP_JOINED);
+  const lines = launcherSaid(tail);
   return lines.length > 0 ? `; the launcher said: ${lines.slice(-3).join(' | ')}` : '';
 }
 
