@@ -1,3 +1,22 @@
+/**
+ * Git core of built-in promotions (issue 11): plain TypeScript, no Temporal. Every operation is idempotent ("already
+ * done" is a success), safe to call twice at once for the same run, and runs git through execFile (no shell, no
+ * hooks, bounded by GIT_TIMEOUT_MS). Verdicts (branch moved, conflict, refused live checkout, install needed) are
+ * typed results; bad input is a typed error naming it (errors.ts); anything else is infrastructure (retry).
+ *
+ * The order a promotion takes:
+ *  1. `resolveBranchCommit(repo, branch)` → base; `readVerifyPlan(repo, base)` → plan (the base's plan, never the
+ *     change's); `planStages(plan, paths)` → the commands of each stage, or UnmappedPathError (fail closed, before any
+ *     worktree exists).
+ *  2. `createWorktree({repo, runId, commit: base, root})` → path; `linkNodeModules(...)` → linked | install-needed.
+ *     Compensation: `cleanupRun`.
+ *  3. `commitChange({...files, message, identity, date})` → the tested-to-be commit on `forge/promote/<runId>`.
+ *  4. Run the stages' argv in the worktree (cwd = its root; `{changedFiles}` already expanded).
+ *  5. `inspectLiveCheckout` (refused → reject, nothing moved) → `compareAndSwapBranch` → merged | already-merged |
+ *     branch-moved {head}: then `rebaseChange({onto: head})` → `createWorktree({commit: rebased})` (a fresh one) →
+ *     link → stages again → CAS with base = head. After merged: `advanceLiveCheckout`.
+ *  6. Always: `cleanupRun({repo, runId, root})`; `listLeftovers` shows what is left (nothing).
+ */
 export { cleanupRun, listLeftovers, type CleanupRunInput, type CleanupRunResult, type Leftovers } from './cleanup';
 export { commitChange, isSameChange, type CommitChangeInput, type CommitChangeResult, type ProposedFile } from './commit';
 export {

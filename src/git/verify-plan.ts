@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { VerifyPlanError, UnmappedPathError, EmptyChangeError, type VerifyPlanIssue } from './errors';
-import { git } from './exec';
+import { EmptyChangeError, UnmappedPathError, UnsafePathError, VerifyPlanError, type VerifyPlanIssue } from './errors';
+import { git, revParse } from './exec';
 import { compileGlob, globSyntaxError } from './glob';
 import { assertSafeRelativePath } from './path-safety';
-import { UnsafePathError } from './errors';
 
 /** The plan file, at the root of the agent's repository. */
 export const VERIFY_PLAN_FILE = 'forge.verify.json';
@@ -133,7 +132,9 @@ export function parseVerifyPlanText(text: string, file: string = VERIFY_PLAN_FIL
  */
 export async function readVerifyPlan(repo: string, commit: string): Promise<VerifyPlan> {
   const file = `${commit}:${VERIFY_PLAN_FILE}`;
-  const { stdout, exitCode, stderr } = await git(['cat-file', 'blob', file], { cwd: repo, okExitCodes: [128] });
+  const id = await revParse(repo, `${commit}^{commit}`);
+  if (!id) throw new VerifyPlanError(file, [{ field: '', message: `cannot be read (${JSON.stringify(commit)} is not a commit)` }]);
+  const { stdout, exitCode, stderr } = await git(['cat-file', 'blob', `${id}:${VERIFY_PLAN_FILE}`], { cwd: repo, okExitCodes: [128] });
   if (exitCode !== 0) {
     throw new VerifyPlanError(file, [{ field: '', message: `cannot be read (${stderr.trim() || 'no such file'})` }]);
   }
