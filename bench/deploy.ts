@@ -1,10 +1,10 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createToolActivities } from '../src/activities/tool-activities';
+import { createToolActivities, createToolSteps, type ToolActivityDeps } from '../src/activities/tool-activities';
 import { loadConfig } from '../src/config';
 import { createToolStore, openDatabase } from '../src/db';
-import { toolContentHash } from '../src/registry/content-hash';
+import { toolContentHash } from '../src/contract/hashes';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { floorRunner } from './floor';
@@ -44,7 +44,7 @@ export const deployBench: Bench = {
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
       // of the sandbox activity (which needs an activity context).
-      const steps = createToolActivities({
+      const deps: ToolActivityDeps = {
         store,
         builtinTools: config.builtinTools,
         maxSourceBytes: config.sandbox.limits.sourceBytes,
@@ -54,7 +54,9 @@ export const deployBench: Bench = {
           return { generation: index.generation, tools: Object.keys(index.tools).length };
         },
         sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
-      });
+      };
+      const steps = createToolSteps(deps);
+      const activities = createToolActivities(deps, steps);
       const direct = async (variant: number) => {
         const input = { name: 'direct_tool', source: zodTool('direct_tool', variant), testInput: { celsius: 1 } };
         const contentHash = toolContentHash(input);
@@ -66,7 +68,7 @@ export const deployBench: Bench = {
         );
         if (verdict.status !== 'passed') throw new Error(`direct run: ${verdict.status} ${verdict.error}`);
         await steps.commitVersion({ ...input, contentHash, verdict, workflowId: 'bench-direct' });
-        await steps.publishTools();
+        await activities.publishTools();
       };
       const durable = async (variant: number) => {
         const r = await forge.deployTool({ name: 'durable_tool', source: zodTool('durable_tool', variant), testInput: { celsius: 1 } });

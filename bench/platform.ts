@@ -7,7 +7,7 @@ import { loadConfig, type ForgeConfig } from '../src/config';
 import { openDatabase, type ForgeDatabase } from '../src/db';
 import { startDevServer } from '../src/platform/dev-server';
 import { findFreePort } from '../src/platform/free-port';
-import { connectWorkerConnection } from '../src/platform/temporal-connection';
+import { connectWorkerConnection } from '../src/platform/worker-connection';
 import { createForgeWorkers, type ForgeWorkers } from '../src/worker';
 
 /** What a benchmark measures against: a dev server, embedded PGlite and the workers, all under /dev/shm. */

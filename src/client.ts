@@ -8,49 +8,25 @@ import {
 } from '@temporalio/client';
 import { z } from 'zod';
 import { loadConfig } from './config';
+import { ForgeInputError, PlatformUnreachableError, RunNotFoundError } from './contract/errors';
+import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
+import { FORGE_KINDS, type ForgeKind } from './contract/kinds';
+import { MAX_DEPLOY_SOURCE_BYTES, MAX_MIGRATION_SQL_BYTES } from './contract/limits';
+import { MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
+import type { RunProgress, StageRecord } from './contract/run-progress';
+import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './contract/search-attributes';
+import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
+import type { DeleteToolResult, DeployToolInput, DeployToolResult, ListToolsResult, RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
-import { ForgeInputError, RunNotFoundError } from './errors';
-import {
-  connectClient,
-  resolveTemporalConnection,
-  toPlatformError,
-  type TemporalConnectOptions,
-} from './platform/temporal-connection';
-import { migrationChecksum } from './policy/checksum';
-import { canonicalJson, toolContentHash } from './registry/content-hash';
-import { TOOL_NAME_PATTERN } from './sandbox/run';
-import {
-  MAX_MIGRATION_SQL_BYTES,
-  MIGRATION_NAME_PATTERN,
-  type ListMigrationsResult,
-  type MigrateSchemaInput,
-  type MigrateSchemaResult,
-} from './workflows/migration-types';
-import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './workflows/search-attributes';
-import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
-import type {
-  DeleteToolResult,
-  DeployToolInput,
-  DeployToolResult,
-  ForgeKind,
-  ListToolsResult,
-  RollbackToolResult,
-  RunProgress,
-  StageRecord,
-} from './workflows/types';
+import { connectClient, resolveTemporalConnection, toPlatformError, type TemporalConnectOptions } from './platform/temporal-connection';
 
-export { ForgeInputError, RunNotFoundError } from './errors';
-import { PlatformUnreachableError } from './platform/errors';
-export { PlatformUnreachableError };
-export type * from './workflows/types';
-export type * from './workflows/migration-types';
-export type { StatementVerdict } from './policy/types';
+// The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
+export * from './contract';
 
-export { MAX_DEPLOY_SOURCE_BYTES };
 
 const toolName = z
   .string()
-  .regex(TOOL_NAME_PATTERN, 'a tool name is 1-64 characters of a-z, 0-9 and _, starting with a letter (no uppercase, dots or slashes)');
+  .regex(TOOL_NAME_PATTERN, { error: (issue) => toolNameMessage(issue.input) });
 
 const jsonValue = z.unknown().superRefine((value, ctx) => {
   try {
@@ -300,7 +276,7 @@ export class ForgeClient {
   async listRuns(filter: { kind?: string; status?: string; limit?: number } = {}): Promise<RunSummary[]> {
     const input = parseInput(
       z.object({
-        kind: z.enum(['deploy', 'rollback', 'delete', 'query', 'migrate', 'promote', 'reverify']).optional(),
+        kind: z.enum(FORGE_KINDS).optional(),
         status: z.enum(RUN_STATUSES).optional(),
         limit: z.number().int().positive().max(1000).default(20),
       }),

@@ -2,10 +2,12 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseFaultPoints, type FaultPoint } from './contract/fault-points';
-import { MAX_UID_BASE } from './sandbox/limits';
+import { MAX_UID_BASE, SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from './contract/limits';
+import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
 
 /**
- * Forge's own configuration, read once from the environment and validated.
+ * Forge's own configuration, read once from the environment and validated: the only reader of the environment. The
+ * sandbox, the registry, the workers and the CLI take their settings from here.
  *
  * The Temporal connection is deliberately not here: clients and workers read it through `@temporalio/envconfig`
  * (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, profiles), see src/platform/temporal-connection.ts.
@@ -35,6 +37,10 @@ export interface ForgeConfig {
     spares: number;
     /** Where per-run private directories go (FORGE_SANDBOX_TMPDIR); unset lets the sandbox pick /dev/shm or tmp. */
     tmpDir: string | undefined;
+    /** A memory cgroup per run where the machine allows one (FORGE_SANDBOX_CGROUP=off turns it off). */
+    cgroup: boolean;
+    /** Forces one containment mode (FORGE_SANDBOX_CONTAINMENT); unset takes the strongest the machine allows. */
+    containment: ContainmentMode | undefined;
     /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this spreads into `resolveLimits`. */
     limits: {
       maxTimeoutMs: number;
@@ -89,7 +95,6 @@ export const DEFAULT_BUILTIN_TOOLS = [
   'pay',
 ] as const;
 
-const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -115,7 +120,7 @@ const positive = int(1, Number.MAX_SAFE_INTEGER);
 const toolNames = z
   .string()
   .transform(commaList)
-  .pipe(z.array(z.string().regex(TOOL_NAME, 'every name must match ^[a-z][a-z0-9_]{0,63}$')));
+  .pipe(z.array(z.string().regex(TOOL_NAME_PATTERN, `every name must follow the tool-name rule: ${TOOL_NAME_RULE}`)));
 const envNames = z
   .string()
   .transform(commaList)
@@ -151,6 +156,8 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_SANDBOX_SOURCE_BYTES',
   'FORGE_SANDBOX_ENV_PASSTHROUGH',
   'FORGE_SANDBOX_TMPDIR',
+  'FORGE_SANDBOX_CGROUP',
+  'FORGE_SANDBOX_CONTAINMENT',
   'FORGE_SANDBOX_MAX_PROCESSES',
   'FORGE_SANDBOX_UID_BASE',
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
@@ -224,6 +231,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       // One spare per slot by default, so that as many runs as may run at once all find a started process.
       spares: read(env, 'FORGE_SANDBOX_SPARES', int(0, 1024), nonEmpty(env.FORGE_SANDBOX_CONCURRENCY) ?? String(availableParallelism())),
       tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
+      cgroup: read(env, 'FORGE_SANDBOX_CGROUP', z.enum(['on', 'off']), 'on') === 'on',
+      containment: readOptional(env, 'FORGE_SANDBOX_CONTAINMENT', z.enum(SANDBOX_CONTAINMENT_MODES)),
       limits: {
         maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),
         memoryMb: read(env, 'FORGE_SANDBOX_MEMORY_MB', int(16, 1_048_576), '512'),

@@ -5,14 +5,14 @@ import { armFaultPoints } from './activities/fault-points';
 import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
-import { createToolActivities } from './activities/tool-activities';
+import { createToolActivities, createToolSteps, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { coalesce } from './registry/coalesce';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
-import { MAX_DEPLOY_SOURCE_BYTES } from './workflows/types';
+import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 
 /** The workflow bundle `npm run build` writes beside the compiled worker (scripts/bundle-workflows.js). */
 export const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
@@ -70,7 +70,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const unlisten = await database.listen(TOOLS_CHANNEL, () => republish.trigger());
   const stopReconnectHook = database.onListenerReconnect(() => republish.trigger());
 
-  const toolActivities = createToolActivities({
+  const toolDeps: ToolActivityDeps = {
     store,
     builtinTools: config.builtinTools,
     maxSourceBytes: Math.min(config.sandbox.limits.sourceBytes, MAX_DEPLOY_SOURCE_BYTES),
@@ -79,14 +79,16 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     },
     publish,
     sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
-  });
+  };
+  const toolSteps = createToolSteps(toolDeps);
+  const toolActivities = createToolActivities(toolDeps, toolSteps);
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool });
   let control: Worker;
   let sandbox: Worker;
   try {
-    armFaultPoints([toolActivities, migrationActivities, sandboxActivities], config.faultKillAt);
+    armFaultPoints([toolSteps, toolActivities, migrationActivities, sandboxActivities], config.faultKillAt);
     if (config.faultKillAt.length > 0) {
       log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
     }

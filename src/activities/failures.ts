@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { FailureType, type ToolRejection } from '../workflows/types';
-import type { MigrationFailure, MigrationRejection } from '../workflows/migration-types';
+import { FailureType } from '../contract/failures';
+import { type ToolRejection } from '../contract/tool-runs';
+import type { MigrationFailure, MigrationRejection } from '../contract/migration-runs';
 
 /** A verdict, not an outage: retrying cannot change it, so the failure is non-retryable and carries the details. */
 export function toolRejected(rejection: ToolRejection): ApplicationFailure {

@@ -15,8 +15,8 @@ const sigkillSelf: Killer = (point) => {
 };
 
 /**
- * Arms the fault points on the activities of one worker, IN PLACE, so that a combined activity (commitAndPublish)
- * that calls its single steps through the same object (`activities.commitVersion`) reaches their points too.
+ * Arms the fault points on the activities and single steps of one worker, IN PLACE, so that a combined activity
+ * (commitAndPublish) that calls its single steps through their object (`steps.commitVersion`) reaches their points.
  * A point naming an activity no factory defines is an error at start-up, not a cell that silently never fires.
  */
 export function armFaultPoints<T extends object>(groups: T[], points: FaultPoint[], kill: Killer = sigkillSelf): void {

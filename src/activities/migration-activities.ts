@@ -8,12 +8,8 @@ import {
   type MigrationLimits,
 } from '../db';
 import { checkMigration, migrationChecksum, type PolicyReport, type StatementVerdict } from '../policy';
-import {
-  MAX_MIGRATION_SQL_BYTES,
-  MIGRATION_NAME_PATTERN,
-  type ListMigrationsResult,
-  type MigrateSchemaWorkflowInput,
-} from '../workflows/migration-types';
+import { MAX_MIGRATION_SQL_BYTES } from '../contract/limits';
+import { MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import { migrationFailed, migrationRejected } from './failures';
 
 /** What the migration activities need; the worker passes the open database and the configured limits. */

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { runSandbox, type SandboxLimits, type SandboxPool, type SandboxVerdict } from '../sandbox';
-import type { VerdictSummary } from '../workflows/types';
+import type { VerdictSummary } from '../contract/tool-runs';
 import { toolRejected } from './failures';
 
 export interface SandboxActivityDeps {

@@ -1,12 +1,8 @@
 import type { ToolStore, ToolVersion } from '../db';
-import { toolContentHash } from '../registry/content-hash';
-import { compileTool, TOOL_NAME_PATTERN } from '../sandbox';
-import type {
-  DeployToolWorkflowInput,
-  ListToolsResult,
-  ToolSummary,
-  VerdictSummary,
-} from '../workflows/types';
+import { toolContentHash } from '../contract/hashes';
+import { compileTool } from '../sandbox';
+import { isToolName, toolNameMessage } from '../contract/tool-name';
+import type { DeployToolWorkflowInput, ListToolsResult, ToolSummary, VerdictSummary } from '../contract/tool-runs';
 import { notFound, toolRejected } from './failures';
 
 /** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
@@ -56,24 +52,20 @@ export interface CommitResult {
 }
 
 /**
- * The control-queue activities of tool deployment, rollback and deletion. Each is a thin adapter over the store and
- * the sandbox's compiler; each is idempotent as its TSDoc says, so Temporal may retry any of them.
+ * The single steps of a deployment that the combined activities below run in one local activity each (see
+ * prepareDeployment for why). They are not registered with the worker, but they are fault points of the chaos matrix:
+ * the worker arms this object in place, and the combined activities call through it.
  */
-export function createToolActivities(deps: ToolActivityDeps) {
+export function createToolSteps(deps: ToolActivityDeps) {
   const { store } = deps;
-
-  // Temporal calls activities as plain functions (no `this`), so the combined steps reach the single ones through
-  // this object by name.
-  const activities = {
+  return {
     /**
      * Checks what can be checked without running anything: the name, reserved names, size, the content hash, and
      * whether the content is already the active version. Idempotent (reads only); nothing to compensate.
      */
     async validateDeployment(input: DeployToolWorkflowInput): Promise<ValidateResult> {
       const refuse = (message: string) => toolRejected({ stage: 'validate', verdict: 'refused', message });
-      if (!TOOL_NAME_PATTERN.test(input.name)) {
-        throw refuse(`the tool name ${JSON.stringify(input.name)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter`);
-      }
+      if (!isToolName(input.name)) throw refuse(toolNameMessage(input.name));
       if (deps.builtinTools.includes(input.name)) {
         throw refuse(`"${input.name}" is the name of a built-in tool; choose another name`);
       }
@@ -104,21 +96,6 @@ export function createToolActivities(deps: ToolActivityDeps) {
     },
 
     /**
-     * validateDeployment then compileCheck, in one local activity: each local activity costs the workflow a few
-     * milliseconds of scheduling, a noticeable share of a deployment. Reports each step's own time for the progress
-     * view. Idempotent; nothing to compensate.
-     */
-    async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
-      const t0 = performance.now();
-      const validated = await activities.validateDeployment(input);
-      const validateMs = Math.round(performance.now() - t0);
-      if (validated.unchanged) return { ...validated, validateMs };
-      const t1 = performance.now();
-      const compiled = await activities.compileCheck(input);
-      return { ...validated, validateMs, compile: { ...compiled, durationMs: Math.round(performance.now() - t1) } };
-    },
-
-    /**
      * Persists the tested version and makes it active in ONE transaction under the tool's row lock, then writes its
      * files. The single transaction is what serialises deployments of one tool: they may test concurrently, but their
      * state changes never interleave, and versions only go up. Idempotent on (name, content hash): a retry finds the
@@ -146,6 +123,36 @@ export function createToolActivities(deps: ToolActivityDeps) {
       return { version: result.version, previousVersion: result.previousVersion, created: result.created };
     },
 
+  };
+}
+
+export type ToolSteps = ReturnType<typeof createToolSteps>;
+
+/**
+ * The control-queue activities of tool deployment, rollback and deletion. Each is a thin adapter over the store and
+ * the sandbox's compiler; each is idempotent as its TSDoc says, so Temporal may retry any of them.
+ */
+export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = createToolSteps(deps)) {
+  const { store } = deps;
+
+  // Temporal calls activities as plain functions (no `this`), so commitAndPublish reaches publishTools through this
+  // object by name.
+  const activities = {
+    /**
+     * validateDeployment then compileCheck, in one local activity: each local activity costs the workflow a few
+     * milliseconds of scheduling, a noticeable share of a deployment. Reports each step's own time for the progress
+     * view. Idempotent; nothing to compensate.
+     */
+    async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
+      const t0 = performance.now();
+      const validated = await steps.validateDeployment(input);
+      const validateMs = Math.round(performance.now() - t0);
+      if (validated.unchanged) return { ...validated, validateMs };
+      const t1 = performance.now();
+      const compiled = await steps.compileCheck(input);
+      return { ...validated, validateMs, compile: { ...compiled, durationMs: Math.round(performance.now() - t1) } };
+    },
+
     /**
      * Brings agent-tools/ up to date with the database (files, then active.json); the database has already sent
      * its NOTIFY with the commit. Idempotent; nothing to compensate.
@@ -160,7 +167,7 @@ export function createToolActivities(deps: ToolActivityDeps) {
      */
     async commitAndPublish(input: CommitInput): Promise<CommitResult & { commitMs: number; publishMs: number; generation: number }> {
       const t0 = performance.now();
-      const committed = await activities.commitVersion(input);
+      const committed = await steps.commitVersion(input);
       const t1 = performance.now();
       const published = await activities.publishTools();
       return { ...committed, commitMs: Math.round(t1 - t0), publishMs: Math.round(performance.now() - t1), generation: published.generation };

@@ -1,6 +1,6 @@
 import { connect as tcpConnect } from 'node:net';
 import { ForgeClient } from '../client';
-import { PlatformUnreachableError } from '../platform/errors';
+import { PlatformUnreachableError } from '../contract/errors';
 import { resolveTemporalConnection, toPlatformError } from '../platform/temporal-connection';
 
 /** Connects the SDK for one CLI command and closes it afterwards, whatever happens. */

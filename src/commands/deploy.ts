@@ -1,6 +1,6 @@
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
-import type { DeployToolResult } from '../workflows/types';
+import type { DeployToolResult } from '../contract/tool-runs';
 import { withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';

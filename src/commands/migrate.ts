@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { MigrateSchemaResult } from '../workflows/migration-types';
+import type { MigrateSchemaResult } from '../contract/migration-runs';
 import { withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';

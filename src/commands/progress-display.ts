@@ -1,4 +1,4 @@
-import type { RunProgress, StageRecord } from '../workflows/types';
+import type { RunProgress, StageRecord } from '../contract/run-progress';
 
 const ICON: Record<StageRecord['status'], string> = { pending: ' ', running: '…', done: '✓', failed: '✗', skipped: '-' };
 

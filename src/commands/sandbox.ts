@@ -1,7 +1,8 @@
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
-import { runSandbox, TOOL_NAME_PATTERN, type SandboxVerdict } from '../sandbox';
-import { sandboxLimitsFromEnv } from '../sandbox/limits-from-env';
+import { isToolName, toolNameMessage } from '../contract/tool-name';
+import { runSandbox, type SandboxVerdict } from '../sandbox';
+import { loadConfig } from '../config';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { parseJsonOption, readInputFile } from './read-input';
@@ -17,12 +18,12 @@ export function registerSandbox(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (file: string, opts: { name?: string; testInput: string; json?: boolean }) => {
       const name = opts.name ?? basename(file, extname(file));
-      if (!TOOL_NAME_PATTERN.test(name)) {
-        throw new UsageError(`the tool name ${JSON.stringify(name)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter (pass --name)`);
+      if (!isToolName(name)) {
+        throw new UsageError(`${toolNameMessage(name)} (pass --name)`);
       }
       const input = parseJsonOption('--test-input', opts.testInput);
       const source = await readInputFile(file);
-      const verdict = await runSandbox({ name, source, input, limits: sandboxLimitsFromEnv() });
+      const verdict = await runSandbox({ name, source, input, limits: loadConfig().sandbox.limits });
       printResult(!!opts.json, verdict, () => describeVerdict(name, verdict));
       process.exitCode = verdict.status === 'passed' ? ExitCode.ok : ExitCode.refused;
     });

@@ -1,3 +1,5 @@
+import type { MigrationStatementDetails } from '../contract/migration-runs';
+
 /** Thrown when a tool version that an operation needs does not exist (e.g. activating a version never persisted). */
 export class ToolVersionNotFoundError extends Error {
   override readonly name = 'ToolVersionNotFoundError';
@@ -29,26 +31,7 @@ export class DatabaseOpenError extends Error {
   }
 }
 
-/** Where and why a migration's SQL failed, as an agent can act on it (carried into the workflow's result). */
-export interface MigrationStatementDetails {
-  /** SQLSTATE, e.g. `42704` (undefined object), `55P03` (lock timeout), `57014` (statement timeout), `42601` (syntax). */
-  code: string;
-  /** 1-based character position in the whole migration text, when PostgreSQL gave one. */
-  position?: number;
-  /** Line and column (1-based) of `position`, or of the failing statement's start. */
-  line?: number;
-  column?: number;
-  /** 0-based index of the statement that failed. */
-  statementIndex?: number;
-  detail?: string;
-  hint?: string;
-  /**
-   * Who ended the statement: PostgreSQL itself, or Forge (PGlite ignores `statement_timeout`: Forge cancels the
-   * statement at the bound by ending the database's thread, or, on an in-memory PGlite, fails it once it returned).
-   * The transaction is rolled back either way.
-   */
-  enforcedBy: 'postgres' | 'forge';
-}
+export type { MigrationStatementDetails };
 
 /** Thrown when PostgreSQL (or Forge's own statement bound) ends an agent migration; the transaction was rolled back. */
 export class MigrationStatementError extends Error {

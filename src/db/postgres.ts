@@ -1,6 +1,6 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { Pool, type PoolConfig } from 'pg';
-import { PlatformUnreachableError } from '../platform/errors';
+import { PlatformUnreachableError } from '../contract/errors';
 import { assertChannelName } from './channels';
 import { DatabaseOpenError } from './errors';
 import { migratePostgres } from './migrate';

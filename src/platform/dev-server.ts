@@ -2,16 +2,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { FORGE_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 import { DevServerError } from './errors';
 import { isPortFree } from './free-port';
 import { requireTemporalBinary } from './temporal-binary';
-
-/** Forge's typed search attributes, registered on the dev server at start (workflows upsert them). */
-export const FORGE_SEARCH_ATTRIBUTES = {
-  ForgeKind: 'Keyword',
-  ForgeSubject: 'Keyword',
-  ForgeOutcome: 'Keyword',
-} as const;
 
 export interface DevServerOptions {
   /** FORGE_HOME: the SQLite file (`temporal.sqlite`) and the server log (`temporal-server.log`) live here. */

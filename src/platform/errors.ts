@@ -1,16 +1,3 @@
-/** Thrown when the Temporal service (or the database) cannot be reached at all; the CLI exits 3 on it. */
-export class PlatformUnreachableError extends Error {
-  override readonly name = 'PlatformUnreachableError';
-  constructor(
-    message: string,
-    /** What was being reached, e.g. `localhost:7233` (never a secret). */
-    readonly address: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
 /** Thrown when no `temporal` CLI binary is found where setup installs it. */
 export class TemporalBinaryNotFoundError extends Error {
   override readonly name = 'TemporalBinaryNotFoundError';

@@ -1,13 +1,10 @@
-export { FORGE_SEARCH_ATTRIBUTES, processGroupAlive, startDevServer } from './dev-server';
+export { processGroupAlive, startDevServer } from './dev-server';
+export { FORGE_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 export type { DevServer, DevServerOptions } from './dev-server';
-export { DevServerError, PlatformUnreachableError, TemporalBinaryNotFoundError } from './errors';
+export { DevServerError, TemporalBinaryNotFoundError } from './errors';
+export { PlatformUnreachableError } from '../contract/errors';
 export { findFreePort, isPortFree } from './free-port';
 export { findTemporalBinary, requireTemporalBinary, temporalBinarySearchPath } from './temporal-binary';
-export {
-  connectClient,
-  connectWorkerConnection,
-  isUnreachableError,
-  resolveTemporalConnection,
-  toPlatformError,
-} from './temporal-connection';
-export type { ResolvedTemporalConnection, TemporalConnectOptions, WorkerConnection } from './temporal-connection';
+export { connectClient, isUnreachableError, platformUnreachable, resolveTemporalConnection, toPlatformError } from './temporal-connection';
+export type { ResolvedTemporalConnection, TemporalConnectOptions } from './temporal-connection';
+export { connectWorkerConnection, type WorkerConnection } from './worker-connection';

@@ -2,7 +2,7 @@ import type { ForgeConfig } from '../config';
 import { openDatabase } from '../db';
 import { createForgeWorkers } from '../worker';
 import { startDevServer, type DevServer } from './dev-server';
-import { connectWorkerConnection } from './temporal-connection';
+import { connectWorkerConnection } from './worker-connection';
 
 export interface PlatformOptions {
   config: ForgeConfig;

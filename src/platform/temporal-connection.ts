@@ -1,7 +1,12 @@
 import { Client, Connection, isGrpcServiceError, type ClientOptions } from '@temporalio/client';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { NativeConnection, TransportError, type NativeConnectionOptions } from '@temporalio/worker';
-import { PlatformUnreachableError } from './errors';
+import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
+import { PlatformUnreachableError } from '../contract/errors';
+
+/*
+ * The client side of reaching Temporal: what the SDK (src/client.ts) and the CLI load. Nothing here may import
+ * @temporalio/worker (test/contract/import-graph.test.ts holds it to that); the worker's connection is in
+ * worker-connection.ts.
+ */
 
 /** How to reach Temporal; everything not given comes from `@temporalio/envconfig` (env vars, then config file). */
 export interface TemporalConnectOptions {
@@ -11,7 +16,7 @@ export interface TemporalConnectOptions {
   namespace?: string;
   /** Profile in the Temporal config file (default: TEMPORAL_PROFILE, else "default"). */
   profile?: string;
-  /** Environment to read instead of process.env (tests). */
+  /** Environment to read instead of the process's own (tests). */
   env?: NodeJS.ProcessEnv;
   /** How long the client waits for the server before giving up (default 5 s). */
   connectTimeoutMs?: number;
@@ -21,7 +26,7 @@ export interface TemporalConnectOptions {
 export interface ResolvedTemporalConnection {
   address: string;
   namespace: string;
-  connectionOptions: NativeConnectionOptions;
+  connectionOptions: ClientConnectConfig['connectionOptions'];
 }
 
 const DEFAULT_ADDRESS = 'localhost:7233';
@@ -49,7 +54,7 @@ export function resolveTemporalConnection(options: TemporalConnectOptions = {}):
  * gRPC UNAVAILABLE), as opposed to a server that answered with an error.
  */
 export function isUnreachableError(err: unknown): boolean {
-  if (err instanceof PlatformUnreachableError || err instanceof TransportError) return true;
+  if (err instanceof PlatformUnreachableError) return true;
   if (isGrpcServiceError(err)) return err.code === 14; // UNAVAILABLE
   if (err instanceof Error) {
     if (/Failed to connect before the deadline|ECONNREFUSED|EHOSTUNREACH|ENOTFOUND/.test(err.message)) return true;
@@ -61,10 +66,15 @@ export function isUnreachableError(err: unknown): boolean {
 /** Wraps an unreachable-type error in a PlatformUnreachableError with one clear sentence; returns others as is. */
 export function toPlatformError(err: unknown, address: string): unknown {
   if (err instanceof PlatformUnreachableError || !isUnreachableError(err)) return err;
+  return platformUnreachable(address, err);
+}
+
+/** The one sentence Forge says when nothing answers at the Temporal address. */
+export function platformUnreachable(address: string, cause: unknown): PlatformUnreachableError {
   return new PlatformUnreachableError(
     `Cannot reach the Temporal service at ${address}: start it with \`forge up\`, or set TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE / TEMPORAL_API_KEY) to a running one.`,
     address,
-    { cause: err },
+    { cause },
   );
 }
 
@@ -88,25 +98,4 @@ export async function connectClient(
     throw toPlatformError(err, resolved.address);
   }
   return new Client({ ...clientOptions, connection, namespace: resolved.namespace });
-}
-
-/** A worker's connection and the namespace its workers must be created in (Worker.create takes both). */
-export interface WorkerConnection {
-  connection: NativeConnection;
-  namespace: string;
-  address: string;
-}
-
-/**
- * Connects a worker's NativeConnection with the standard environment configuration.
- * @throws PlatformUnreachableError when no server answers at the configured address.
- */
-export async function connectWorkerConnection(options: TemporalConnectOptions = {}): Promise<WorkerConnection> {
-  const resolved = resolveTemporalConnection(options);
-  try {
-    const connection = await NativeConnection.connect(resolved.connectionOptions);
-    return { connection, namespace: resolved.namespace, address: resolved.address };
-  } catch (err) {
-    throw toPlatformError(err, resolved.address);
-  }
 }

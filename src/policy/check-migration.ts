@@ -1,4 +1,4 @@
-import { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/migration-limits';
+import { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/limits';
 import { judgeStatement, nodeKind } from './judge-statement';
 import { identifierBytes, MAX_IDENTIFIER_BYTES, showIdent, truncateIdentifier } from './names';
 import { loadPolicyParser } from './parser';

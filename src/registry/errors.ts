@@ -1,8 +1,11 @@
-/** Thrown when a tool name would not be a safe directory name (must match ^[a-z][a-z0-9_]{0,63}$). */
+import { toolNameMessage } from '../contract/tool-name';
+
+/** Thrown when a tool name would not be a safe directory name (the contract's TOOL_NAME_PATTERN). */
 export class InvalidToolNameError extends Error {
   override readonly name = 'InvalidToolNameError';
   constructor(readonly tool: unknown) {
-    super(`The tool name ${JSON.stringify(tool)} is not allowed: use 1-64 characters of a-z, 0-9 and _, starting with a letter.`);
+    const message = toolNameMessage(tool);
+    super(`${message[0].toUpperCase()}${message.slice(1)}.`);
   }
 }
 

@@ -12,7 +12,6 @@ export { materializeActiveTools, writeToolVersion } from './materialize';
 export { rebuildWhenLost, type RebuildWhenLostOptions } from './rebuild-when-lost';
 export {
   ACTIVE_INDEX_FILE,
-  TOOL_NAME_PATTERN,
   assertToolName,
   filesFromRow,
   listToolDirectories,

@@ -20,7 +20,8 @@ import type { ActiveEntry, ActiveIndex } from './types';
 
 /**
  * Writes the files of one stored version under `dir` (source, compiled module, manifest last). The deploy activity
- * calls it after persisting the version and before activating it, so the files exist before any pointer names them.
+ * calls it right after the transaction that stores and activates the version, and before publishing active.json:
+ * registries read the active pointers from active.json, so the files exist before any pointer they read names them.
  * Idempotent; throws ToolFileConflictError if different bytes already claim this version.
  */
 export function writeToolVersion(

@@ -1,15 +1,14 @@
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { ToolVersion } from '../db';
-import { TOOL_NAME_PATTERN } from '../sandbox/run';
+import { TOOL_NAME_PATTERN } from '../contract/tool-name';
 import { inputJsonSchemaOf } from './input-json-schema';
 import { writeFileAtomic, writeFileOnce } from './atomic-file';
 import { InvalidToolNameError, ToolFileConflictError, ToolFileFormatError } from './errors';
 import type { ActiveEntry, ActiveIndex, ToolManifest } from './types';
 
-// Tool names of TOOL_CONTRACT.md (one definition, in the sandbox); also what keeps every path below inside the
+// TOOL_NAME_PATTERN (the contract's one rule for tool names) is also what keeps every path below inside the
 // agent-tools directory.
-export { TOOL_NAME_PATTERN };
 
 /** The file holding the active pointers, directly under the agent-tools directory. */
 export const ACTIVE_INDEX_FILE = 'active.json';

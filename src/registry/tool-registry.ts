@@ -1,6 +1,6 @@
 import type { ForgeDatabase } from '../db/types';
 import type { SandboxLimits, SandboxStatus } from '../sandbox';
-import { sandboxLimitsFromEnv } from '../sandbox/limits-from-env';
+import { loadConfig } from '../config';
 import { databaseSource } from './database-source';
 import { directorySource } from './directory-source';
 import { RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError } from './errors';
@@ -11,7 +11,7 @@ import type { ToolDescriptor } from './types';
 
 /** How a registry is tuned; every field has a default. */
 export interface ToolRegistryOptions {
-  /** Sandbox limits for every call (default: `sandboxLimitsFromEnv()`). Ignored when `invoker` is given. */
+  /** Sandbox limits for every call (default: the configuration's, `loadConfig().sandbox.limits`). Ignored when `invoker` is given. */
   limits?: Partial<SandboxLimits>;
   /** Calls running at once with the default invoker (default: the core count). */
   concurrency?: number;
@@ -113,7 +113,7 @@ export class ToolRegistry {
         : databaseSource(options.database);
     const invoker =
       options.invoker ??
-      childPerCallInvoker({ limits: options.limits ?? sandboxLimitsFromEnv(), concurrency: options.concurrency, spares: options.spares });
+      childPerCallInvoker({ limits: options.limits ?? loadConfig().sandbox.limits, concurrency: options.concurrency, spares: options.spares });
     const onReloadError =
       options.onReloadError ??
       ((err: unknown) =>

@@ -8,7 +8,7 @@ import {
 import type { MigrationActivities } from '../activities/migration-activities';
 import type { SandboxActivities } from '../activities/sandbox-activities';
 import type { ToolActivities } from '../activities/tool-activities';
-import { FailureType } from './types';
+import { FAILURE_TYPES, FailureType } from '../contract/failures';
 
 /**
  * A cancelled run waits for the step in flight to end before it goes on: a step that commits after its run already
@@ -32,7 +32,7 @@ export const FAST_STEP: LocalActivityOptions = {
     initialInterval: '200 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: [FailureType.toolRejected, FailureType.notFound, FailureType.migrationRejected, FailureType.migrationFailed],
+    nonRetryableErrorTypes: [...FAILURE_TYPES],
   },
 };
 

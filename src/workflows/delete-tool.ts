@@ -2,8 +2,8 @@ import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { toolSteps } from './activity-options';
 import { Progress } from './progress';
 import { runToTheEnd } from './run-to-the-end';
-import { ForgeOutcomeKey } from './search-attributes';
-import type { DeleteToolInput, DeleteToolResult } from './types';
+import { ForgeOutcomeKey } from '../contract/search-attributes';
+import type { DeleteToolInput, DeleteToolResult } from '../contract/tool-runs';
 
 /**
  * Deactivates a tool and removes its stored versions, then publishes agent-tools/ without it. Version numbers are

@@ -3,8 +3,8 @@ import { sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
 import { Progress } from './progress';
 import { Saga } from './saga';
-import { ForgeOutcomeKey } from './search-attributes';
-import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from './types';
+import { ForgeOutcomeKey } from '../contract/search-attributes';
+import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
 
 /**
  * Deploys one tool: validate → compile → test in the sandbox → commit (persist the version and activate it, one

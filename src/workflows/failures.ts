@@ -1,6 +1,7 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
-import type { MigrationFailure, MigrationRejection } from './migration-types';
-import { FailureType, type ToolRejection } from './types';
+import type { MigrationFailure, MigrationRejection } from '../contract/migration-runs';
+import { FailureType } from '../contract/failures';
+import { type ToolRejection } from '../contract/tool-runs';
 
 /** The details of a ToolRejected activity failure, or undefined for any other error. */
 export function rejectionOf(err: unknown): ToolRejection | undefined {

@@ -1,5 +1,5 @@
 import { migrationSteps } from './activity-options';
-import type { ListMigrationsResult } from './migration-types';
+import type { ListMigrationsResult } from '../contract/migration-runs';
 
 /**
  * Reads the applied agent migrations. A workflow rather than a database read in the client, because with embedded

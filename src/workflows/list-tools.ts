@@ -1,5 +1,5 @@
 import { toolSteps } from './activity-options';
-import type { ListToolsResult } from './types';
+import type { ListToolsResult } from '../contract/tool-runs';
 
 /**
  * Reads the active tools. A workflow rather than a database read in the client, because with embedded PGlite only

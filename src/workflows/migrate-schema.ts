@@ -1,10 +1,10 @@
 import { isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { applyMigrationStep, migrationSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
-import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from './migration-types';
+import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from '../contract/migration-runs';
 import { Progress } from './progress';
 import { runToTheEnd } from './run-to-the-end';
-import { ForgeOutcomeKey } from './search-attributes';
+import { ForgeOutcomeKey } from '../contract/search-attributes';
 
 /**
  * Applies one agent schema migration: validate (the schema policy on the PostgreSQL parse tree, before any

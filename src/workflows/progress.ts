@@ -1,5 +1,6 @@
 import { defineQuery, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { ForgeKind, RunProgress, StageRecord } from './types';
+import type { ForgeKind } from '../contract/kinds';
+import type { RunProgress, StageRecord } from '../contract/run-progress';
 
 /** Every Forge workflow answers this query with where it is. */
 export const progressQuery = defineQuery<RunProgress>('progress');

@@ -3,8 +3,8 @@ import { toolSteps } from './activity-options';
 import { notFoundOf } from './failures';
 import { Progress } from './progress';
 import { runToTheEnd } from './run-to-the-end';
-import { ForgeOutcomeKey } from './search-attributes';
-import type { RollbackToolInput, RollbackToolResult } from './types';
+import { ForgeOutcomeKey } from '../contract/search-attributes';
+import type { RollbackToolInput, RollbackToolResult } from '../contract/tool-runs';
 
 /**
  * Makes an earlier version of a tool active again (the given one, or the newest below the active one), then

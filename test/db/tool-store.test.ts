@@ -9,7 +9,7 @@ import { createToolActivities } from '../../src/activities/tool-activities';
 import { createToolStore, type NewToolVersion, type ToolStore } from '../../src/db/tool-store';
 import { TOOLS_CHANNEL } from '../../src/db/channels';
 import type { ForgeDatabase } from '../../src/db/types';
-import { PlatformUnreachableError } from '../../src/platform/errors';
+import { PlatformUnreachableError } from '../../src/contract/errors';
 import { backendKinds, nextNotification, pgliteBackend, type TestBackend } from './backends';
 
 function version(name: string, source: string, extra: Partial<NewToolVersion> = {}): NewToolVersion {

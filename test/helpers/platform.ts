@@ -10,7 +10,7 @@ import type { ForgeDatabase } from '../../src/db';
 import { findFreePort } from '../../src/platform/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { createForgeWorkers, type ForgeWorkers } from '../../src/worker';
-import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from '../../src/workflows/search-attributes';
+import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from '../../src/contract/search-attributes';
 import { pgliteBackend, postgresBackend, type TestBackend } from '../db/backends';
 
 let runtimeInstalled = false;

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createMigrationActivities, type ApplyMigrationInput } from '../../src/activities/migration-activities';
 import { isConnectionSqlState, type ForgeDatabase } from '../../src/db';
 import { migrationChecksum } from '../../src/policy';
-import { FailureType } from '../../src/workflows/types';
+import { FailureType } from '../../src/contract/failures';
 import { backendKinds, type TestBackend } from '../db/backends';
 import { migrationRows, query, relationExists } from './helpers';
 

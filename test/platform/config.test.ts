@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { CONFIG_ENV_NAMES, ConfigError, DEFAULT_BUILTIN_TOOLS, loadConfig } from '../../src/config';
 
@@ -101,5 +102,32 @@ describe('loadConfig', () => {
     });
     loadConfig(env);
     expect([...read].sort()).toEqual([...CONFIG_ENV_NAMES].sort());
+  });
+
+  test("every variable loadConfig reads is in the README's table", () => {
+    const readme = readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const missing = CONFIG_ENV_NAMES.filter((name) => !new RegExp(`^\\|[^\\n]*\`${name}\``, 'm').test(readme));
+    expect(missing).toEqual([]);
+  });
+
+  test('loadConfig is the only reader of the environment', () => {
+    // What may read process.env besides config.ts, and why: none of it is Forge's configuration.
+    const allowed: Record<string, string> = {
+      'client.ts': 'hands process.env to loadConfig (or the environment the caller gave)',
+      'platform/temporal-binary.ts': 'PATH, to find the temporal CLI',
+      'commands/up.ts': "TEMPORAL_ADDRESS: Temporal's own variable (envconfig), which says whether to start a dev server",
+      'commands/connect.ts': 'the proxy variables gRPC honours, which make a direct TCP probe meaningless',
+      'sandbox/run.ts': 'the values of FORGE_SANDBOX_ENV_PASSTHROUGH, passed on to the tool',
+      'sandbox/pool.ts': 'the same values, to tell whether a spare was started with the current ones',
+      'git/exec.ts': 'passes the environment on to git, less the GIT_* variables that would redirect it',
+    };
+    const src = path.join(__dirname, '..', '..', 'src');
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+    const readers = files(src)
+      .filter((f) => /\.(ts|cjs)$/.test(f) && /process\.env\b/.test(readFileSync(f, 'utf8')))
+      .map((f) => path.relative(src, f))
+      .filter((f) => f !== 'config.ts' && !(f in allowed));
+    expect(readers).toEqual([]);
   });
 });

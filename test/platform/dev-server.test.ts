@@ -1,13 +1,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  FORGE_SEARCH_ATTRIBUTES,
-  processGroupAlive,
-  startDevServer,
-  type DevServer,
-} from '../../src/platform/dev-server';
-import { DevServerError, PlatformUnreachableError } from '../../src/platform/errors';
+import { FORGE_SEARCH_ATTRIBUTES } from '../../src/contract/search-attributes';
+import { processGroupAlive, startDevServer, type DevServer } from '../../src/platform/dev-server';
+import { DevServerError } from '../../src/platform/errors';
+import { PlatformUnreachableError } from '../../src/contract/errors';
 import { findFreePort } from '../../src/platform/free-port';
 import { findTemporalBinary } from '../../src/platform/temporal-binary';
 import { connectClient } from '../../src/platform/temporal-connection';

@@ -1,16 +1,12 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PlatformUnreachableError } from '../../src/platform/errors';
+import { PlatformUnreachableError } from '../../src/contract/errors';
 import { findFreePort } from '../../src/platform/free-port';
 import { findTemporalBinary, temporalBinarySearchPath } from '../../src/platform/temporal-binary';
 import { packageRoot } from '../../src/sandbox/paths';
-import {
-  connectClient,
-  connectWorkerConnection,
-  isUnreachableError,
-  resolveTemporalConnection,
-} from '../../src/platform/temporal-connection';
+import { connectClient, isUnreachableError, resolveTemporalConnection } from '../../src/platform/temporal-connection';
+import { connectWorkerConnection } from '../../src/platform/worker-connection';
 
 describe('resolveTemporalConnection (envconfig)', () => {
   test('defaults to localhost:7233 and the default namespace', () => {

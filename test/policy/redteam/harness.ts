@@ -13,7 +13,7 @@ import type { ApplyMigrationInput, ApplyMigrationResult, MigrationActivityDeps }
 import type { ForgeDatabase, MigrationLimits } from '../../../src/db';
 import { TOOLS_CHANNEL } from '../../../src/db/channels';
 import { migrationChecksum } from '../../../src/policy';
-import { FailureType } from '../../../src/workflows/types';
+import { FailureType } from '../../../src/contract/failures';
 import { postgresBackend, type TestBackend } from '../../db/backends';
 import { BUILT_IN_HASH_SQL, BUILT_IN_ROWS_SQL, CATALOG_SQL, CLEANUP_SQL } from './catalog';
 import {

@@ -1,14 +1,9 @@
 /**
- * Inputs and results of Forge's workflows: plain JSON, shared by the client, the activities and the workflows (which
- * may import only types from here).
+ * Inputs and results of the tool workflows (deploy, rollback, delete, list): plain JSON, shared by the client, the
+ * activities and the workflows.
  */
-import type { SandboxDiagnostics, SandboxStatus } from '../sandbox/verdict';
-
-/**
- * The largest tool source a deployment takes. Workflow inputs travel through Temporal, whose default payload limit is
- * 2 MiB; 1.5 MiB leaves room for the rest of the input. (The sandbox alone, `forge sandbox`, takes up to 10 MiB.)
- */
-export const MAX_DEPLOY_SOURCE_BYTES = 1.5 * 1024 * 1024;
+import type { StageRecord } from './run-progress';
+import type { SandboxDiagnostics, SandboxStatus } from './sandbox-verdict';
 
 /** The steps of a tool deployment, in order; `commit` persists the version and activates it in one transaction. */
 export const DEPLOY_STAGES = ['validate', 'compile', 'test', 'commit', 'notify'] as const;
@@ -24,23 +19,6 @@ export interface DeployToolInput {
 /** Identity of a submission: (name, source, test input, description) hashed by the client and checked by the worker. */
 export interface DeployToolWorkflowInput extends DeployToolInput {
   contentHash: string;
-}
-
-export interface StageRecord {
-  name: string;
-  status: 'pending' | 'running' | 'done' | 'failed' | 'skipped';
-  startedAt?: string;
-  durationMs?: number;
-  summary?: string;
-}
-
-/** What a run reports through its `progress` query (and, condensed, through its current details in the Web UI). */
-export interface RunProgress {
-  kind: ForgeKind;
-  subject: string;
-  stage: string;
-  stages: StageRecord[];
-  outcome?: string;
 }
 
 /** A sandbox verdict as carried in workflow histories: no output (it may be large), everything an agent acts on. */
@@ -118,20 +96,6 @@ export interface ToolSummary {
 export interface ListToolsResult {
   tools: ToolSummary[];
 }
-
-export type ForgeKind = 'deploy' | 'rollback' | 'delete' | 'query' | 'migrate' | 'promote' | 'reverify';
-
-/** Stable `type`s of the non-retryable failures Forge's activities raise for verdicts. */
-export const FailureType = {
-  /** The tool was refused: compile error, sandbox verdict other than passed, a reserved or invalid name. */
-  toolRejected: 'ToolRejected',
-  /** A rollback or delete that names something that is not there. */
-  notFound: 'NotFound',
-  /** A migration refused before it ran: the schema policy, a checksum that differs from the applied one. */
-  migrationRejected: 'MigrationRejected',
-  /** A migration PostgreSQL refused while it ran (SQL error, lock or statement timeout); rolled back. */
-  migrationFailed: 'MigrationFailed',
-} as const;
 
 /** Details of a `ToolRejected` failure. */
 export interface ToolRejection {

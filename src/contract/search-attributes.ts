@@ -8,3 +8,10 @@ export const ForgeKindKey = defineSearchAttributeKey('ForgeKind', SearchAttribut
 export const ForgeSubjectKey = defineSearchAttributeKey('ForgeSubject', SearchAttributeType.KEYWORD);
 /** How it ended: active, rejected, unchanged, rolled-back, deleted, applied, failed, ... */
 export const ForgeOutcomeKey = defineSearchAttributeKey('ForgeOutcome', SearchAttributeType.KEYWORD);
+
+/** The custom search attributes above with their types, as `temporal operator search-attribute create` takes them. */
+export const FORGE_SEARCH_ATTRIBUTES = {
+  [ForgeKindKey.name]: 'Keyword',
+  [ForgeSubjectKey.name]: 'Keyword',
+  [ForgeOutcomeKey.name]: 'Keyword',
+} as const;

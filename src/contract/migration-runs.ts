@@ -1,10 +1,9 @@
 /**
  * Inputs and results of the schema migration workflow: plain JSON, shared by the client, the activities and the
- * workflow (which may import only types from here).
+ * workflow.
  */
-import type { MigrationStatementDetails } from '../db/errors';
-import type { MigrationProblem, StatementVerdict } from '../policy/types';
-import type { StageRecord } from './types';
+import type { MigrationProblem, StatementVerdict } from './policy-verdict';
+import type { StageRecord } from './run-progress';
 
 /** The steps of a migration: the policy and the tracking row; the one transaction; the audit record. */
 export const MIGRATE_STAGES = ['validate', 'apply', 'record'] as const;
@@ -12,8 +11,6 @@ export type MigrateStage = (typeof MIGRATE_STAGES)[number];
 
 /** A migration name: readable in a workflow ID (`schema-migrate/<name>`), e.g. `0003_user_stars` or `stars.v2`. */
 export const MIGRATION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-
-export { MAX_MIGRATION_SQL_BYTES } from '../contract/migration-limits';
 
 export interface MigrateSchemaInput {
   /** The migration's name: its identity in `forge_migrations` and in the workflow ID `schema-migrate/<name>`. */
@@ -25,6 +22,27 @@ export interface MigrateSchemaInput {
 /** What the client starts the workflow with: the input and the sha256 of the SQL (checked again by the worker). */
 export interface MigrateSchemaWorkflowInput extends MigrateSchemaInput {
   checksum: string;
+}
+
+/** Where and why a migration's SQL failed, as an agent can act on it (carried into the workflow's result). */
+export interface MigrationStatementDetails {
+  /** SQLSTATE, e.g. `42704` (undefined object), `55P03` (lock timeout), `57014` (statement timeout), `42601` (syntax). */
+  code: string;
+  /** 1-based character position in the whole migration text, when PostgreSQL gave one. */
+  position?: number;
+  /** Line and column (1-based) of `position`, or of the failing statement's start. */
+  line?: number;
+  column?: number;
+  /** 0-based index of the statement that failed. */
+  statementIndex?: number;
+  detail?: string;
+  hint?: string;
+  /**
+   * Who ended the statement: PostgreSQL itself, or Forge (PGlite ignores `statement_timeout`: Forge cancels the
+   * statement at the bound by ending the database's thread, or, on an in-memory PGlite, fails it once it returned).
+   * The transaction is rolled back either way.
+   */
+  enforcedBy: 'postgres' | 'forge';
 }
 
 /** A PostgreSQL error raised while the migration ran, as an agent can act on it. */

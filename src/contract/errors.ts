@@ -1,4 +1,4 @@
-/** Errors of the client SDK (src/client.ts); the CLI maps them to exit codes. */
+/** The errors a client of Forge sees (the SDK, src/client.ts); the CLI maps them to exit codes. */
 
 /** Thrown when a client method's input is invalid; nothing was started. `issues` name each bad field. */
 export class ForgeInputError extends Error {
@@ -19,5 +19,18 @@ export class RunNotFoundError extends Error {
     options?: { cause?: unknown },
   ) {
     super(`no run with workflow ID ${JSON.stringify(workflowId)}`, options);
+  }
+}
+
+/** Thrown when the Temporal service (or the database) cannot be reached at all; the CLI exits 3 on it. */
+export class PlatformUnreachableError extends Error {
+  override readonly name = 'PlatformUnreachableError';
+  constructor(
+    message: string,
+    /** What was being reached, e.g. `localhost:7233` (never a secret). */
+    readonly address: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
   }
 }

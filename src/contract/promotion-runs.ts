@@ -1,0 +1,96 @@
+/**
+ * Inputs and results of the built-in promotion workflow (CLI.md `forge promote`): plain JSON, shared by the client,
+ * the activities and the workflow.
+ */
+
+/** The stages a promotion verifies a change with, in order (the plan file's names). */
+export const PROMOTION_STAGES = ['compile', 'targetedTests', 'startupSmoke'] as const;
+export type PromotionStage = (typeof PROMOTION_STAGES)[number];
+
+/** The steps of a promotion run as its progress shows them. */
+export const PROMOTE_STEPS = ['workspace', 'apply', ...PROMOTION_STAGES, 'merge', 'cleanup'] as const;
+export type PromoteStep = (typeof PROMOTE_STEPS)[number];
+
+/** The most files one promotion may change, and the most bytes of new content in all (it travels in the input). */
+export const MAX_PROMOTION_FILES = 200;
+export const MAX_PROMOTION_BYTES = 1024 * 1024;
+
+/** One file of a proposed change: its path relative to the repository root, and its new content (null: delete it). */
+export interface ProposedFile {
+  path: string;
+  content: string | null;
+}
+
+export interface PromoteBuiltinInput {
+  /** The agent's repository (absolute path of its live checkout). */
+  repo: string;
+  /** The branch to promote into (default: the branch the live checkout has checked out). */
+  branch?: string;
+  changes: ProposedFile[];
+  /** The commit message. */
+  message: string;
+  /** Verify everything, merge nothing. */
+  dryRun?: boolean;
+}
+
+/** What the client starts the workflow with: the input, resolved (absolute repo, named branch). */
+export interface PromoteBuiltinWorkflowInput extends PromoteBuiltinInput {
+  branch: string;
+  dryRun: boolean;
+}
+
+/** How a stage ended (CLI.md's envelope). */
+export type StageStatus = 'pass' | 'fail' | 'timeout' | 'error' | 'skipped';
+
+/** Where a compiler or test runner said the problem is. */
+export interface StageLocation {
+  file: string;
+  line: number;
+  column?: number;
+  message: string;
+}
+
+/** One stage of the verification envelope. */
+export interface StageReport {
+  name: PromotionStage;
+  status: StageStatus;
+  /** The argv the stage ran (several commands joined in order when the plan gave several). */
+  command: string[];
+  cwd: string;
+  exitCode: number | null;
+  durationMs: number;
+  stdoutTail: string;
+  stderrTail: string;
+  resource: { maxRssBytes: number; cpuUserMicros: number };
+  /** file:line:col the tools printed, when they printed any. */
+  locations?: StageLocation[];
+  /** One sentence: why the stage did not pass (timeout, memory, output flood, signal, ...). */
+  reason?: string;
+}
+
+export type FailureCategory = 'compile' | 'test' | 'startup' | 'timeout' | 'infra';
+
+/** CLI.md's verification envelope. */
+export interface VerificationEnvelope {
+  runId: string;
+  overall: 'pass' | 'fail' | 'error' | 'timeout';
+  workspace: { path: string; isolated: boolean };
+  timing: { startedAt: string; durationMs: number; steps: { name: string; durationMs: number }[] };
+  stages: StageReport[];
+  failure?: { category: FailureCategory; reason: string; stage: string };
+}
+
+/** CLI.md `forge promote --json`. `verified`: a dry run that passed. */
+export interface PromoteBuiltinResult {
+  status: 'promoted' | 'rejected' | 'verified';
+  workflowId: string;
+  repo: string;
+  branch: string;
+  baseCommit: string;
+  /** The commit the branch points at now (promoted), the tested commit (verified). */
+  mergedCommit?: string;
+  /** How many times the change was verified: more than one when the branch moved and it was rebased. */
+  rounds: number;
+  message: string;
+  diagnostics: VerificationEnvelope;
+}

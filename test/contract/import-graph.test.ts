@@ -1,0 +1,83 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/*
+ * The layering of DESIGN.md "Where things live", held on the real module graph: the client SDK loads no part of the
+ * worker side, the contract imports no other part of Forge, and no layer imports values from workflows/.
+ */
+
+const root = path.resolve(__dirname, '..', '..');
+const src = path.join(root, 'src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(full);
+    return /\.(ts|cjs)$/.test(e.name) && !e.name.endsWith('.d.ts') && !e.name.endsWith('.d.cts') ? [full] : [];
+  });
+}
+
+/** The modules a file imports for their values (`import type` and `export type` left out). */
+function valueImports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs: string[] = [];
+  for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)) {
+    if (!m[1]) specs.push(m[2]);
+  }
+  for (const m of text.matchAll(/require(?:\.resolve)?\(\s*['"]([^'"]+)['"]\s*\)/g)) specs.push(m[1]);
+  return specs;
+}
+
+function resolvesInto(file: string, spec: string, dir: string): boolean {
+  return spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(dir);
+}
+
+describe('the import graph', () => {
+  test('loading the client SDK loads neither esbuild, @temporalio/worker, the sandbox, the database nor the workflows', () => {
+    // The compiled entry an agent imports (npm test builds first), loaded by a fresh Node as an agent's program would.
+    const probe = spawnSync(
+      process.execPath,
+      ['-e', "require(process.argv[1]); process.stdout.write(JSON.stringify(Object.keys(require.cache)))", path.join(root, 'dist', 'src', 'client.js')],
+      { encoding: 'utf8' },
+    );
+    expect(probe.stderr).toBe('');
+    const loaded = (JSON.parse(probe.stdout) as string[]).map((f) => path.relative(root, f));
+    expect(loaded).toContain(path.join('dist', 'src', 'client.js'));
+    const forbidden = loaded.filter((f) =>
+      /node_modules\/(esbuild|@esbuild|@temporalio\/worker|@temporalio\/core-bridge|@electric-sql|pg|libpg-query|drizzle-orm)\//.test(f) ||
+      /^dist\/src\/(sandbox|db|registry|workflows|activities|policy|platform\/(dev-server|worker-connection|run-platform))\//.test(f),
+    );
+    expect(forbidden).toEqual([]);
+  });
+
+  test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
+    const offenders = sourceFiles(path.join(src, 'contract')).flatMap((file) =>
+      valueImports(file)
+        .filter((spec) => !(spec.startsWith('./') || spec.startsWith('@noble/hashes/') || spec === '@temporalio/common'))
+        .map((spec) => `${path.relative(root, file)} imports ${spec}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  test("nothing but the worker's registration imports values from workflows/", () => {
+    const workflows = path.join(src, 'workflows');
+    const offenders = sourceFiles(src)
+      .filter((file) => !file.startsWith(workflows + path.sep) && file !== path.join(src, 'worker.ts'))
+      .flatMap((file) => valueImports(file).filter((spec) => resolvesInto(file, spec, workflows)).map((spec) => `${path.relative(root, file)} imports ${spec}`));
+    expect(offenders).toEqual([]);
+  });
+
+  test('activities import no values from workflows and workflows none from activities (types only)', () => {
+    const pairs: [string, string][] = [
+      ['activities', 'workflows'],
+      ['workflows', 'activities'],
+    ];
+    const offenders = pairs.flatMap(([from, to]) =>
+      sourceFiles(path.join(src, from)).flatMap((file) =>
+        valueImports(file).filter((spec) => resolvesInto(file, spec, path.join(src, to))).map((spec) => `${path.relative(root, file)} imports ${spec}`),
+      ),
+    );
+    expect(offenders).toEqual([]);
+  });
+});
