@@ -15,10 +15,10 @@ export type PromoteStep = (typeof PROMOTE_STEPS)[number];
 export const MAX_PROMOTION_FILES = 200;
 export const MAX_PROMOTION_BYTES = 1024 * 1024;
 
-/** One file of a proposed change: its path relative to the repository root, and its new content (null: delete it). */
-export interface ProposedFile {
+/** One file of a proposed change: its path relative to the repository root, and its whole new content (UTF-8). */
+export interface ProposedChange {
   path: string;
-  content: string | null;
+  content: string;
 }
 
 export interface PromoteBuiltinInput {
@@ -26,7 +26,7 @@ export interface PromoteBuiltinInput {
   repo: string;
   /** The branch to promote into (default: the branch the live checkout has checked out). */
   branch?: string;
-  changes: ProposedFile[];
+  changes: ProposedChange[];
   /** The commit message. */
   message: string;
   /** Verify everything, merge nothing. */
