@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { PROMOTION_STAGES, type PromotionStage } from '../contract/promotion-runs';
+import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from '../contract/tool-name';
 import { EmptyChangeError, UnmappedPathError, UnsafePathError, VerifyPlanError, type VerifyPlanIssue } from './errors';
 import { git, revParse } from './exec';
 import { compileGlob, globSyntaxError } from './glob';
@@ -7,18 +9,15 @@ import { assertSafeRelativePath } from './path-safety';
 /** The plan file, at the root of the agent's repository. */
 export const VERIFY_PLAN_FILE = 'forge.verify.json';
 
-/** The stages of a verification, in the order they run. */
-export const STAGE_NAMES = ['compile', 'targetedTests', 'startupSmoke'] as const;
-export type StageName = (typeof STAGE_NAMES)[number];
+/** The stages of a verification, in the order they run: the contract's {@link PROMOTION_STAGES}, by their old name. */
+export const STAGE_NAMES = PROMOTION_STAGES;
+export type StageName = PromotionStage;
 
 /**
  * An argv element that is exactly this stands for the changed paths the rule matched, one argv element each (never
  * joined into one string, never given to a shell). It may appear once per argv, not as argv[0], not inside a word.
  */
 export const CHANGED_FILES_PLACEHOLDER = '{changedFiles}';
-
-/** Built-in tool names follow the rule of every tool name (TOOL_CONTRACT.md), so they can be compared with them. */
-const BUILTIN_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 const relativePath = z.string().superRefine((value, ctx) => {
   try {
@@ -69,8 +68,11 @@ const planSchema = z.strictObject({
   $schema: z.string().optional(),
   $comment: z.string().optional(),
   version: z.literal(1),
-  /** Built-in tool name → the source file that defines it. */
-  builtinTools: z.record(z.string().regex(BUILTIN_NAME, 'a tool name uses 1-64 of a-z 0-9 _, starting with a letter'), relativePath),
+  /**
+   * Built-in tool name → the source file that defines it. The names follow the rule of every tool name, so deployed
+   * tools can be compared with them.
+   */
+  builtinTools: z.record(z.string().regex(TOOL_NAME_PATTERN, `a tool name must ${TOOL_NAME_RULE}`), relativePath),
   stages: z.strictObject({
     compile: z.array(rule),
     targetedTests: z.array(rule),
@@ -98,6 +100,10 @@ function toIssues(error: z.ZodError): VerifyPlanIssue[] {
   return error.issues.flatMap((issue): VerifyPlanIssue[] => {
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((key) => ({ field: formatField([...issue.path, key]), message: 'unknown field' }));
+    }
+    if (issue.code === 'invalid_key') {
+      // zod says only "Invalid key in record"; what is wrong with the key is in its own issues.
+      return [{ field: formatField(issue.path), message: issue.issues.map((i) => i.message).join('; ') || issue.message }];
     }
     return [{ field: formatField(issue.path), message: issue.message }];
   });
@@ -165,7 +171,7 @@ export interface PlannedStage {
 }
 
 /**
- * What to run for a change: every stage in {@link STAGE_NAMES} order, each with the commands of the rules (in plan
+ * What to run for a change: every stage in {@link PROMOTION_STAGES} order, each with the commands of the rules (in plan
  * order) that match at least one changed path; a command repeated by two rules of a stage runs once. Fails closed:
  * every changed path must be matched by at least one rule of some stage.
  * @param changedPaths repository-relative paths of the change (duplicates ignored; `{changedFiles}` gets them sorted)
@@ -178,7 +184,7 @@ export function planStages(plan: VerifyPlan, changedPaths: readonly string[]): P
   for (const p of changedPaths) assertSafeRelativePath(p);
   const paths = [...new Set(changedPaths)].sort();
   const mapped = new Set<string>();
-  const stages = STAGE_NAMES.map((stage): PlannedStage => {
+  const stages = PROMOTION_STAGES.map((stage): PlannedStage => {
     const commands: StageCommand[] = [];
     plan.stages[stage].forEach((r, index) => {
       const globs = r.paths.map(compileGlob);

@@ -14,6 +14,7 @@ import {
   readVerifyPlan,
   type VerifyPlan,
 } from '../../src/git';
+import { TOOL_NAME_RULE } from '../../src/contract/tool-name';
 import { EXAMPLE_REPO, agentRepo, commitByHand } from './fixture';
 
 const examplePlan = (): VerifyPlan => parseVerifyPlanText(readFileSync(path.join(EXAMPLE_REPO, 'forge.verify.json'), 'utf8'));
@@ -66,7 +67,10 @@ describe('the plan file schema', () => {
     plan.builtinTools.sum = '../outside.ts';
     plan.stages.startupSmoke[0].paths = ['src/[a-z]*.ts'];
     plan.stages.deploy = [];
-    const fields = issuesOf(plan).map((i) => i.field);
+    const issues = issuesOf(plan);
+    // The one rule of every tool name, in its own words.
+    expect(issues.find((i) => i.field === 'builtinTools["Word-Count"]')?.message).toContain(TOOL_NAME_RULE);
+    const fields = issues.map((i) => i.field);
     expect(fields).toEqual(
       expect.arrayContaining([
         'version',
