@@ -82,6 +82,10 @@ export interface ContainedProcessOptions {
   signal?: AbortSignal;
   /** Where the run's private directory is made (default: /dev/shm when writable, else the OS temp dir). */
   tmpDir?: string;
+  /** The containment mode (default: the best the machine allows; see containment.ts). */
+  containment?: ContainmentMode;
+  /** `false`: no memory cgroup, the sampled fallback bounds the tree's memory (default: a cgroup where possible). */
+  cgroup?: boolean;
 }
 
 export type ContainedOutcome = 'exited' | 'timeout' | 'oom' | 'killed' | 'output-limit' | 'spawn-error';
@@ -144,7 +148,7 @@ export async function runContainedProcess(options: ContainedProcessOptions): Pro
     const { argv, cwd, limits } = checkOptions(options);
     if (options.signal?.aborted) return result({ outcome: 'killed', error: 'cancelled before it started', exitCode: null, signal: null });
     const command = resolveCommand(argv[0], cwd, options.env.PATH ?? DEFAULT_PATH);
-    const root = options.tmpDir ?? sandboxTempRoot();
+    const root = sandboxTempRoot(options.tmpDir);
     void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
     dir = await mkdtemp(join(root, runDirPrefix()));
     contained = ContainedProcess.start({
@@ -153,6 +157,8 @@ export async function runContainedProcess(options: ContainedProcessOptions): Pro
       env: { ...options.env, TMPDIR: options.env.TMPDIR ?? dir },
       memoryBytes: limits.memoryBytes,
       maxProcesses: limits.maxProcesses,
+      containment: options.containment,
+      cgroup: options.cgroup,
     });
     contained.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     contained.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
@@ -289,6 +295,10 @@ export interface ContainedSpawn {
   joinCgroup?: 'before-exec' | 'while-booting';
   /** Give the command fd 3 as a pipe to the parent ({@link ContainedProcess.channel}). */
   channel?: boolean;
+  /** The containment mode (default: the best the machine allows). */
+  containment?: ContainmentMode;
+  /** `false`: no memory cgroup even where one could be made. */
+  cgroup?: boolean;
 }
 
 /**
@@ -345,7 +355,7 @@ export class ContainedProcess implements SupervisedProcess {
 
   /** Makes the tree's cgroup and starts the launcher; throws (having removed the cgroup) when either fails. */
   static start(spec: ContainedSpawn): ContainedProcess {
-    const cgroup = createRunCgroup(spec.memoryBytes);
+    const cgroup = createRunCgroup(spec.memoryBytes, spec.cgroup ?? true);
     try {
       const marker = randomBytes(12).toString('hex');
       const launch = launchCommand(spec.argv, {
@@ -355,6 +365,7 @@ export class ContainedProcess implements SupervisedProcess {
         joinCgroup: spec.joinCgroup,
         keepFd3: spec.channel,
         unsetPwd: spec.env.PWD === undefined && spec.joinCgroup !== 'while-booting',
+        mode: spec.containment,
       });
       const child = spawn(launch.command, launch.args, {
         cwd: spec.cwd,

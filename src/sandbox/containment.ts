@@ -1,6 +1,7 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
+import { SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from '../contract/limits';
 
 /**
  * How the sandbox keeps a tool's whole process tree in hand.
@@ -18,7 +19,7 @@ import { once } from 'node:events';
  * In both modes `setpriv --pdeathsig KILL` ties the tree to the worker that started it: a worker killed with SIGKILL
  * takes its sandboxes with it instead of leaving them orphaned.
  */
-export type ContainmentMode = 'pid-namespace' | 'user-pid-namespace' | 'process-group';
+export type { ContainmentMode } from '../contract/limits';
 
 export interface Launch {
   command: string;
@@ -28,28 +29,54 @@ export interface Launch {
   mode: ContainmentMode;
 }
 
-let probed: { mode: ContainmentMode; setpriv: boolean; privateProc: boolean } | undefined;
+/** The containment runs get: its mode, and what the host adds to it. */
+export interface Containment {
+  mode: ContainmentMode;
+  /** `setpriv --pdeathsig KILL` ties the tree to the worker that started it. */
+  setpriv: boolean;
+  /**
+   * The namespace also gets a mount namespace with its own /proc, so the tool sees its own processes only, not the
+   * host's (their command lines, and who runs them), and an IPC namespace, so shared memory segments and message
+   * queues it makes go with it.
+   */
+  privateProc: boolean;
+}
+
+let setprivWorks: boolean | undefined;
+let bestMode: ContainmentMode | undefined;
+const privateProcByMode = new Map<ContainmentMode, boolean>();
 
 /**
- * Finds out once per process which containment this machine allows (FORGE_SANDBOX_CONTAINMENT forces one).
- * `privateProc`: the namespace also gets a mount namespace with its own /proc, so the tool sees its own processes
- * only, not the host's (their command lines, and who runs them), and an IPC namespace, so shared memory segments and
- * message queues it makes go with it.
+ * The containment of runs on this machine: `forced` when given (the operator's choice, e.g. `process-group` where
+ * namespaces are known to be refused), else the best mode the machine allows. Each probe runs once per process.
  */
-export function containment(): { mode: ContainmentMode; setpriv: boolean; privateProc: boolean } {
-  if (probed) return probed;
-  const ok = (cmd: string, args: string[]) => spawnSync(cmd, args, { stdio: 'ignore', timeout: 5000 }).status === 0;
-  const setpriv = ok('setpriv', ['--pdeathsig', 'KILL', '--', 'true']);
-  const forced = process.env.FORGE_SANDBOX_CONTAINMENT as ContainmentMode | undefined;
-  let mode: ContainmentMode;
-  if (forced === 'pid-namespace' || forced === 'user-pid-namespace' || forced === 'process-group') mode = forced;
-  else if (ok('unshare', ['--pid', '--fork', '--kill-child', 'true'])) mode = 'pid-namespace';
-  else if (ok('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', 'true'])) mode = 'user-pid-namespace';
-  else mode = 'process-group';
-  const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
-  const privateProc = mode !== 'process-group' && ok('unshare', [...userNs, '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--ipc', 'true']);
-  probed = { mode, setpriv, privateProc };
-  return probed;
+export function containment(forced?: ContainmentMode): Containment {
+  if (forced !== undefined && !SANDBOX_CONTAINMENT_MODES.includes(forced)) {
+    throw new Error(`unknown sandbox containment mode ${JSON.stringify(forced)} (use ${SANDBOX_CONTAINMENT_MODES.join(', ')})`);
+  }
+  setprivWorks ??= probe('setpriv', ['--pdeathsig', 'KILL', '--', 'true']);
+  const mode = forced ?? (bestMode ??= probeBestMode());
+  let privateProc = privateProcByMode.get(mode);
+  if (privateProc === undefined) {
+    privateProc = mode !== 'process-group' && probe('unshare', [...userNamespace(mode), '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--ipc', 'true']);
+    privateProcByMode.set(mode, privateProc);
+  }
+  return { mode, setpriv: setprivWorks, privateProc };
+}
+
+function probeBestMode(): ContainmentMode {
+  if (probe('unshare', ['--pid', '--fork', '--kill-child', 'true'])) return 'pid-namespace';
+  if (probe('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', 'true'])) return 'user-pid-namespace';
+  return 'process-group';
+}
+
+/** Whether a launcher program runs here with these arguments (with an empty environment: nothing of Forge's). */
+function probe(name: string, args: string[]): boolean {
+  return spawnSync(launcherBinary(name), args, { stdio: 'ignore', timeout: 5000, env: {} }).status === 0;
+}
+
+function userNamespace(mode: ContainmentMode): string[] {
+  return mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
 }
 
 /** How a command is started inside a launch (see {@link launchCommand}). */
@@ -70,6 +97,8 @@ export interface LaunchOptions {
   keepFd3?: boolean;
   /** Drop the PWD that the launcher's sh exports, so that the command's environment is exactly what it was given. */
   unsetPwd?: boolean;
+  /** The containment mode to use (default: the best the machine allows, see {@link containment}). */
+  mode?: ContainmentMode;
 }
 
 /**
@@ -80,7 +109,7 @@ export interface LaunchOptions {
  * is no cgroup; the harness bounds V8's own heap separately with --max-old-space-size.
  */
 export function launchCommand(argv: string[], options: LaunchOptions = {}): Launch {
-  const { mode, setpriv, privateProc } = containment();
+  const { mode, setpriv, privateProc } = containment(options.mode);
   const prefix = setpriv ? [launcherBinary('setpriv'), '--pdeathsig', 'KILL', '--'] : [];
   // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
   // An empty limit is left as it is (not raised to unlimited, which a hard limit could refuse).
@@ -105,11 +134,10 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
         `[ -z "$cg" ] || { echo "$node" > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; } || { kill -9 "$node"; exit 125; }; ` +
         'wait "$node"'
       : `${limits} ( ${joinSelf} ${exec} ) & node=$!; wait "$node"`;
-  const userNs = mode === 'user-pid-namespace' ? ['--user', '--map-root-user'] : [];
   const argvAll = [
     ...prefix,
     launcherBinary('unshare'),
-    ...userNs,
+    ...userNamespace(mode),
     '--pid',
     '--fork',
     '--kill-child',

@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import type { ContainmentMode } from './containment';
 
 /** Bounds of one sandbox run. Every one has a default; callers and configuration override them. */
 export interface SandboxLimits {
@@ -32,12 +33,18 @@ export interface SandboxLimits {
    * cgroups or mounts, or see another run's. 0 runs tools as Forge's own user.
    */
   userIdBase: number;
+  /**
+   * How runs are contained (see containment.ts). Unset: the best mode the machine allows, probed once per process;
+   * `process-group` forces the fallback for hosts known to refuse namespaces.
+   */
+  containment?: ContainmentMode;
+  /** `false`: no memory cgroup per run, only per-process memory limits. Unset or `true`: a cgroup where Forge can make one. */
+  cgroup?: boolean;
+  /** Where each run's private directory is made (runs' own users must be able to traverse it). Unset: /dev/shm when writable, else the OS temp dir. */
+  tmpDir?: string;
 }
 
-/** How many uids runs pick from: wide, so that workers sharing a host (each avoiding only its own) rarely meet. */
-export const RUN_UID_RANGE = 2 ** 24;
-/** The highest userIdBase: its range must stay below 2^32 - 1 (the kernel's "no uid"). */
-export const MAX_UID_BASE = 0xffff_ffff - RUN_UID_RANGE - 1;
+export { MAX_UID_BASE, RUN_UID_RANGE } from '../contract/limits';
 
 export const DEFAULT_LIMITS: SandboxLimits = {
   maxTimeoutMs: 30_000,

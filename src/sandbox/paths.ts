@@ -28,11 +28,10 @@ export function projectNodeModules(): string {
 }
 
 /**
- * Where the per-run private directories go: FORGE_SANDBOX_TMPDIR, else /dev/shm when writable (memory-backed, so a
- * run's few file operations cost microseconds), else the OS temp dir.
+ * Where the per-run private directories go: `configured` (the operator's choice), else /dev/shm when writable
+ * (memory-backed, so a run's few file operations cost microseconds), else the OS temp dir.
  */
-export function sandboxTempRoot(): string {
-  const configured = process.env.FORGE_SANDBOX_TMPDIR;
+export function sandboxTempRoot(configured?: string): string {
   if (configured) return configured;
   try {
     accessSync('/dev/shm', constants.W_OK);

@@ -2,12 +2,14 @@ import { bootHarness, disposeHarness, type BootedHarness } from './run';
 import { resolveLimits, type SandboxLimits } from './limits';
 
 /**
- * What a harness is started with: its V8 heap, address space, process limit and user, and its environment (the
- * passthrough variables' values as they are now). Everything else in the limits applies per run.
+ * What a harness is started with: its V8 heap, address space, process limit and user, its containment, cgroup and
+ * directory, and its environment (the passthrough variables' values as they are now). Everything else in the limits
+ * applies per run.
  */
 function bootKey(limits: SandboxLimits): string {
   const env = [...limits.envPassthrough].sort().map((name) => [name, process.env[name] ?? null]);
-  return JSON.stringify([limits.memoryMb, limits.virtualOverheadMb, limits.maxProcesses, limits.userIdBase, env]);
+  const placement = [limits.containment ?? null, limits.cgroup ?? true, limits.tmpDir ?? null];
+  return JSON.stringify([limits.memoryMb, limits.virtualOverheadMb, limits.maxProcesses, limits.userIdBase, placement, env]);
 }
 
 /**

@@ -31,14 +31,17 @@ export interface RunCgroup {
 type Base = { dir: string; version: 1 | 2 };
 let probed: { base?: Base; reason?: string } | undefined;
 
-/** Whether runs get a memory cgroup here, and if not, why (for the worker's start-up log). */
-export function runCgroupSupport(): { base?: Base; reason?: string } {
+/**
+ * Whether runs get a memory cgroup here, and if not, why (for the worker's start-up log). `enabled: false` is the
+ * operator turning them off; otherwise the host is probed, once per process.
+ */
+export function runCgroupSupport(enabled = true): { base?: Base; reason?: string } {
+  if (!enabled) return { reason: 'turned off by configuration' };
   probed ??= probe();
   return probed;
 }
 
 function probe(): { base?: Base; reason?: string } {
-  if (process.env.FORGE_SANDBOX_CGROUP === 'off') return { reason: 'FORGE_SANDBOX_CGROUP=off' };
   if (process.getuid?.() !== 0) return { reason: 'Forge does not run as root' };
   let base: Base | undefined;
   try {
@@ -65,9 +68,9 @@ function probe(): { base?: Base; reason?: string } {
   }
 }
 
-/** A fresh memory cgroup limited to `limitBytes`, or undefined where runs cannot have one. */
-export function createRunCgroup(limitBytes: number): RunCgroup | undefined {
-  const { base } = runCgroupSupport();
+/** A fresh memory cgroup limited to `limitBytes`, or undefined where runs cannot have one (or `enabled` is false). */
+export function createRunCgroup(limitBytes: number, enabled = true): RunCgroup | undefined {
+  const { base } = runCgroupSupport(enabled);
   if (!base) return undefined;
   sweepOrphanedCgroups(base.dir);
   const path = join(base.dir, `forge-run-${ownerTag()}-${randomBytes(6).toString('hex')}`);

@@ -137,7 +137,7 @@ export interface BootedHarness {
 
 /** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
 export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness> {
-  const root = sandboxTempRoot();
+  const root = sandboxTempRoot(limits.tmpDir);
   void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
   const dir = await mkdtemp(join(root, runDirPrefix()));
   const uid = takeRunUser(limits);
@@ -165,6 +165,8 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
       // The harness runs nothing of the tool's before it reads the run, which is sent once it has joined.
       joinCgroup: 'while-booting',
       channel: true,
+      containment: limits.containment,
+      cgroup: limits.cgroup,
     });
     return { contained, dir, uid };
   } catch (err) {

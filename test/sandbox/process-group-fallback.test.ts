@@ -7,7 +7,7 @@ import { processesMarkedWith } from '../helpers/processes';
 
 /**
  * The fallback for machines that refuse PID namespaces: a process group plus a hunt for the run's marker in /proc.
- * Forced here with FORGE_SANDBOX_CONTAINMENT (jest gives each test file fresh modules, so the probe runs again).
+ * Forced here with the `containment` limit (what FORGE_SANDBOX_CONTAINMENT configures).
  * A descendant that both calls setsid() and scrubs its environment can escape this mode (src/sandbox/containment.ts
  * says so), so the detached child below keeps its environment.
  */
@@ -15,14 +15,8 @@ const source = (name: string) => readFileSync(join(__dirname, '..', 'fixtures', 
 const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-pg-'));
 chmodSync(tempRoot, 0o711); // traversable by the runs' own users, as /dev/shm and /tmp are
 
-beforeAll(() => {
-  process.env.FORGE_SANDBOX_CONTAINMENT = 'process-group';
-  process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
-});
 afterAll(async () => {
   await sandboxCleanupsDone(); // what runs clean up after their verdicts, before the root goes
-  delete process.env.FORGE_SANDBOX_CONTAINMENT;
-  delete process.env.FORGE_SANDBOX_TMPDIR;
   rmSync(tempRoot, { recursive: true, force: true });
 });
 
@@ -40,7 +34,7 @@ export default {
 };`;
 
 test('the mode is in force', () => {
-  expect(containment().mode).toBe('process-group');
+  expect(containment('process-group').mode).toBe('process-group');
 });
 
 const cases: { name: string; src: string; input: (marker: string) => unknown; status: string }[] = [
@@ -55,7 +49,7 @@ const cases: { name: string; src: string; input: (marker: string) => unknown; st
 test.each(cases)('$name ends $status and leaves nothing behind', async ({ name, src, input, status }) => {
   const marker = `forge-test-${randomBytes(6).toString('hex')}`;
   process.env.FORGE_TEST_MARKER = marker;
-  const verdict = await runSandbox({ name, source: src, input: input(marker), limits: { envPassthrough: ['FORGE_TEST_MARKER'] } });
+  const verdict = await runSandbox({ name, source: src, input: input(marker), limits: { envPassthrough: ['FORGE_TEST_MARKER'], containment: 'process-group', tmpDir: tempRoot } });
   expect(verdict.status).toBe(status);
   expect(processesMarkedWith(marker)).toEqual([]);
   expect(readdirSync(tempRoot)).toEqual([]);

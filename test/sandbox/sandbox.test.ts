@@ -13,12 +13,10 @@ const source = (name: string) => readFileSync(join(FIXTURES, `${name}.ts`), 'utf
 const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-test-'));
 // Traversable by the runs' own users (mkdtemp makes it 0700), as /dev/shm and /tmp are.
 chmodSync(tempRoot, 0o711);
-beforeAll(() => {
-  process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
-});
+/** The limits of a run of this file: its private directory under tempRoot (the sandbox's `tmpDir` option). */
+const inTempRoot = (limits: Partial<SandboxLimits> = {}): Partial<SandboxLimits> => ({ tmpDir: tempRoot, ...limits });
 afterAll(async () => {
   await sandboxCleanupsDone(); // what runs clean up after their verdicts, before the root goes
-  delete process.env.FORGE_SANDBOX_TMPDIR;
   rmSync(tempRoot, { recursive: true, force: true });
 });
 
@@ -54,7 +52,7 @@ async function until(condition: () => boolean, ms = 10_000): Promise<void> {
 async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   const marker = `forge-test-${randomBytes(6).toString('hex')}`;
   process.env.FORGE_TEST_MARKER = marker;
-  const limits = { envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits };
+  const limits = inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits });
   const pool = pooled ? new SandboxPool(limits, 1) : undefined;
   if (pool) await until(() => pool.ready === 1);
   const started = Date.now();
@@ -221,11 +219,11 @@ export default {
   async execute(input: { waitMs: number }) { await new Promise((r) => setTimeout(r, input.waitMs)); return { uptimeMs: process.uptime() * 1000, env: process.env.FORGE_TEST_MARKER ?? null }; },
 };`;
   const run = (pool: SandboxPool, waitMs = 0) =>
-    runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs }, limits: { envPassthrough: ['FORGE_TEST_MARKER'] } }, { pool });
+    runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs }, limits: inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }) }, { pool });
 
   test('a run gets a process started before it, its clock starts with the run, and a replacement is started', async () => {
     process.env.FORGE_TEST_MARKER = 'pool-clock';
-    const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 1);
+    const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 1);
     try {
       await until(() => pool.ready === 1);
       await new Promise((r) => setTimeout(r, 1500)); // the spare waits longer than the tool's own timeoutMs
@@ -245,7 +243,7 @@ export default {
 
   test('a spare killed from outside, or started with an environment that changed since, is never handed out', async () => {
     process.env.FORGE_TEST_MARKER = 'pool-old';
-    const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 1);
+    const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 1);
     try {
       await until(() => pool.ready === 1);
       // Kill the spare's Node process (the leaf of its launcher chain, once it exists): the rest of the chain ends
@@ -280,9 +278,9 @@ export default {
 
   test('a run with other boot-time limits starts its own process; after close() runs still work and nothing is left', async () => {
     process.env.FORGE_TEST_MARKER = 'pool-close';
-    const pool = new SandboxPool({ envPassthrough: ['FORGE_TEST_MARKER'] }, 2);
+    const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 2);
     await until(() => pool.ready === 2);
-    const other = await runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs: 0 }, limits: { envPassthrough: ['FORGE_TEST_MARKER'], memoryMb: 256 } }, { pool });
+    const other = await runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs: 0 }, limits: inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'], memoryMb: 256 }) }, { pool });
     expect(other.status).toBe('passed');
     expect(pool.served).toBe(0);
     expect(pool.ready).toBe(2);
@@ -300,7 +298,7 @@ describe('sandbox limits and environment', () => {
   test('a source over the source limit is invalid before anything starts', async () => {
     const big = fiveMegabyteSource();
     expect(Buffer.byteLength(big)).toBeGreaterThan(5_000_000); // the corpus case above runs this one under the default
-    const tooBig = await runSandbox({ name: 'celsius_to_fahrenheit', source: big, input: { celsius: 0 }, limits: { sourceBytes: 1_000_000 } });
+    const tooBig = await runSandbox({ name: 'celsius_to_fahrenheit', source: big, input: { celsius: 0 }, limits: inTempRoot({ sourceBytes: 1_000_000 }) });
     expect(tooBig).toMatchObject({ status: 'invalid', diagnostics: { phase: 'request', limit: { kind: 'sourceBytes', value: 1_000_000 } } });
     expect(tooBig.error).toMatch(/over the 1000000-byte limit/);
     expect(tooBig.durationMs).toBeLessThan(100);
@@ -311,7 +309,7 @@ describe('sandbox limits and environment', () => {
     process.env.FORGE_TEST_SECRET_TOKEN = 'sk-do-not-leak';
     process.env.FORGE_TEST_ALLOWED = 'visible';
     try {
-      const v = await runSandbox({ name: 'reads_env', source: source('reads_env'), input: {}, limits: { envPassthrough: ['FORGE_TEST_ALLOWED'] } });
+      const v = await runSandbox({ name: 'reads_env', source: source('reads_env'), input: {}, limits: inTempRoot({ envPassthrough: ['FORGE_TEST_ALLOWED'] }) });
       expect(v.status).toBe('passed');
       const { env, cwd } = v.output as { env: Record<string, string>; cwd: string };
       expect(JSON.stringify(env)).not.toContain('sk-do-not-leak');
@@ -346,7 +344,7 @@ export default {
   // Without root there is no other user to switch to: the tool keeps Forge's (and the test says so, not skips).
   test(asRoot ? 'the tool runs as a user of its own: Forge\'s environment, the harness and its own memory are closed to it' : 'without root, the tool runs as Forge\'s own user', async () => {
     const harness = join(__dirname, '..', '..', 'src', 'sandbox', 'harness.cjs');
-    const [a, b] = await Promise.all([0, 1].map(() => runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness } })));
+    const [a, b] = await Promise.all([0, 1].map(() => runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: inTempRoot() })));
     expect(a.status).toBe('passed');
     const out = a.output as { uid: number; forgeEnvironment: string; writeHarness: string; ownMemory: string };
     if (!asRoot) {
@@ -357,21 +355,19 @@ export default {
     expect((b.output as { uid: number }).uid).not.toBe(out.uid); // two runs at once, two users
     expect(out).toMatchObject({ forgeEnvironment: expect.stringMatching(/^(EACCES|ENOENT)$/), writeHarness: 'EACCES', ownMemory: 'EACCES' });
     if (containment().privateProc) expect((a.output as { seesForge: string }).seesForge).toBe('ENOENT');
-    const same = await runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: { userIdBase: 0 } });
+    const same = await runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: inTempRoot({ userIdBase: 0 }) });
     expect((same.output as { uid: number }).uid).toBe(0);
   });
 
   (asRoot ? test : test.skip)('a sandbox directory its own user cannot reach is refused, with what to change', async () => {
     // (Skipped without root: then runs have no user of their own, and any directory Forge can write works.)
     const closed = mkdtempSync(join(tmpdir(), 'forge-sandbox-closed-')); // 0700, root's
-    process.env.FORGE_SANDBOX_TMPDIR = closed;
     try {
-      const v = await runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: 1 } });
+      const v = await runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: 1 }, limits: { tmpDir: closed } });
       expect(v.status).toBe('crashed');
       expect(v.error).toMatch(/cannot read the sandbox directory \(FORGE_SANDBOX_TMPDIR and the directories above it need o\+x\).*FORGE_SANDBOX_UID_BASE=0/);
       expect(readdirSync(closed)).toEqual([]);
     } finally {
-      process.env.FORGE_SANDBOX_TMPDIR = tempRoot;
       rmSync(closed, { recursive: true, force: true });
     }
   });
@@ -383,9 +379,9 @@ export default {
     mkdirSync(join(tempRoot, 'node_modules', 'forge-no-such-package-anywhere'), { recursive: true });
     writeFileSync(join(tempRoot, 'node_modules', 'forge-no-such-package-anywhere', 'index.js'), 'throw new Error("planted code ran");');
     try {
-      const v = await runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: 100 } });
+      const v = await runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: 100 }, limits: inTempRoot() });
       expect(v).toMatchObject({ status: 'passed', output: { fahrenheit: 212 } });
-      const missing = await runSandbox({ name: 'missing_package', source: source('missing_package'), input: {} });
+      const missing = await runSandbox({ name: 'missing_package', source: source('missing_package'), input: {}, limits: inTempRoot() });
       expect(missing.status).toBe('failed');
       expect(missing.error).toMatch(/Cannot find module 'forge-no-such-package-anywhere'/);
     } finally {
@@ -402,7 +398,7 @@ export default {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = Date.now();
-    const v = await runSandbox({ name: 'never_settles', source: source('never_settles'), input: {}, signal: controller.signal, limits: { maxTimeoutMs: 20_000 } });
+    const v = await runSandbox({ name: 'never_settles', source: source('never_settles'), input: {}, signal: controller.signal, limits: inTempRoot({ maxTimeoutMs: 20_000 }) });
     expect(v.status).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(3000);
     expect(readdirSync(tempRoot)).toEqual([]);
@@ -411,7 +407,7 @@ export default {
   test('several sandboxes at once do not interfere', async () => {
     const marker = `forge-test-${randomBytes(6).toString('hex')}`;
     process.env.FORGE_TEST_MARKER = marker;
-    const limits = { envPassthrough: ['FORGE_TEST_MARKER'] };
+    const limits = inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] });
     const runs = await Promise.all([
       ...[0, 10, 20, 30, 40, 50].map((c) => runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: c }, limits })),
       runSandbox({ name: 'throws', source: source('throws'), input: {}, limits }),
