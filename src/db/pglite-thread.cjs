@@ -1,13 +1,25 @@
+// @ts-check
 'use strict';
 // Embedded PGlite in a worker thread of its own, driven by src/db/pglite-client.ts. Plain CommonJS because it runs
 // both under ts-jest and from dist/ (the build compiles .ts only; the client finds this file under src/ either way).
 // It executes what the client sends, one message per call; the client does all the serialising (PGlite's own
 // mutexes only see one call at a time) and all the bookkeeping, so that ending this thread loses nothing but the
 // call in flight.
-const { parentPort, workerData } = require('node:worker_threads');
+const { workerData } = require('node:worker_threads');
 const { PGlite } = require('@electric-sql/pglite');
+// Never null here: this file only ever runs as the worker thread pglite-client.ts starts.
+const parentPort = /** @type {import('node:worker_threads').MessagePort} */ (require('node:worker_threads').parentPort);
 
-const identity = (value) => value;
+/**
+ * One call from the client (the `Call` type of pglite-client.ts), with the id its answer carries.
+ * @typedef {{ id: number } & (
+ *   | { op: 'query', sql: string, params?: unknown[], options?: { rowMode?: 'array' | 'object', rawTypes: number[] } }
+ *   | { op: 'exec', sql: string }
+ *   | { op: 'close' }
+ * )} Call
+ */
+
+const identity = (/** @type {unknown} */ value) => value;
 
 /** The fields of PGlite's DatabaseError (PostgreSQL's ErrorResponse) that cross postMessage; its options cannot. */
 const ERROR_FIELDS = [
@@ -15,13 +27,23 @@ const ERROR_FIELDS = [
   'schema', 'table', 'column', 'dataType', 'constraint', 'file', 'line', 'routine',
 ];
 
+/**
+ * @param {unknown} err
+ * @returns {Record<string, unknown>}
+ */
 function errorFields(err) {
   if (!(err instanceof Error)) return { message: String(err) };
+  /** @type {Record<string, unknown>} */
   const fields = { message: err.message, name: err.name, stack: err.stack };
-  for (const key of ERROR_FIELDS) if (err[key] !== undefined) fields[key] = err[key];
+  const source = /** @type {Error & Record<string, unknown>} */ (err);
+  for (const key of ERROR_FIELDS) if (source[key] !== undefined) fields[key] = source[key];
   return fields;
 }
 
+/**
+ * @param {import('@electric-sql/pglite').PGlite} pg
+ * @param {Call} call
+ */
 async function run(pg, call) {
   switch (call.op) {
     case 'query': {
@@ -29,7 +51,7 @@ async function run(pg, call) {
       // their type OIDs.
       const options = call.options && {
         rowMode: call.options.rowMode,
-        parsers: Object.fromEntries(call.options.rawTypes.map((oid) => [oid, identity])),
+        parsers: Object.fromEntries(call.options.rawTypes.map((/** @type {number} */ oid) => [oid, identity])),
       };
       return pg.query(call.sql, call.params, options);
     }
@@ -39,7 +61,7 @@ async function run(pg, call) {
       await pg.close();
       return null;
     default:
-      throw new Error(`unknown call ${call.op}`);
+      throw new Error(`unknown call ${/** @type {{ op: unknown }} */ (call).op}`);
   }
 }
 
@@ -48,7 +70,7 @@ async function main() {
   // Session state (search_path) is re-established on every start: a restarted thread is a new session.
   if (workerData.sessionSql) await pg.exec(workerData.sessionSql);
   pg.onNotification((channel, payload) => parentPort.postMessage({ notification: { channel, payload } }));
-  parentPort.on('message', (call) => {
+  parentPort.on('message', (/** @type {Call} */ call) => {
     run(pg, call).then(
       (result) => {
         try {

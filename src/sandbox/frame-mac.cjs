@@ -35,7 +35,13 @@ const charCodeAt = Function.prototype.call.bind(String.prototype.charCodeAt);
 // array consults no prototype); their methods (fill, ...) run only while the key is absorbed, before any tool code.
 const floor = Math.floor;
 
-/** One SHA-256 compression: `out` = `state` after absorbing the 16 big-endian words of `block` (`w`: scratch). */
+/**
+ * One SHA-256 compression: `out` = `state` after absorbing the 16 big-endian words of `block` (`w`: scratch).
+ * @param {Int32Array} state
+ * @param {Int32Array} block
+ * @param {Int32Array} out
+ * @param {Int32Array} w
+ */
 function compress(state, block, out, w) {
   for (let i = 0; i < 16; i++) w[i] = block[i];
   for (let i = 16; i < 64; i++) {
@@ -80,6 +86,8 @@ function compress(state, block, out, w) {
 /**
  * Absorbs a 32-byte key (then zeroes it) and returns `mac(seq, body)`: the hex HMAC-SHA256 of uint32be(seq) followed
  * by the SHA-256 digest of the string `body` as UTF-16LE.
+ * @param {Uint8Array} key
+ * @returns {(seq: number, body: string) => string}
  */
 function frameMac(key) {
   if (key.length !== 32) throw new Error('the frame key must be 32 bytes');
@@ -89,10 +97,10 @@ function frameMac(key) {
   const outer = new Int32Array(8);
   const scratch = new Int32Array(8);
   const digest = new Int32Array(8);
-  for (const [pad, state] of [
+  for (const [pad, state] of /** @type {[number, Int32Array][]} */ ([
     [0x36363636, inner],
     [0x5c5c5c5c, outer],
-  ]) {
+  ])) {
     for (let j = 0; j < 16; j++) {
       const word = j < 8 ? (key[4 * j] << 24) | (key[4 * j + 1] << 16) | (key[4 * j + 2] << 8) | key[4 * j + 3] : 0;
       block[j] = word ^ pad;
@@ -102,7 +110,10 @@ function frameMac(key) {
   key.fill(0);
   block.fill(0);
 
-  /** SHA-256 of `text` as UTF-16LE (two bytes a code unit) into `digest`. */
+  /**
+   * SHA-256 of `text` as UTF-16LE (two bytes a code unit) into `digest`.
+   * @param {string} text
+   */
   function sha256(text) {
     for (let j = 0; j < 8; j++) digest[j] = IV[j];
     const units = text.length;
@@ -134,6 +145,10 @@ function frameMac(key) {
     compress(digest, block, digest, w);
   }
 
+  /**
+   * @param {number} seq
+   * @param {string} body
+   */
   return function mac(seq, body) {
     sha256(body);
     // Inner: 64 bytes of ipad already absorbed, then 36 bytes (seq, digest) and SHA-256's padding: 800 bits in all.

@@ -72,15 +72,17 @@ const keepAlive = setInterval(() => {}, 2 ** 30);
 
 // process.stdout/stderr are created lazily, and creating one costs milliseconds: note which ones the tool touched, so
 // that the flush before reporting waits only for streams that exist.
+/** @type {NodeJS.WriteStream[]} */
 const touchedStdio = [];
 for (const name of ['stdout', 'stderr']) {
   const original = Object.getOwnPropertyDescriptor(process, name);
   if (!original?.get || !original.configurable) continue;
+  const originalGet = original.get;
   Object.defineProperty(process, name, {
     configurable: true,
     enumerable: original.enumerable,
     get() {
-      const stream = apply(original.get, process, []);
+      const stream = apply(originalGet, process, []);
       let known = false;
       for (let i = 0; i < touchedStdio.length; i++) if (touchedStdio[i] === stream) known = true;
       if (!known) touchedStdio[touchedStdio.length] = stream;
@@ -100,6 +102,7 @@ let reported = false;
  * Sends one authenticated frame to the parent; synchronous so no tool code can run between decision and report. The
  * leading newline ends whatever partial line the tool left on fd 3 before; a partial write (interrupted by a signal)
  * is followed by the whole frame again, on a line of its own.
+ * @param {Record<string, unknown>} frame
  */
 function send(frame) {
   let body;
@@ -134,6 +137,8 @@ function send(frame) {
  * purpose: JSON.stringify on an object consults `toJSON` and getters that a tool can add to Object.prototype, which
  * would let it replace a failure with "passed" before the harness MACs it. On primitives the captured stringify
  * consults nothing, and only own properties are read here.
+ * @param {any} value what the harness built (strings, numbers, booleans, arrays, plain objects)
+ * @returns {string}
  */
 function frameJson(value) {
   switch (typeof value) {
@@ -169,6 +174,7 @@ send({ type: 'started' });
  * Reports the one result of this run; later calls (a stray rejection after the result) are ignored. What the tool
  * wrote to stdout/stderr is flushed first, so that output queued before the result is counted against the limit.
  * Callbacks, not promises: a tool may have rewritten Promise.prototype.then by now.
+ * @param {Record<string, unknown>} frame
  */
 function report(frame) {
   if (reported) return;
@@ -179,9 +185,13 @@ function report(frame) {
   });
 }
 
-/** Calls `done` once every stdio stream the tool touched has handed its queued writes to the OS (at most 2 s). */
+/**
+ * Calls `done` once every stdio stream the tool touched has handed its queued writes to the OS (at most 2 s).
+ * @param {() => void} done
+ */
 function afterStdioFlushed(done) {
   let pending = touchedStdio.length + 1;
+  /** @type {NodeJS.Timeout | undefined} */
   let timer;
   const settle = () => {
     if (--pending !== 0) return;
@@ -225,7 +235,7 @@ async function run() {
     // one run's code into another that imports a package the project does not have. (CommonJS only: the ES module
     // resolver has no such hook, so a tool that needs ESM, for top-level await or import.meta, still looks above
     // for a package the project lacks.)
-    const Module = require('node:module');
+    const Module = /** @type {typeof import('node:module') & { _nodeModulePaths(from: string): string[] }} */ (require('node:module'));
     const nodeModulePaths = Module._nodeModulePaths;
     Module._nodeModulePaths = (from) => (from === moduleDir.slice(0, -1) ? [moduleDir + 'node_modules'] : nodeModulePaths(from));
     // tool.cjs when the parent could make it CommonJS (it loads ~7 ms sooner), tool.mjs when it needs ESM.
@@ -276,7 +286,7 @@ async function run() {
     const abortTimer = setTimer(() => controller.abort(), timeoutMs);
     safe(() => abortTimer.unref()); // the tool's own deadline must not keep a finished process alive
   }
-  const threw = (err) => report(failure('execute', err, "the tool's execute threw or rejected"));
+  const threw = (/** @type {unknown} */ err) => report(failure('execute', err, "the tool's execute threw or rejected"));
   let returned;
   try {
     returned = tool.execute(parsed.data, controller.signal);
@@ -291,12 +301,15 @@ async function run() {
  * any tool code exists: from here on the tool can neither read nor signal Forge's processes, write the project's
  * files, nor reach cgroups or mounts; and the switch makes the process non-dumpable, so its own /proc/self/mem (where
  * the frame key's HMAC states live) is closed to it too. Returns why it could not, or undefined.
+ * @param {number} uid
+ * @returns {string | undefined}
  */
 function becomeRunUser(uid) {
   try {
-    process.setgroups([]);
-    process.setgid(uid);
-    process.setuid(uid);
+    // (Always there on Linux, the only platform the sandbox runs on: Node omits them on Windows alone.)
+    /** @type {(groups: number[]) => void} */ (process.setgroups)([]);
+    /** @type {(id: number) => void} */ (process.setgid)(uid);
+    /** @type {(id: number) => void} */ (process.setuid)(uid);
   } catch (err) {
     return `the sandbox could not switch to its own user (uid ${uid}): ${describe(err)}`;
   }
@@ -318,6 +331,9 @@ function becomeRunUser(uid) {
  * Calls `onValue` or `onError` once, with what `value` settles to, as `await` would; but a native promise is observed
  * through the `then` captured at start-up, because `await` looks `constructor` and `then` up on the promise, where a
  * tool may have rewritten them to turn its own rejection into a resolution.
+ * @param {any} value what the tool's execute returned (or a thenable resolved with)
+ * @param {(value: unknown) => void} onValue
+ * @param {(err: unknown) => void} onError
  */
 function settled(value, onValue, onError) {
   if (isPromise(value)) {
@@ -337,20 +353,23 @@ function settled(value, onValue, onError) {
   if (typeof then !== 'function') return onValue(value);
   // Any other thenable settles as it says, once, like a promise resolved with it.
   let called = false;
-  const once = (fn) => (arg) => {
+  const once = (/** @type {(arg: unknown) => void} */ fn) => (/** @type {unknown} */ arg) => {
     if (called) return;
     called = true;
     fn(arg);
   };
   const fail = once(onError);
   try {
-    apply(then, value, [once((v) => settled(v, onValue, onError)), fail]);
+    apply(then, value, [once((/** @type {unknown} */ v) => settled(v, onValue, onError)), fail]);
   } catch (err) {
     fail(err);
   }
 }
 
-/** Reports what execute resolved with: `passed` when it survives a JSON round trip within the size limit. */
+/**
+ * Reports what execute resolved with: `passed` when it survives a JSON round trip within the size limit.
+ * @param {unknown} result
+ */
 function reportResult(result) {
   const where = jsonProblem(result);
   if (where) {
@@ -384,9 +403,14 @@ function reportResult(result) {
   report({ status: 'passed', outputJson: json });
 }
 
-/** zod's issues, trimmed to what a frame carries: path (strings and numbers) and message, at most 20. */
+/**
+ * zod's issues, trimmed to what a frame carries: path (strings and numbers) and message, at most 20.
+ * @param {any} parsed what the tool's inputSchema returned from safeParse
+ * @returns {{ path: (string | number)[], message: string }[]}
+ */
 function schemaIssues(parsed) {
   const raw = parsed?.error?.issues;
+  /** @type {{ path: (string | number)[], message: string }[]} */
   const issues = [];
   if (!isArray(raw)) return issues;
   for (let i = 0; i < raw.length && i < 20; i++) {
@@ -402,6 +426,8 @@ function schemaIssues(parsed) {
  * The input schema as JSON Schema text, for agents that describe tools to a model. Only for zod 4 schemas, through the
  * zod the tool itself imported (the same module instance, so this costs no load), and never fatal: a schema zod cannot
  * express (a transform, a custom check) simply has none. Text, not an object: frames carry nothing the tool built.
+ * @param {any} schema the tool's inputSchema
+ * @returns {Promise<string | undefined>}
  */
 async function inputJsonSchemaJson(schema) {
   if (!schema || typeof schema !== 'object' || !('_zod' in schema)) return undefined;
@@ -417,7 +443,12 @@ async function inputJsonSchemaJson(schema) {
   }
 }
 
-/** Why the module does not export a tool of TOOL_CONTRACT.md's shape, or undefined when it does. */
+/**
+ * Why the module does not export a tool of TOOL_CONTRACT.md's shape, or undefined when it does.
+ * @param {any} mod the tool's module namespace (or module.exports)
+ * @param {string} expectedName
+ * @returns {string | undefined}
+ */
 function contractProblem(mod, expectedName) {
   const tool = mod.default ?? mod.tool;
   if (tool === undefined || tool === null) {
@@ -446,9 +477,13 @@ function contractProblem(mod, expectedName) {
  * A result frame for something the tool threw (`what` is the sentence's subject and verb, e.g. "the tool's execute
  * threw or rejected"); V8's allocation failures are the memory limit, not the tool's bug. Every text is clipped and
  * read defensively: the error is the tool's object, with the tool's getters.
+ * @param {string} phase
+ * @param {any} err whatever the tool threw
+ * @param {string} what
  */
 function failure(phase, err, what) {
   const isOom = safe(() => getPrototypeOf(err) === rangeErrorPrototype && apply(regExpTest, OOM_MESSAGE, [err.message])) === true;
+  /** @type {{ status: string, error: string, diagnostics: { phase: string, errorName?: string, stack?: string } }} */
   const frame = {
     status: isOom ? 'oom' : 'failed',
     error: isOom ? `the tool ran out of memory: ${describe(err)}` : `${what}: ${describe(err)}`,
@@ -474,7 +509,11 @@ function failure(phase, err, what) {
   return frame;
 }
 
-/** A one-line description of any thrown value, even one whose toString throws; at most 8000 characters. */
+/**
+ * A one-line description of any thrown value, even one whose toString throws; at most 8000 characters.
+ * @param {unknown} value
+ * @returns {string}
+ */
 function describe(value) {
   const text = safe(() => {
     if (value instanceof Error) return `${value.name}: ${value.message}`;
@@ -485,12 +524,23 @@ function describe(value) {
   return clip(text, 8000) ?? 'a value that cannot be described';
 }
 
-/** `value` when it is a string (cut to `max` characters), else undefined; no method of the tool's is consulted. */
+/**
+ * `value` when it is a string (cut to `max` characters), else undefined; no method of the tool's is consulted.
+ * @param {unknown} value
+ * @param {number} max
+ * @returns {string | undefined}
+ */
 function clip(value, max) {
   if (typeof value !== 'string') return undefined;
   return value.length > max ? apply(stringSlice, value, [0, max]) + '…' : value;
 }
 
+/**
+ * What `fn` returns, or undefined when it throws.
+ * @template T
+ * @param {() => T} fn
+ * @returns {T | undefined}
+ */
 function safe(fn) {
   try {
     return fn();
@@ -503,11 +553,20 @@ function safe(fn) {
  * Where the value would not survive JSON.stringify → JSON.parse unchanged, as `{path, reason}`, or undefined.
  * Stricter than JSON.stringify on purpose: it silently drops functions and undefined and turns NaN into null, which
  * would hand the agent something other than what the tool returned.
+ * @param {unknown} value
+ * @returns {{ path: string, reason: string } | undefined}
  */
 function jsonProblem(value) {
   // The ancestors of the value being walked (a circular reference points back at one): an array walked by index, since
   // Set's methods are the tool's to rewrite by now, as are Object.keys and the rest (captured above).
+  /** @type {unknown[]} */
   const onPath = [];
+  /**
+   * @param {any} v
+   * @param {string} path
+   * @param {number} depth
+   * @returns {{ path: string, reason: string } | undefined}
+   */
   function walk(v, path, depth) {
     if (depth > 512) return { path, reason: 'nested deeper than 512 levels' };
     switch (typeof v) {
@@ -590,6 +649,7 @@ function readRun() {
   }
 }
 
+/** @param {number} ms */
 function sleepMs(ms) {
   atomicsWait(sleepCell, 0, 0, ms);
 }
