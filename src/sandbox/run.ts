@@ -322,14 +322,15 @@ class HarnessRun {
   }
 
   /**
-   * The verdict, decided here only, once the tree is dead and its pipes drained: from the first ending, with the
-   * output counted for good (output a tool wrote before its result still counts against the limit).
+   * The verdict, decided here only, once the tree is dead and its pipes drained: from the first ending, then the
+   * limits the run passed on the way, counted for good. Output a tool wrote before its result still counts against
+   * the output limit; a process of the run the kernel killed for memory still counts against the memory limit.
    */
   private verdict({ ending, overOutputLimit }: Settled<HarnessEnding>): Outcome | 'lost' {
     // A spare that ended before it read the run never ran the tool: the run gets a fresh process instead.
     if (ending.kind === 'exited' && this.spare && !this.started) return 'lost';
     const outcome = this.outcomeOf(ending);
-    const final = outcome.status !== 'output_limit' && overOutputLimit ? this.outputLimit() : outcome;
+    const final = outcome.status !== 'output_limit' && overOutputLimit ? this.outputLimit() : this.blamingMemory(outcome);
     const tail = this.stderrTail.text();
     return tail ? { ...final, stderrTail: tail } : final;
   }
@@ -339,12 +340,12 @@ class HarnessRun {
     switch (ending.kind) {
       case 'result':
         try {
-          return this.blamingMemory(resultOutcome(ending.frame, toolInfo));
+          return resultOutcome(ending.frame, toolInfo);
         } catch (err) {
           return this.unreadable((err as Error).message);
         }
       case 'exited':
-        return this.blamingMemory(this.exitOutcome());
+        return this.exitOutcome();
       case 'deadline':
         return {
           status: 'timeout',
@@ -406,16 +407,23 @@ class HarnessRun {
   }
 
   /**
-   * A run whose processes the kernel killed for passing the run's memory cgroup did not fail or crash on its own:
-   * it ran out of memory (a child's death, or the harness's, is how the tool saw it). A result that passed stands.
+   * A run in whose cgroup the kernel killed a process for passing the run's memory limit ran out of memory, whatever
+   * the tool made of it: a failure or a crash is how the tool saw a child's death (or the harness's), and a result
+   * that passed is one the tool returned without the work of the killed process, for instance when the killed child
+   * had already answered (which child the kernel kills, the largest, depends on timing the tool does not control).
+   * Like output past its limit, memory past its limit is the verdict; checked once the tree is dead, so a kill
+   * between the result and the end of the tree counts too.
    */
   private blamingMemory(outcome: Outcome): Outcome {
     const cgroup = this.harness.contained.cgroup;
-    if ((outcome.status !== 'failed' && outcome.status !== 'crashed') || !cgroup || cgroup.oomKills() === 0) return outcome;
+    if (outcome.status === 'oom' || !cgroup) return outcome;
+    const kills = cgroup.oomKills();
+    if (kills === 0) return outcome;
     const limitMb = Math.round(cgroup.limitBytes / 1024 / 1024);
+    const then = outcome.status === 'passed' ? 'the tool returned a result all the same, which does not count' : (outcome.error ?? outcome.status);
     return {
       status: 'oom',
-      error: `the tool's processes together passed the run's memory limit of ${limitMb} MiB, and the kernel killed one (then: ${outcome.error ?? outcome.status})`,
+      error: `the tool's processes together passed the run's memory limit of ${limitMb} MiB, and the kernel killed ${kills === 1 ? 'one' : `${kills} of them`} (then: ${then})`,
       diagnostics: { ...outcome.diagnostics, phase: 'limits', limit: { kind: 'memoryMb', value: limitMb } } as SandboxDiagnostics,
     };
   }

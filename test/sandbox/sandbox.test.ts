@@ -70,6 +70,30 @@ async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   return verdict;
 }
 
+/**
+ * memory_across_children with its children allocating one after another, as they do on a loaded machine: the kernel
+ * then kills children that have already answered (the largest processes), the tool never hears of it, and returns.
+ */
+const childrenInTurn = () => `import { spawn } from 'node:child_process';
+import { z } from 'zod';
+export default {
+  name: 'memory_across_children',
+  inputSchema: z.object({ marker: z.string() }),
+  timeoutMs: 20_000,
+  async execute({ marker }: { marker: string }) {
+    const children = [0, 1, 2, 3].map((i) =>
+      spawn(process.execPath, ['-e', \`setTimeout(() => { const b = Buffer.alloc(400 * 1024 * 1024, 7); console.log('held'); setInterval(() => b[0]++, 1000); }, \${i * 400})\`, marker], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
+    await Promise.all(children.map((child) => new Promise((resolve, reject) => {
+      child.stdout!.once('data', resolve);
+      child.once('exit', (code, signal) => reject(new Error(\`a child ended (\${signal ?? code})\`)));
+    })));
+    return { held: children.length * 400 };
+  },
+};`;
+
 /** A valid tool inside ~5 MB of comments. */
 const fiveMegabyteSource = () => source('celsius_to_fahrenheit') + `\n// ${'p'.repeat(100)}`.repeat(50_000);
 
@@ -92,6 +116,19 @@ const cases: Case[] = [
           limits: { memoryMb: 128 },
           input: (m: string) => ({ marker: m }),
           check: (v: SandboxVerdict) => expect(v.error).toMatch(/processes together passed the run's memory limit of 1152 MiB/),
+        },
+        {
+          fixture: 'memory_across_children',
+          title: 'memory_across_children, its children allocating in turn (a loaded machine) → oom, though the tool returned',
+          sourceText: childrenInTurn,
+          status: 'oom' as const,
+          maxMs: 20000,
+          limits: { memoryMb: 128 },
+          input: (m: string) => ({ marker: m }),
+          check: (v: SandboxVerdict) => {
+            expect(v.error).toMatch(/processes together passed the run's memory limit of 1152 MiB.*returned a result all the same/);
+            expect(v.output).toBeUndefined();
+          },
         },
       ]
     : []), // (Without a memory cgroup, as when Forge is not root, each process has only its own limit: nothing to show.)
