@@ -50,11 +50,26 @@ export interface StageLocation {
   message: string;
 }
 
+/** One command of a stage, as it ended. */
+export interface StageCommandReport {
+  argv: string[];
+  status: Exclude<StageStatus, 'skipped'>;
+  exitCode: number | null;
+  /** The signal that ended it, when one did. */
+  signal: string | null;
+  durationMs: number;
+  /** Why it did not pass. */
+  reason?: string;
+}
+
 /** One stage of the verification envelope. */
 export interface StageReport {
   name: PromotionStage;
   status: StageStatus;
-  /** The argv the stage ran (several commands joined in order when the plan gave several). */
+  /**
+   * The argv of the last command the stage ran: the one that decided (a stage stops at its first command that does
+   * not pass). `exitCode`, the tails and `locations` are that command's too; `commands` has them all.
+   */
   command: string[];
   cwd: string;
   exitCode: number | null;
@@ -66,6 +81,8 @@ export interface StageReport {
   locations?: StageLocation[];
   /** One sentence: why the stage did not pass (timeout, memory, output flood, signal, ...). */
   reason?: string;
+  /** Every command the stage ran, in order (the plan may give a stage several). */
+  commands?: StageCommandReport[];
 }
 
 export type FailureCategory = 'compile' | 'test' | 'startup' | 'timeout' | 'infra';
