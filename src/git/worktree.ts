@@ -98,11 +98,16 @@ export async function runKey(repo: string, runId: string): Promise<string> {
  * @throws WorktreeRootError
  */
 export async function prepareWorktreeRoot(repo: string, root: string = defaultWorktreeRoot()): Promise<string> {
-  await mkdir(root, { recursive: true });
-  const realRoot = await realpath(root);
-  const { stdout } = await git(['rev-parse', '--is-bare-repository', '--absolute-git-dir'], { cwd: repo });
-  const [bare, gitDir] = stdout.trim().split('\n');
-  const top = await realpath(bare === 'true' ? gitDir : (await git(['rev-parse', '--show-toplevel'], { cwd: repo })).stdout.trim());
+  // Three independent questions at once (each git call is a process: this is most of a promotion step's cost).
+  const [realRoot, where, toplevel] = await Promise.all([
+    mkdir(root, { recursive: true }).then(() => realpath(root)),
+    git(['rev-parse', '--is-bare-repository', '--absolute-git-dir'], { cwd: repo }),
+    // A bare repository has no top level (git says so with 128): then its git directory stands for it.
+    git(['rev-parse', '--show-toplevel'], { cwd: repo, okExitCodes: [128] }),
+  ]);
+  const [bare, gitDir] = where.stdout.trim().split('\n');
+  if (bare !== 'true' && toplevel.exitCode !== 0) throw new GitCommandError(['rev-parse', '--show-toplevel'], repo, toplevel.exitCode, toplevel.stderr);
+  const top = await realpath(bare === 'true' ? gitDir : toplevel.stdout.trim());
   const rel = path.relative(top, realRoot);
   if (rel === '' || !(rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel))) {
     throw new WorktreeRootError(root, `it is inside the repository (${top}); choose a directory outside it`);
@@ -166,9 +171,20 @@ export interface CreateWorktreeResult {
 export async function createWorktree(input: CreateWorktreeInput): Promise<CreateWorktreeResult> {
   assertRunId(input.runId);
   return withKeyLock(await runKey(input.repo, input.runId), async () => {
-    const commit = await resolveCommit(input.repo, input.commit);
-    const realRoot = await prepareWorktreeRoot(input.repo, input.root);
+    const [commit, realRoot] = await Promise.all([resolveCommit(input.repo, input.commit), prepareWorktreeRoot(input.repo, input.root)]);
     const target = worktreePath(realRoot, input.runId);
+    // The usual case, a first call: nothing at the target. Then only `git worktree add`; should git refuse (a record
+    // of a worktree there whose directory is gone, or another process's add in between), the careful way below.
+    if (!(await exists(target))) {
+      const added = await git(['worktree', 'add', '--detach', '--quiet', target, commit], { cwd: input.repo }).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof GitCommandError) return false;
+          throw err;
+        },
+      );
+      if (added) return { path: target, commit, status: 'created' };
+    }
     const found = (await listWorktrees(input.repo)).find((w) => w.path === target);
     let status: CreateWorktreeResult['status'] = 'created';
     const whole = found && found.locked !== 'initializing' && !found.prunable && (await exists(path.join(target, '.git')));

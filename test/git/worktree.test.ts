@@ -76,6 +76,16 @@ describe('creating the run worktree', () => {
     expect((await createWorktree({ repo: s.repo, runId: 'run-4', commit: s.base, root: s.root })).status).toBe('recreated');
   });
 
+  it('works from a bare repository too, whose root is refused only inside its git directory', async () => {
+    const bare = path.join(s.dir, 'bare.git');
+    await sh(s.dir, 'clone', '-q', '--bare', s.repo, bare);
+    const made = await createWorktree({ repo: bare, runId: 'run-b', commit: s.base, root: s.root });
+    expect(made.status).toBe('created');
+    expect(await sh(made.path, 'rev-parse', 'HEAD')).toBe(s.base);
+    await expect(createWorktree({ repo: bare, runId: 'run-b2', commit: s.base, root: path.join(bare, 'wt') })).rejects.toBeInstanceOf(WorktreeRootError);
+    await cleanupRun({ repo: bare, runId: 'run-b', root: s.root });
+  });
+
   it('refuses a root inside the live checkout, an unknown commit and a bad run id', async () => {
     await expect(createWorktree({ repo: s.repo, runId: 'r', commit: s.base, root: path.join(s.repo, 'wt') })).rejects.toBeInstanceOf(WorktreeRootError);
     await expect(createWorktree({ repo: s.repo, runId: 'r', commit: 'f'.repeat(40), root: s.root })).rejects.toBeInstanceOf(CommitNotFoundError);
