@@ -98,21 +98,53 @@ export async function runKey(repo: string, runId: string): Promise<string> {
  * @throws WorktreeRootError
  */
 export async function prepareWorktreeRoot(repo: string, root: string = defaultWorktreeRoot()): Promise<string> {
-  // Three independent questions at once (each git call is a process: this is most of a promotion step's cost).
-  const [realRoot, where, toplevel] = await Promise.all([
-    mkdir(root, { recursive: true }).then(() => realpath(root)),
+  const [realRoot, top] = await Promise.all([makeRoot(root), repositoryTop(repo)]);
+  return checkedRoot(root, realRoot, top);
+}
+
+async function makeRoot(root: string): Promise<string> {
+  await mkdir(root, { recursive: true });
+  return realpath(root);
+}
+
+/** The real path of the repository's top level; for a bare repository, its git directory. */
+async function repositoryTop(repo: string): Promise<string> {
+  const [where, toplevel] = await Promise.all([
     git(['rev-parse', '--is-bare-repository', '--absolute-git-dir'], { cwd: repo }),
     // A bare repository has no top level (git says so with 128): then its git directory stands for it.
     git(['rev-parse', '--show-toplevel'], { cwd: repo, okExitCodes: [128] }),
   ]);
   const [bare, gitDir] = where.stdout.trim().split('\n');
   if (bare !== 'true' && toplevel.exitCode !== 0) throw new GitCommandError(['rev-parse', '--show-toplevel'], repo, toplevel.exitCode, toplevel.stderr);
-  const top = await realpath(bare === 'true' ? gitDir : toplevel.stdout.trim());
+  return realpath(bare === 'true' ? gitDir : toplevel.stdout.trim());
+}
+
+/** `realRoot`, unless it is inside the repository's top level `top`. @throws WorktreeRootError */
+function checkedRoot(root: string, realRoot: string, top: string): string {
   const rel = path.relative(top, realRoot);
   if (rel === '' || !(rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel))) {
     throw new WorktreeRootError(root, `it is inside the repository (${top}); choose a directory outside it`);
   }
   return realRoot;
+}
+
+/**
+ * The commit `rev` names and the repository's top level, in one git process where the repository has a work tree
+ * (each git call is a process: most of what createWorktree adds to `git worktree add`).
+ * @throws CommitNotFoundError
+ */
+async function resolveForWorktree(repo: string, rev: string): Promise<{ commit: string; top: string }> {
+  if (rev.startsWith('-')) throw new CommitNotFoundError(repo, rev);
+  const args = ['rev-parse', '--is-bare-repository', '--absolute-git-dir', '--show-toplevel', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`];
+  const asked = await git(args, { cwd: repo, okExitCodes: [1, 128] });
+  if (asked.exitCode === 128) {
+    // A bare repository (no top level), or no repository at all: ask apart, each question with its own error.
+    const [commit, top] = await Promise.all([resolveCommit(repo, rev), repositoryTop(repo)]);
+    return { commit, top };
+  }
+  const [, , top, commit] = asked.stdout.trim().split('\n');
+  if (asked.exitCode !== 0 || !commit) throw new CommitNotFoundError(repo, rev);
+  return { commit, top: await realpath(top) };
 }
 
 /** Where the run's worktree lives under `realRoot` (the root's real path, see {@link prepareWorktreeRoot}). */
@@ -171,8 +203,9 @@ export interface CreateWorktreeResult {
 export async function createWorktree(input: CreateWorktreeInput): Promise<CreateWorktreeResult> {
   assertRunId(input.runId);
   return withKeyLock(await runKey(input.repo, input.runId), async () => {
-    const [commit, realRoot] = await Promise.all([resolveCommit(input.repo, input.commit), prepareWorktreeRoot(input.repo, input.root)]);
-    const target = worktreePath(realRoot, input.runId);
+    const root = input.root ?? defaultWorktreeRoot();
+    const [madeRoot, { commit, top }] = await Promise.all([makeRoot(root), resolveForWorktree(input.repo, input.commit)]);
+    const target = worktreePath(checkedRoot(root, madeRoot, top), input.runId);
     // The usual case, a first call: nothing at the target. Then only `git worktree add`; should git refuse (a record
     // of a worktree there whose directory is gone, or another process's add in between), the careful way below.
     if (!(await exists(target))) {
