@@ -5,6 +5,7 @@ import { sandboxBench } from './sandbox';
 import { policyCheck } from './policy-check';
 import { migrateBench } from './migrate';
 import { recoveryBench } from './recovery';
+import { promotionWorktreeBench } from './promotion-worktree';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench];
