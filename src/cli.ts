@@ -14,6 +14,7 @@ import { registerDeploy } from './commands/deploy';
 import { registerLintSql } from './commands/lint-sql';
 import { registerMigrate } from './commands/migrate';
 import { registerMigrations } from './commands/migrations';
+import { registerPromote } from './commands/promote';
 import { registerRollback } from './commands/rollback';
 import { registerRuns } from './commands/runs';
 import { registerSandbox } from './commands/sandbox';
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerLintSql(program);
   registerMigrate(program);
   registerMigrations(program);
+  registerPromote(program);
   registerRuns(program);
   return program;
 }

@@ -7,7 +7,8 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { z } from 'zod';
-import { loadConfig } from './config';
+import path from 'node:path';
+import { loadConfig, type ForgeConfig } from './config';
 import { ForgeInputError, PlatformUnreachableError, RunNotFoundError } from './contract/errors';
 import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
 import { FORGE_KINDS, type ForgeKind } from './contract/kinds';
@@ -18,6 +19,13 @@ import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './contract/searc
 import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import type { DeleteToolResult, DeployToolInput, DeployToolResult, ListToolsResult, RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
+import {
+  MAX_PROMOTION_BYTES,
+  MAX_PROMOTION_FILES,
+  type PromoteBuiltinInput,
+  type PromoteBuiltinResult,
+  type PromoteBuiltinWorkflowInput,
+} from './contract/promotion-runs';
 import { connectClient, resolveTemporalConnection, toPlatformError, type TemporalConnectOptions } from './platform/temporal-connection';
 
 // The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
@@ -57,12 +65,32 @@ const migrateInputSchema = z.object({
     .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MIGRATION_SQL_BYTES, `the migration is over ${MAX_MIGRATION_SQL_BYTES} bytes`),
 });
 
+const promoteInputSchema = z.object({
+  repo: z.string().min(1).optional(),
+  branch: z.string().min(1).max(255).optional(),
+  changes: z
+    .array(z.object({ path: z.string().min(1).max(4096), content: z.string() }))
+    .min(1, 'a promotion changes at least one file')
+    .max(MAX_PROMOTION_FILES, `a promotion changes at most ${MAX_PROMOTION_FILES} files`)
+    .refine(
+      (changes) => changes.reduce((n, c) => n + Buffer.byteLength(c.content, 'utf8'), 0) <= MAX_PROMOTION_BYTES,
+      `the changed files hold more than ${MAX_PROMOTION_BYTES} bytes in all`,
+    ),
+  message: z.string().trim().min(1).max(10_000).optional(),
+  dryRun: z.boolean().default(false),
+});
+
 /** Called with each change of a run's progress while the client waits for it. */
 export type ProgressListener = (progress: RunProgress) => void;
 
-export interface ForgeClientOptions extends TemporalConnectOptions, OutageOptions {
+export interface ForgeClientOptions extends TemporalConnectOptions, OutageOptions, PromotionOptions {
   /** The control task queue the workers poll (default: FORGE_TASK_QUEUE_CONTROL or `forge-control`). */
   taskQueue?: string;
+}
+
+/** Where promotions go, when not as configured (FORGE_TASK_QUEUE_PROMOTE, FORGE_BUILTIN_REPO). */
+export interface PromotionOptions {
+  promotion?: { taskQueue?: string; repo?: string };
 }
 
 /** How a client waiting for a run's result rides out a Temporal service that stops answering. */
@@ -87,13 +115,16 @@ export interface OutageEvent {
 
 const DEFAULT_WAIT_THROUGH_OUTAGE_MS = 120_000;
 
-/** A started deployment: its ID, its live progress, and its result. */
-export interface DeployHandle {
+/** A started run: its ID, its live progress, and its result. */
+export interface RunHandle<R> {
   workflowId: string;
   runId: string;
   progress(): Promise<RunProgress | undefined>;
-  result(options?: { onProgress?: ProgressListener }): Promise<DeployToolResult>;
+  result(options?: { onProgress?: ProgressListener }): Promise<R>;
 }
+
+/** A started deployment. */
+export type DeployHandle = RunHandle<DeployToolResult>;
 
 /** The execution statuses `listRuns` filters on, as an operator types them. */
 export const RUN_STATUSES = ['running', 'completed', 'failed', 'canceled', 'terminated', 'timed_out'] as const;
@@ -135,20 +166,29 @@ export class ForgeClient {
     /** The underlying Temporal client, for anything this SDK does not wrap. */
     readonly temporal: Client,
     private readonly taskQueue: string,
+    /** Where promotions go: the shared promotion queue and the repository promoted into when a call names none. */
+    private readonly promotion: { taskQueue: string; repo: string },
     private readonly address: string,
     private readonly outage: OutageOptions = {},
   ) {}
 
   /** Connects through the standard Temporal environment configuration (TEMPORAL_ADDRESS, ..., or `options`). */
   static async connect(options: ForgeClientOptions = {}): Promise<ForgeClient> {
-    const taskQueue = options.taskQueue ?? loadConfig(options.env ?? process.env).taskQueues.control;
+    const config = loadConfig(options.env ?? process.env);
     const client = await connectClient(options);
-    return new ForgeClient(client, taskQueue, resolveTemporalConnection(options).address, options);
+    return new ForgeClient(
+      client,
+      options.taskQueue ?? config.taskQueues.control,
+      promotionSettings(config, options),
+      resolveTemporalConnection(options).address,
+      options,
+    );
   }
 
   /** Wraps an existing Temporal client (tests, or an application that already holds one). */
-  static fromClient(client: Client, options: { taskQueue?: string } & OutageOptions = {}): ForgeClient {
-    return new ForgeClient(client, options.taskQueue ?? loadConfig().taskQueues.control, 'the configured address', options);
+  static fromClient(client: Client, options: { taskQueue?: string } & OutageOptions & PromotionOptions = {}): ForgeClient {
+    const config = loadConfig();
+    return new ForgeClient(client, options.taskQueue ?? config.taskQueues.control, promotionSettings(config, options), 'the configured address', options);
   }
 
   async close(): Promise<void> {
@@ -266,6 +306,44 @@ export class ForgeClient {
       [],
       'List applied migrations',
     );
+  }
+
+  /**
+   * Promotes a change to the agent's built-in code through PromoteBuiltinWorkflow and waits: `promoted` (the branch
+   * is at exactly the tested commit), `verified` (a dry run that passed: nothing merged) or `rejected` (with the
+   * stage, the category and the verification envelope). Nothing of a rejected change is left behind.
+   */
+  async promoteBuiltin(input: PromoteBuiltinInput, options: { onProgress?: ProgressListener } = {}): Promise<PromoteBuiltinResult> {
+    const handle = await this.startPromoteBuiltin(input);
+    return handle.result(options);
+  }
+
+  /** Starts a promotion and returns at once; every start is a run of its own (`builtin-promote/<repo>/<branch>/...`). */
+  async startPromoteBuiltin(input: PromoteBuiltinInput): Promise<RunHandle<PromoteBuiltinResult>> {
+    const parsed = parseInput(promoteInputSchema, input, 'promoteBuiltin');
+    const repo = path.resolve(parsed.repo ?? this.promotion.repo);
+    const paths = parsed.changes.map((c) => c.path);
+    const message = parsed.message ?? `Promote ${paths.length === 1 ? paths[0] : `${paths.length} files`} through Forge`;
+    const workflowId = `builtin-promote/${path.basename(repo)}/${parsed.branch ?? 'HEAD'}/${shortId()}`;
+    const subject = `${path.basename(repo)}/${parsed.branch ?? 'HEAD'}`;
+    const workflowInput: PromoteBuiltinWorkflowInput = { ...parsed, repo, message, promoteQueue: this.promotion.taskQueue };
+    const handle = await this.call(() =>
+      this.temporal.workflow.start('promoteBuiltinWorkflow', {
+        taskQueue: this.taskQueue,
+        workflowId,
+        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+        args: [workflowInput],
+        typedSearchAttributes: searchAttributes('promote', subject),
+        staticSummary: `${parsed.dryRun ? 'Verify' : 'Promote'} ${paths.length} file(s) into ${subject}`,
+        staticDetails: [`**repository:** ${repo}`, `**branch:** ${parsed.branch ?? '(checked out)'}`, `**message:** ${message}`, ...paths.map((p) => `- \`${p}\``)].join('\n'),
+      }),
+    );
+    return {
+      workflowId,
+      runId: handle.firstExecutionRunId,
+      progress: () => this.progressOf(handle),
+      result: (opts = {}) => this.waitWithProgress<PromoteBuiltinResult>(handle, opts.onProgress, { kind: 'promote', subject }),
+    };
   }
 
   /**
@@ -441,10 +519,14 @@ export class ForgeClient {
   }
 }
 
-/** The stages a run's result reports: a migration's `stages`, a deployment's `diagnostics.stages`. */
+function promotionSettings(config: ForgeConfig, options: PromotionOptions): { taskQueue: string; repo: string } {
+  return { taskQueue: options.promotion?.taskQueue ?? config.taskQueues.promote, repo: options.promotion?.repo ?? config.promotion.repo };
+}
+
+/** The steps a run's result reports: a promotion's `steps`, a migration's `stages`, a deployment's `diagnostics.stages`. */
 function stagesOf(result: unknown): StageRecord[] | undefined {
-  const r = result as { stages?: StageRecord[]; diagnostics?: { stages?: StageRecord[] } } | undefined;
-  return r?.stages ?? r?.diagnostics?.stages;
+  const r = result as { steps?: StageRecord[]; stages?: StageRecord[]; diagnostics?: { stages?: StageRecord[] } } | undefined;
+  return r?.steps ?? r?.stages ?? r?.diagnostics?.stages;
 }
 
 function searchAttributes(kind: ForgeKind, subject: string) {

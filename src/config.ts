@@ -29,19 +29,17 @@ export interface ForgeConfig {
   agentToolsDir: string;
   /** Names agent tools cannot take: they belong to the agent's built-in tools. */
   builtinTools: string[];
-  taskQueues: { control: string; sandbox: string };
+  /**
+   * control: workflows and fast steps; sandbox: tool tests; promote: the first step of a promotion, after which the
+   * run's steps go to `<promote>@<host>`, the queue of the worker whose host holds the run's worktree.
+   */
+  taskQueues: { control: string; sandbox: string; promote: string };
   sandbox: {
     /** How many sandbox activities one worker runs at once. */
     concurrency: number;
     /** Sandbox processes a worker keeps started ahead of demand (FORGE_SANDBOX_SPARES; 0: start each on demand). */
     spares: number;
-    /** Where per-run private directories go (FORGE_SANDBOX_TMPDIR); unset lets the sandbox pick /dev/shm or tmp. */
-    tmpDir: string | undefined;
-    /** A memory cgroup per run where the machine allows one (FORGE_SANDBOX_CGROUP=off turns it off). */
-    cgroup: boolean;
-    /** Forces one containment mode (FORGE_SANDBOX_CONTAINMENT); unset takes the strongest the machine allows. */
-    containment: ContainmentMode | undefined;
-    /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this spreads into `resolveLimits`. */
+    /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this goes to the sandbox as it is. */
     limits: {
       maxTimeoutMs: number;
       memoryMb: number;
@@ -51,6 +49,12 @@ export interface ForgeConfig {
       envPassthrough: string[];
       maxProcesses: number;
       userIdBase: number;
+      /** Where per-run private directories go (FORGE_SANDBOX_TMPDIR); unset lets the sandbox pick /dev/shm or tmp. */
+      tmpDir?: string;
+      /** false: no memory cgroup per run (FORGE_SANDBOX_CGROUP=off); unset: one where the machine allows it. */
+      cgroup?: false;
+      /** Forces one containment mode (FORGE_SANDBOX_CONTAINMENT); unset takes the strongest the machine allows. */
+      containment?: ContainmentMode;
     };
   };
   migrations: {
@@ -58,6 +62,19 @@ export interface ForgeConfig {
     lockTimeoutMs: number;
     /** `statement_timeout` for agent schema migrations. */
     statementTimeoutMs: number;
+  };
+  /** Promotions of changes to the agent's built-in tools (PromoteBuiltinWorkflow). */
+  promotion: {
+    /** The agent's repository promotions go to when the caller names none (FORGE_BUILTIN_REPO; default $FORGE_HOME/agent-repo). */
+    repo: string;
+    /** Where run worktrees go (FORGE_PROMOTE_WORKTREE_ROOT); unset: /dev/shm/forge-worktrees where writable, else tmp. */
+    worktreeRoot: string | undefined;
+    /** Bounds of one stage command, unless the plan gives its own (FORGE_PROMOTE_STAGE_*). */
+    stage: { timeoutMs: number; memoryMb: number; outputBytes: number };
+    /** How many times a change is verified when the branch keeps moving under it (FORGE_PROMOTE_MAX_ROUNDS). */
+    maxRounds: number;
+    /** Author and committer of promotion commits (FORGE_PROMOTE_AUTHOR: `Name <email>`). */
+    identity: { name: string; email: string };
   };
   /** Fault points the worker kills itself at (FORGE_FAULT_KILL_AT; chaos tests only, empty otherwise). */
   faultKillAt: FaultPoint[];
@@ -133,6 +150,13 @@ const faultPoints = z.string().transform((v, ctx) => {
     return z.NEVER;
   }
 });
+const identity = z
+  .string()
+  .regex(/^[^<>]+<[^<>\s]+>$/, 'must read `Name <email>`')
+  .transform((v) => {
+    const [name, email] = v.slice(0, -1).split('<');
+    return { name: name.trim(), email };
+  });
 const databaseUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), {
   message: 'must be a postgres:// or postgresql:// URL',
 });
@@ -163,6 +187,14 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
   'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS',
   'FORGE_SCHEMA',
+  'FORGE_TASK_QUEUE_PROMOTE',
+  'FORGE_BUILTIN_REPO',
+  'FORGE_PROMOTE_WORKTREE_ROOT',
+  'FORGE_PROMOTE_STAGE_TIMEOUT_MS',
+  'FORGE_PROMOTE_STAGE_MEMORY_MB',
+  'FORGE_PROMOTE_STAGE_OUTPUT_BYTES',
+  'FORGE_PROMOTE_MAX_ROUNDS',
+  'FORGE_PROMOTE_AUTHOR',
   'FORGE_FAULT_KILL_AT',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
@@ -225,14 +257,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     taskQueues: {
       control: read(env, 'FORGE_TASK_QUEUE_CONTROL', z.string(), 'forge-control'),
       sandbox: read(env, 'FORGE_TASK_QUEUE_SANDBOX', z.string(), 'forge-sandbox'),
+      promote: read(env, 'FORGE_TASK_QUEUE_PROMOTE', z.string(), 'forge-promote'),
     },
     sandbox: {
       concurrency: read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism())),
       // One spare per slot by default, so that as many runs as may run at once all find a started process.
       spares: read(env, 'FORGE_SANDBOX_SPARES', int(0, 1024), nonEmpty(env.FORGE_SANDBOX_CONCURRENCY) ?? String(availableParallelism())),
-      tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
-      cgroup: read(env, 'FORGE_SANDBOX_CGROUP', z.enum(['on', 'off']), 'on') === 'on',
-      containment: readOptional(env, 'FORGE_SANDBOX_CONTAINMENT', z.enum(SANDBOX_CONTAINMENT_MODES)),
       limits: {
         maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),
         memoryMb: read(env, 'FORGE_SANDBOX_MEMORY_MB', int(16, 1_048_576), '512'),
@@ -242,11 +272,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
         envPassthrough: read(env, 'FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, ''),
         maxProcesses: read(env, 'FORGE_SANDBOX_MAX_PROCESSES', int(8, 1_048_576), '512'),
         userIdBase: read(env, 'FORGE_SANDBOX_UID_BASE', int(0, MAX_UID_BASE), '2100000000'),
+        tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
+        cgroup: read(env, 'FORGE_SANDBOX_CGROUP', z.enum(['on', 'off']), 'on') === 'off' ? false : undefined,
+        containment: readOptional(env, 'FORGE_SANDBOX_CONTAINMENT', z.enum(SANDBOX_CONTAINMENT_MODES)),
       },
     },
     migrations: {
       lockTimeoutMs: read(env, 'FORGE_MIGRATION_LOCK_TIMEOUT_MS', positive, '5000'),
       statementTimeoutMs: read(env, 'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS', positive, '60000'),
+    },
+    promotion: {
+      repo: path.resolve(readOptional(env, 'FORGE_BUILTIN_REPO', z.string()) ?? path.join(home, 'agent-repo')),
+      worktreeRoot: readOptional(env, 'FORGE_PROMOTE_WORKTREE_ROOT', z.string().transform((p) => path.resolve(p))),
+      stage: {
+        timeoutMs: read(env, 'FORGE_PROMOTE_STAGE_TIMEOUT_MS', int(1_000, 24 * 3_600_000), '600000'),
+        memoryMb: read(env, 'FORGE_PROMOTE_STAGE_MEMORY_MB', int(64, 1_048_576), '4096'),
+        outputBytes: read(env, 'FORGE_PROMOTE_STAGE_OUTPUT_BYTES', int(1024, 1024 ** 3), String(16 * 1024 * 1024)),
+      },
+      maxRounds: read(env, 'FORGE_PROMOTE_MAX_ROUNDS', int(1, 20), '3'),
+      identity: read(env, 'FORGE_PROMOTE_AUTHOR', identity, 'Forge <forge@localhost>'),
     },
     faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
   };

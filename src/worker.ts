@@ -1,13 +1,16 @@
 import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { armFaultPoints } from './activities/fault-points';
 import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
+import { createPromotionActivities } from './activities/promotion-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
 import { createToolActivities, createToolSteps, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
+import { checkedOutBuiltinToolNames } from './git';
 import { coalesce } from './registry/coalesce';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
@@ -16,6 +19,22 @@ import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 
 /** The workflow bundle `npm run build` writes beside the compiled worker (scripts/bundle-workflows.js). */
 export const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
+
+/** How long the built-in names read from the agent repository's plan are reused (a deployment reads them). */
+const PLAN_NAMES_TTL_MS = 2_000;
+
+/** `load`, called at most once per `ttlMs`; a failed load is not kept. */
+function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!cached || performance.now() - cached.at > ttlMs) {
+      const value = load();
+      cached = { at: performance.now(), value };
+      value.catch(() => (cached = undefined));
+    }
+    return cached.value;
+  };
+}
 
 /** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
 const REPUBLISH_DELAY_MS = 50;
@@ -73,6 +92,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const toolDeps: ToolActivityDeps = {
     store,
     builtinTools: config.builtinTools,
+    planBuiltinTools: cachedFor(PLAN_NAMES_TTL_MS, () => checkedOutBuiltinToolNames(config.promotion.repo)),
     maxSourceBytes: Math.min(config.sandbox.limits.sourceBytes, MAX_DEPLOY_SOURCE_BYTES),
     writeVersionFiles: async (row) => {
       await writeToolVersion(dir, row);
@@ -85,10 +105,20 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool });
+  const promotionQueues = { shared: config.taskQueues.promote, host: `${config.taskQueues.promote}@${hostname()}` };
+  const promotionActivities = createPromotionActivities({
+    hostQueue: promotionQueues.host,
+    worktreeRoot: config.promotion.worktreeRoot,
+    identity: config.promotion.identity,
+    stageDefaults: config.promotion.stage,
+    maxRounds: config.promotion.maxRounds,
+  });
   let control: Worker;
   let sandbox: Worker;
+  let promoteShared: Worker;
+  let promoteHost: Worker;
   try {
-    armFaultPoints([toolSteps, toolActivities, migrationActivities, sandboxActivities], config.faultKillAt);
+    armFaultPoints([toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities], config.faultKillAt);
     if (config.faultKillAt.length > 0) {
       log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
     }
@@ -110,6 +140,17 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
+    // Promotions: the first step on the shared queue (any host that holds the repository), the rest on this host's
+    // own queue, where the run's worktree is (samples-typescript's worker-specific task queues).
+    promoteShared = await Worker.create({ connection, namespace, taskQueue: promotionQueues.shared, activities: promotionActivities });
+    promoteHost = await Worker.create({
+      connection,
+      namespace,
+      taskQueue: promotionQueues.host,
+      activities: promotionActivities,
+      // A stage is a process tree of compilers and test runners: as many at once as sandbox runs.
+      maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
+    });
   } catch (err) {
     await sandboxPool?.close();
     stopReconnectHook();
@@ -124,7 +165,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let stopping: Promise<void> | undefined;
   const shutdown = () => {
     stopping ??= (async () => {
-      for (const w of [control, sandbox]) if (w.getState() === 'RUNNING') w.shutdown();
+      for (const w of [control, sandbox, promoteShared, promoteHost]) if (w.getState() === 'RUNNING') w.shutdown();
       stopReconnectHook();
       await keeper.stop();
       await unlisten().catch(() => undefined);
@@ -140,7 +181,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     store,
     async run() {
       try {
-        await Promise.all([control.run(), sandbox.run()]);
+        await Promise.all([control.run(), sandbox.run(), promoteShared.run(), promoteHost.run()]);
       } finally {
         await shutdown();
       }

@@ -1,15 +1,20 @@
 import type { ToolStore, ToolVersion } from '../db';
 import { toolContentHash } from '../contract/hashes';
 import { compileTool } from '../sandbox';
-import { isToolName, toolNameMessage } from '../contract/tool-name';
+import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
 import type { DeployToolWorkflowInput, ListToolsResult, ToolSummary, VerdictSummary } from '../contract/tool-runs';
 import { notFound, toolRejected } from './failures';
 
 /** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
 export interface ToolActivityDeps {
   store: ToolStore;
-  /** Names that belong to the agent's built-in tools. */
+  /** Names that belong to the agent's built-in tools (FORGE_BUILTIN_TOOLS), where no plan declares them. */
   builtinTools: readonly string[];
+  /**
+   * The built-in names the agent repository's forge.verify.json declares, or undefined where there is no plan. Where
+   * there is one, its names and Forge's own operation names replace `builtinTools`.
+   */
+  planBuiltinTools?: () => Promise<readonly string[] | undefined>;
   /** Largest source a deployment accepts. */
   maxSourceBytes: number;
   /** Writes the files of one stored version under agent-tools/ (atomic, never overwriting). */
@@ -66,7 +71,9 @@ export function createToolSteps(deps: ToolActivityDeps) {
     async validateDeployment(input: DeployToolWorkflowInput): Promise<ValidateResult> {
       const refuse = (message: string) => toolRejected({ stage: 'validate', verdict: 'refused', message });
       if (!isToolName(input.name)) throw refuse(toolNameMessage(input.name));
-      if (deps.builtinTools.includes(input.name)) {
+      const fromPlan = await deps.planBuiltinTools?.();
+      const reserved = fromPlan ? [...fromPlan, ...FORGE_OPERATION_NAMES] : deps.builtinTools;
+      if (reserved.includes(input.name)) {
         throw refuse(`"${input.name}" is the name of a built-in tool; choose another name`);
       }
       if (input.source.trim() === '') throw refuse('the source is empty');

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { inspect } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import path from 'node:path';
 import { loadConfig } from '../config';
+import { seedAgentRepo } from '../platform/agent-repo';
 import { startPlatform, untilSignal } from '../platform/run-platform';
 import { ExitCode } from './exit-codes';
 
@@ -18,10 +20,17 @@ export function registerUp(program: Command): void {
       const config = loadConfig();
       // With TEMPORAL_ADDRESS set, use that Temporal (CLI.md) instead of starting the dev server.
       const embeddedTemporal = !process.env.TEMPORAL_ADDRESS;
+      // The default agent repository is seeded from examples/agent-repo the first time, so `forge promote` works at once.
+      const seeded =
+        config.promotion.repo === path.join(config.home, 'agent-repo')
+          ? await seedAgentRepo({ target: config.promotion.repo, identity: config.promotion.identity })
+          : 'existing';
       await runUntilSignal(config, embeddedTemporal, (p) => {
         const lines = [`Forge is up. Temporal at ${p.address}.`];
         if (p.uiUrl) lines.push(`Web UI: ${p.uiUrl}  (runs: ${p.uiUrl}/namespaces/default/workflows)`);
-        lines.push(`agent-tools: ${config.agentToolsDir}`, 'Press Ctrl-C to stop.');
+        lines.push(`agent-tools: ${config.agentToolsDir}`);
+        lines.push(`agent repository (forge promote): ${config.promotion.repo}${seeded === 'created' ? ' (new: a copy of examples/agent-repo)' : ''}`);
+        lines.push('Press Ctrl-C to stop.');
         process.stdout.write(lines.join('\n') + '\n');
       });
     });

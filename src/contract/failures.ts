@@ -8,6 +8,8 @@ export const FailureType = {
   migrationRejected: 'MigrationRejected',
   /** A migration PostgreSQL refused while it ran (SQL error, lock or statement timeout); rolled back. */
   migrationFailed: 'MigrationFailed',
+  /** A promotion refused or failed verification: an unmapped or unsafe path, a failed stage, a conflict, local changes. */
+  promotionRejected: 'PromotionRejected',
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -2,6 +2,7 @@
  * Inputs and results of the built-in promotion workflow (CLI.md `forge promote`): plain JSON, shared by the client,
  * the activities and the workflow.
  */
+import type { StageRecord } from './run-progress';
 
 /** The stages a promotion verifies a change with, in order (the plan file's names). */
 export const PROMOTION_STAGES = ['compile', 'targetedTests', 'startupSmoke'] as const;
@@ -22,21 +23,24 @@ export interface ProposedChange {
 }
 
 export interface PromoteBuiltinInput {
-  /** The agent's repository (absolute path of its live checkout). */
-  repo: string;
+  /** The agent's repository: the path of its live checkout (default: the configured FORGE_BUILTIN_REPO). */
+  repo?: string;
   /** The branch to promote into (default: the branch the live checkout has checked out). */
   branch?: string;
   changes: ProposedChange[];
-  /** The commit message. */
-  message: string;
+  /** The commit message (default: one naming the changed paths). */
+  message?: string;
   /** Verify everything, merge nothing. */
   dryRun?: boolean;
 }
 
-/** What the client starts the workflow with: the input, resolved (absolute repo, named branch). */
+/** What the client starts the workflow with: the input, resolved (absolute repo, a message). */
 export interface PromoteBuiltinWorkflowInput extends PromoteBuiltinInput {
-  branch: string;
+  repo: string;
+  message: string;
   dryRun: boolean;
+  /** The shared promotion task queue (the client's configuration): the run's first step goes there. */
+  promoteQueue: string;
 }
 
 /** How a stage ended (CLI.md's envelope). */
@@ -85,14 +89,30 @@ export interface StageReport {
   commands?: StageCommandReport[];
 }
 
-export type FailureCategory = 'compile' | 'test' | 'startup' | 'timeout' | 'infra';
+/**
+ * Why a promotion failed: a stage's verdict (compile, test, startup, timeout), the machinery (infra), or a refusal
+ * before or instead of verification (refused: an unmapped or unsafe path, a bad plan, a conflict with the branch,
+ * local changes in the live checkout).
+ */
+export type FailureCategory = 'compile' | 'test' | 'startup' | 'timeout' | 'infra' | 'refused';
+
+/** Details of a `PromotionRejected` failure. */
+export interface PromotionRejection {
+  category: FailureCategory;
+  /** The step or stage that refused (`plan`, `workspace`, `apply`, a stage name, `merge`). */
+  stage: string;
+  reason: string;
+  /** The stage's report, when a stage decided. */
+  report?: StageReport;
+}
 
 /** CLI.md's verification envelope. */
 export interface VerificationEnvelope {
   runId: string;
   overall: 'pass' | 'fail' | 'error' | 'timeout';
   workspace: { path: string; isolated: boolean };
-  timing: { startedAt: string; durationMs: number; steps: { name: string; durationMs: number }[] };
+  /** When the run started and how long it took; each step's time is in the result's `steps`. */
+  timing: { startedAt: string; durationMs: number };
   stages: StageReport[];
   failure?: { category: FailureCategory; reason: string; stage: string };
 }
@@ -110,4 +130,6 @@ export interface PromoteBuiltinResult {
   rounds: number;
   message: string;
   diagnostics: VerificationEnvelope;
+  /** The run's steps as its progress showed them (workspace, apply, the stages, merge, cleanup). */
+  steps: StageRecord[];
 }

@@ -15,3 +15,24 @@ export function isToolName(name: unknown): name is string {
 export function toolNameMessage(name: unknown): string {
   return `the tool name ${JSON.stringify(name)} is not allowed: ${TOOL_NAME_RULE}`;
 }
+
+/**
+ * The names of Forge's own operations as an agent's tools (the MCP server's): no agent-authored tool may take them,
+ * whatever else is reserved.
+ */
+export const FORGE_OPERATION_NAMES = [
+  'forge',
+  'deploy_tool',
+  'rollback_tool',
+  'delete_tool',
+  'list_tools',
+  'call_tool',
+  'lint_sql',
+  'migrate_schema',
+  'list_migrations',
+  'list_runs',
+  'get_run',
+  'promote_builtin',
+  'reverify',
+  'pay',
+] as const;

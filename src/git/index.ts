@@ -52,6 +52,7 @@ export {
   STAGE_NAMES,
   VERIFY_PLAN_FILE,
   builtinToolNames,
+  checkedOutBuiltinToolNames,
   parseVerifyPlan,
   parseVerifyPlanText,
   planStages,
@@ -63,6 +64,7 @@ export {
   type VerifyRule,
 } from './verify-plan';
 export {
+  checkedOutBranch,
   createWorktree,
   defaultWorktreeRoot,
   listWorktrees,

@@ -208,3 +208,16 @@ export function planStages(plan: VerifyPlan, changedPaths: readonly string[]): P
   if (unmapped.length > 0) throw new UnmappedPathError(unmapped[0], unmapped);
   return stages;
 }
+
+/**
+ * The built-in tool names declared by the plan the repository's checked-out commit holds, or undefined when there is
+ * no such repository or plan (then Forge's configured list of reserved names applies). A plan that does not validate
+ * is an error: better to refuse deployments than to let an agent take a built-in's name.
+ */
+export async function checkedOutBuiltinToolNames(repo: string): Promise<string[] | undefined> {
+  const head = await revParse(repo, 'HEAD^{commit}').catch(() => null);
+  if (!head) return undefined;
+  const { exitCode } = await git(['cat-file', '-e', `${head}:${VERIFY_PLAN_FILE}`], { cwd: repo, okExitCodes: [1, 128] });
+  if (exitCode !== 0) return undefined;
+  return builtinToolNames(await readVerifyPlan(repo, head));
+}

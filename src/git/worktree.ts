@@ -2,7 +2,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { lstat, mkdir, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BranchNotFoundError, CommitNotFoundError, GitCommandError, WorktreeRootError } from './errors';
+import { BranchNotFoundError, CommitNotFoundError, GitCommandError, InvalidInputError, WorktreeRootError } from './errors';
 import { git, revParse } from './exec';
 import { assertBranchName, assertRunId } from './names';
 import { withKeyLock } from './run-lock';
@@ -67,6 +67,18 @@ export async function listWorktrees(repo: string): Promise<RegisteredWorktree[]>
     }
   }
   return worktrees;
+}
+
+/**
+ * The branch the repository's live checkout has checked out: where a promotion goes when the caller names none.
+ * @throws InvalidInputError when HEAD is detached (there is no branch to promote into)
+ */
+export async function checkedOutBranch(repo: string): Promise<string> {
+  const { stdout, exitCode } = await git(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: repo, okExitCodes: [1] });
+  if (exitCode !== 0 || stdout.trim() === '') {
+    throw new InvalidInputError('branch', undefined, `the checkout at ${repo} has no branch checked out (HEAD is detached); name the branch`);
+  }
+  return stdout.trim();
 }
 
 /**

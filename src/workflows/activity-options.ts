@@ -6,6 +6,7 @@ import {
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { MigrationActivities } from '../activities/migration-activities';
+import type { PromotionActivities } from '../activities/promotion-activities';
 import type { SandboxActivities } from '../activities/sandbox-activities';
 import type { ToolActivities } from '../activities/tool-activities';
 import { FAILURE_TYPES, FailureType } from '../contract/failures';
@@ -70,5 +71,36 @@ export function applyMigrationStep(limits: { lockTimeoutMs: number; statementTim
   return proxyLocalActivities<MigrationActivities>({
     ...FAST_STEP,
     startToCloseTimeout: Math.max(1, statements) * (limits.lockTimeoutMs + limits.statementTimeoutMs) + 30_000,
+  });
+}
+
+/**
+ * Promotion steps: regular activities, because they run where the repository and the run's worktree are. The first
+ * (`planPromotion`) goes to the shared promotion queue; every later one to the queue of the worker that took it
+ * (`hostQueue`, samples-typescript's worker-specific task queues), so a whole run stays on the host holding its
+ * worktree. A worker killed and restarted on that host picks the run up again. Git steps are bounded by the git
+ * core's per-command timeout; they retry (idempotent) until a verdict.
+ */
+const PROMOTION_STEP: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  cancellationType: WAIT_FOR_THE_STEP,
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20, nonRetryableErrorTypes: [FailureType.promotionRejected] },
+};
+
+export function promotionSteps(taskQueue: string) {
+  return proxyActivities<PromotionActivities>({ ...PROMOTION_STEP, taskQueue });
+}
+
+/**
+ * A verification stage: as long as its commands may run, plus a margin; heartbeats every second, so a killed worker
+ * is noticed within 5 s and the stage runs again (a fresh tree in the same worktree) on the restarted worker.
+ */
+export function stageStep(taskQueue: string, maxRunMs: number) {
+  return proxyActivities<PromotionActivities>({
+    ...PROMOTION_STEP,
+    taskQueue,
+    startToCloseTimeout: maxRunMs + 60_000,
+    heartbeatTimeout: '5 seconds',
+    retry: { ...PROMOTION_STEP.retry, maximumAttempts: 3 },
   });
 }

@@ -6,3 +6,4 @@ export { listToolsWorkflow } from './list-tools';
 export { migrateSchemaWorkflow } from './migrate-schema';
 export { listMigrationsWorkflow } from './list-migrations';
 export { progressQuery } from './progress';
+export { promoteBuiltinWorkflow } from './promote-builtin';

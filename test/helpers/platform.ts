@@ -128,6 +128,7 @@ export async function startTestPlatform(
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
     FORGE_TASK_QUEUE_CONTROL: `forge-control-${suffix}`,
     FORGE_TASK_QUEUE_SANDBOX: `forge-sandbox-${suffix}`,
+    FORGE_TASK_QUEUE_PROMOTE: `forge-promote-${suffix}`,
     FORGE_SANDBOX_CONCURRENCY: '2',
     FORGE_BUILTIN_TOOLS: 'shell,read_file',
     TEMPORAL_ADDRESS: env.connection.options.address,
@@ -135,7 +136,10 @@ export async function startTestPlatform(
     ...options.env,
   };
   const config = loadConfig({ ...childEnv, DATABASE_URL: undefined });
-  const forge = ForgeClient.fromClient(env.client, { taskQueue: config.taskQueues.control });
+  const forge = ForgeClient.fromClient(env.client, {
+    taskQueue: config.taskQueues.control,
+    promotion: { taskQueue: config.taskQueues.promote, repo: config.promotion.repo },
+  });
   const platform: TestPlatform = {
     env,
     config,

@@ -24,7 +24,7 @@ describe('loadConfig', () => {
     });
     expect(config.agentToolsDir).toBe(path.resolve('agent-tools'));
     expect(config.builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS]);
-    expect(config.taskQueues).toEqual({ control: 'forge-control', sandbox: 'forge-sandbox' });
+    expect(config.taskQueues).toEqual({ control: 'forge-control', sandbox: 'forge-sandbox', promote: 'forge-promote' });
     expect(config.sandbox.concurrency).toBeGreaterThanOrEqual(1);
     expect(config.sandbox.spares).toBe(config.sandbox.concurrency);
     expect(config.sandbox.limits).toEqual({

@@ -9,7 +9,8 @@
  * shape is checked as it is recorded (the run ended as that shape says), so a recorder that drifted from the workflows
  * fails here rather than saving the wrong history. A real dev server and a real (embedded) database, as the tests use.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
@@ -20,6 +21,7 @@ import type { ForgeDatabase } from '../../src/db';
 import { migrationChecksum } from '../../src/policy';
 import { sleep, stageOf, statusOf, until } from '../chaos/end-state';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { agentRepo, FORGE_NODE_MODULES } from '../git/fixture';
 import { adderTool } from '../helpers/tools';
 
 const dir = path.join(__dirname, '..', 'fixtures', 'histories');
@@ -238,6 +240,25 @@ test('records one history of each released workflow shape', async () => {
     expect(await handle.result()).toMatchObject({ status: 'applied', name });
     expect(await statusOf(handle)).toBe('COMPLETED');
     await save('migrate-cancel-requested', handle.workflowId, handle.firstExecutionRunId);
+  }
+
+  // promoteBuiltinWorkflow: promoted, rejected at a stage, refused by the plan (on a fresh copy of examples/agent-repo).
+  {
+    const repo = await agentRepo();
+    await symlink(FORGE_NODE_MODULES, path.join(repo.repo, 'node_modules'), 'dir');
+    try {
+      const sum = path.join(repo.repo, 'src/tools/sum.ts');
+      const promote = async (label: string, change: { path: string; content: string }, status: string) => {
+        const result = await forge.promoteBuiltin({ repo: repo.repo, changes: [change], message: label });
+        expect(result).toMatchObject({ status });
+        await save(label, result.workflowId);
+      };
+      await promote('promote-promoted', { path: 'src/tools/sum.ts', content: `${readFileSync(sum, 'utf8')}\n// replayed\n` }, 'promoted');
+      await promote('promote-rejected-compile', { path: 'src/tools/sum.ts', content: 'export const broken: number = "no";\n' }, 'rejected');
+      await promote('promote-refused-plan', { path: 'README.md', content: 'unmapped\n' }, 'rejected');
+    } finally {
+      await repo.dispose();
+    }
   }
 
   // listMigrationsWorkflow.

@@ -1,0 +1,228 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../contract/failures';
+import type { FailureCategory, ProposedChange, PromotionRejection, StageReport } from '../contract/promotion-runs';
+import {
+  BranchNotFoundError,
+  EmptyChangeError,
+  InvalidInputError,
+  UnmappedPathError,
+  UnsafePathError,
+  VerifyPlanError,
+  advanceLiveCheckout,
+  cleanupRun,
+  commitChange,
+  compareAndSwapBranch,
+  createWorktree,
+  inspectLiveCheckout,
+  linkNodeModules,
+  planStages,
+  readVerifyPlan,
+  rebaseChange,
+  checkedOutBranch,
+  resolveBranchCommit,
+  type CommitIdentity,
+  type PlannedStage,
+} from '../git';
+import { runStage } from '../sandbox/run-stage';
+
+/** What the promotion activities need; the worker passes its configuration. */
+export interface PromotionActivityDeps {
+  /** This worker's own promotion queue (`<promote>@<host>`): the later steps of a run it starts go there. */
+  hostQueue: string;
+  /** Where worktrees go (default: the git core's, /dev/shm/forge-worktrees where writable). */
+  worktreeRoot?: string;
+  identity: CommitIdentity;
+  /** Bounds of a stage command the plan gives none for. */
+  stageDefaults: { timeoutMs: number; memoryMb: number; outputBytes: number };
+  /** How many times a change is verified when the branch keeps moving under it. */
+  maxRounds: number;
+}
+
+/** A verdict, not an outage: retrying cannot change it. */
+export function promotionRejected(rejection: PromotionRejection): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.promotionRejected, message: rejection.reason, nonRetryable: true, details: [rejection] });
+}
+
+/** Turns the git core's input and plan errors into rejections; anything else stays an error Temporal retries. */
+async function refusing<T>(stage: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    const refusal =
+      err instanceof UnmappedPathError ||
+      err instanceof UnsafePathError ||
+      err instanceof EmptyChangeError ||
+      err instanceof VerifyPlanError ||
+      err instanceof BranchNotFoundError ||
+      err instanceof InvalidInputError;
+    if (refusal) throw promotionRejected({ category: 'refused', stage, reason: (err as Error).message });
+    throw err;
+  }
+}
+
+export interface PlannedPromotion {
+  /** The branch promoted into: the one asked for, or the one the live checkout has checked out. */
+  branch: string;
+  /** The queue of the worker on this host: every later step of the run goes there, where its worktree is. */
+  hostQueue: string;
+  baseCommit: string;
+  stages: PlannedStage[];
+  /** The worker's configuration, recorded in the history so that the run replays alike. */
+  stageTimeoutMs: number;
+  maxRounds: number;
+}
+
+export interface Workspace {
+  path: string;
+  /** The commit checked out (detached). */
+  commit: string;
+}
+
+export type MergeOutcome =
+  | { status: 'merged'; commit: string; liveCheckout: string }
+  | { status: 'already-merged'; commit: string; liveCheckout: string }
+  | { status: 'branch-moved'; head: string }
+  | { status: 'refused'; reason: string };
+
+/** The category a stage's failure falls in, by the stage that failed and how. */
+function categoryOf(report: StageReport): FailureCategory {
+  if (report.status === 'timeout') return 'timeout';
+  if (report.status === 'error') return 'infra';
+  return report.name === 'compile' ? 'compile' : report.name === 'targetedTests' ? 'test' : 'startup';
+}
+
+/**
+ * The activities of PromoteBuiltinWorkflow: thin adapters over the git core (src/git) and the sandbox's stage runner.
+ * Every one is idempotent (the git core treats "already there" as success), so Temporal may retry any of them; a
+ * verdict is a non-retryable PromotionRejected failure carrying its details.
+ */
+export function createPromotionActivities(deps: PromotionActivityDeps) {
+  const root = deps.worktreeRoot;
+  return {
+    /**
+     * Runs on the shared promotion queue: reads the base commit and the plan as committed there (never the change's
+     * own plan), and fails closed on a changed path the plan does not map. Reads only.
+     */
+    async planPromotion(input: { repo: string; branch?: string; paths: string[] }): Promise<PlannedPromotion> {
+      return refusing('plan', async () => {
+        const branch = input.branch ?? (await checkedOutBranch(input.repo));
+        const baseCommit = await resolveBranchCommit(input.repo, branch);
+        const plan = await readVerifyPlan(input.repo, baseCommit);
+        const stages = planStages(plan, input.paths);
+        return { branch, hostQueue: deps.hostQueue, baseCommit, stages, stageTimeoutMs: deps.stageDefaults.timeoutMs, maxRounds: deps.maxRounds };
+      });
+    },
+
+    /**
+     * A detached worktree of `commit` under the worktree root, with the live checkout's node_modules linked in when
+     * the change leaves the dependency files alone (otherwise refused: Forge does not install). Compensated by
+     * `cleanupPromotion`, registered before it.
+     */
+    async prepareWorkspace(input: { repo: string; runId: string; commit: string; paths: string[] }): Promise<Workspace> {
+      return refusing('workspace', async () => {
+        const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: input.commit, root });
+        const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
+        if (deps.status === 'install-needed') {
+          throw promotionRejected({ category: 'refused', stage: 'workspace', reason: `${deps.reason}; Forge verifies changes with the installed packages only` });
+        }
+        return { path: worktree.path, commit: worktree.commit };
+      });
+    },
+
+    /** Writes the proposed files into the worktree and commits them on `forge/promote/<runId>`; the same input gives the same commit. */
+    async applyChange(input: {
+      repo: string;
+      runId: string;
+      worktree: string;
+      base: string;
+      changes: ProposedChange[];
+      message: string;
+      /** Fixed for the run (its start time), so a retried commit is the same commit. */
+      dateMs: number;
+    }): Promise<{ commit: string; paths: string[] }> {
+      return refusing('apply', async () => {
+        const committed = await commitChange({
+          repo: input.repo,
+          runId: input.runId,
+          worktree: input.worktree,
+          base: input.base,
+          files: input.changes,
+          message: input.message,
+          identity: deps.identity,
+          date: input.dateMs,
+        });
+        return { commit: committed.commit, paths: committed.paths };
+      });
+    },
+
+    /**
+     * One stage, bounded and contained, heartbeating every second; a cancelled run kills the stage's tree. A stage
+     * that does not pass is a rejection carrying its report. Running it again runs it again (it only reads the
+     * worktree, as far as the plan's commands do).
+     */
+    async verifyStage(input: { worktree: string; stage: PlannedStage }): Promise<StageReport> {
+      const ctx = Context.current();
+      const report = await runStage(input.stage, {
+        worktree: input.worktree,
+        defaults: deps.stageDefaults,
+        onHeartbeat: () => ctx.heartbeat(),
+        signal: ctx.cancellationSignal,
+      });
+      if (report.status === 'pass' || report.status === 'skipped') return report;
+      const reason = report.reason ?? `${report.name} ${report.status === 'timeout' ? 'timed out' : `failed (exit ${report.exitCode})`}`;
+      throw promotionRejected({ category: categoryOf(report), stage: report.name, reason, report });
+    },
+
+    /**
+     * Moves the branch from `base` to exactly `tested` (compare-and-swap), after checking that the live checkout, if
+     * it has the branch checked out, has no local changes in the touched paths; then brings its files forward. A
+     * branch that moved meanwhile is an answer (`branch-moved`), not a failure: the workflow rebases and verifies again.
+     */
+    async mergeChange(input: { repo: string; branch: string; base: string; tested: string }): Promise<MergeOutcome> {
+      return refusing('merge', async () => {
+        const live = await inspectLiveCheckout(input);
+        if (live.status === 'refused') return { status: 'refused', reason: live.reason };
+        const swap = await compareAndSwapBranch({ ...input, reason: `forge promote: ${input.tested}` });
+        if (swap.status === 'branch-moved') {
+          if (swap.head === null) throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch ${input.branch} was deleted during verification` });
+          return { status: 'branch-moved', head: swap.head };
+        }
+        const advanced = await advanceLiveCheckout(input);
+        const liveCheckout =
+          advanced.status === 'refused'
+            ? `the branch is at the tested commit, but the live checkout at ${advanced.checkout} kept its local changes: ${advanced.reason}`
+            : advanced.status === 'not-checked-out'
+              ? 'no live checkout has the branch checked out'
+              : `the live checkout at ${advanced.checkout} is at the tested commit`;
+        return { status: swap.status, commit: input.tested, liveCheckout };
+      });
+    },
+
+    /**
+     * Rebases the run's change onto the branch's new head and gives the next round a fresh worktree of the result
+     * (the last round's stages may have left anything in the old one). A conflict is a rejection.
+     */
+    async rebaseWorkspace(input: { repo: string; runId: string; onto: string; paths: string[] }): Promise<Workspace> {
+      return refusing('merge', async () => {
+        const rebased = await rebaseChange(input);
+        if (rebased.status === 'conflict' || rebased.status === 'empty') {
+          throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch moved and the change no longer applies to it: ${rebased.reason}` });
+        }
+        const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: rebased.commit, root });
+        const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
+        if (deps.status === 'install-needed') {
+          throw promotionRejected({ category: 'refused', stage: 'workspace', reason: `${deps.reason}; Forge verifies changes with the installed packages only` });
+        }
+        return { path: worktree.path, commit: worktree.commit };
+      });
+    },
+
+    /** Removes the run's worktree and branch; a no-op when they are gone or were never made. */
+    async cleanupPromotion(input: { repo: string; runId: string }): Promise<{ worktreeRemoved: boolean; branchDeleted: boolean }> {
+      return cleanupRun({ repo: input.repo, runId: input.runId, root });
+    },
+  };
+}
+
+export type PromotionActivities = ReturnType<typeof createPromotionActivities>;
