@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -146,6 +146,21 @@ test('forge up: Web UI, a deployment, SIGINT stops everything; a restart keeps t
   const workflowId = deployed.json.workflowId as string;
   const called = await runForgeJson(['call', 'celsius_to_fahrenheit', '--input', '{"celsius":0}'], { env: clientEnv });
   expect(called.json).toMatchObject({ ok: true, output: { fahrenheit: 32 } });
+
+  // A newcomer can promote a change at once: forge up seeded $FORGE_HOME/agent-repo from examples/agent-repo.
+  const agentRepo = path.join(home, 'agent-repo');
+  expect(first.stdout()).toContain(`agent repository (forge promote): ${agentRepo} (new: a copy of examples/agent-repo)`);
+  const changed = path.join(home, 'sum.ts');
+  writeFileSync(changed, `${readFileSync(path.join(agentRepo, 'src/tools/sum.ts'), 'utf8')}\n// promoted by a newcomer\n`);
+  const promoted = await runForgeJson(['promote', '--change', `src/tools/sum.ts=${changed}`, '--message', 'first promotion'], { env: clientEnv });
+  expect(promoted.code).toBe(0);
+  expect(promoted.json).toMatchObject({ status: 'promoted', branch: 'main', repo: agentRepo, diagnostics: { overall: 'pass' } });
+  expect(readFileSync(path.join(agentRepo, 'src/tools/sum.ts'), 'utf8')).toContain('promoted by a newcomer');
+  // The repository's plan declares its built-in tools: an agent-authored tool cannot take their names.
+  const taken = await runForgeJson(['deploy', path.join(TOOL_FIXTURES, 'celsius_to_fahrenheit.ts'), '--name', 'sum'], { env: clientEnv });
+  expect(taken.code).toBe(1);
+  expect(taken.json).toMatchObject({ status: 'rejected', verdict: 'refused' });
+  expect((taken.json.diagnostics as { message: string }).message).toContain('built-in');
 
   // The SDK's INFO chatter (worker states, webpack's bundle report) is not on forge up's stderr.
   expect(first.stderr()).not.toMatch(/\[INFO\]|webpack|modules by path/);
