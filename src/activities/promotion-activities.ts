@@ -169,6 +169,8 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
         onHeartbeat: () => ctx.heartbeat(),
         signal: ctx.cancellationSignal,
       });
+      // Cancelled: the tree is dead; the run learns of it as a cancellation, not as a verdict.
+      if (ctx.cancellationSignal.aborted) await ctx.cancelled;
       if (report.status === 'pass' || report.status === 'skipped') return report;
       const reason = report.reason ?? `${report.name} ${report.status === 'timeout' ? 'timed out' : `failed (exit ${report.exitCode})`}`;
       throw promotionRejected({ category: categoryOf(report), stage: report.name, reason, report });

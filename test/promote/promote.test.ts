@@ -1,4 +1,5 @@
-import { readFile, symlink, mkdir, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ForgeInputError, type PromoteBuiltinResult, type RunProgress } from '../../src/client';
 import { agentRepo, commitByHand, FORGE_NODE_MODULES, sh, visibleLeftovers, type Sandbox } from '../git/fixture';
@@ -217,6 +218,83 @@ describe('built-in promotion', () => {
     const tests = result.diagnostics.stages.find((st) => st.name === 'targetedTests')!;
     expect(tests.durationMs).toBeLessThan(30_000);
     await expectNothingLeft(s, result);
+  }, 180_000);
+
+  /** Commits a change to the base's plan by hand: the plan a promotion runs by is its base's. */
+  async function planByHand(s: Sandbox, edit: (plan: { stages: Record<string, { timeoutMs?: number; memoryMb?: number }[]> }) => void) {
+    const planFile = path.join(s.repo, 'forge.verify.json');
+    const plan = JSON.parse(await readFile(planFile, 'utf8'));
+    edit(plan);
+    await writeFile(planFile, JSON.stringify(plan, null, 2));
+    await sh(s.repo, 'commit', '-q', '-am', 'plan by hand');
+  }
+
+  test('a test whose jest worker eats memory is cut at the memory bound of the whole tree', async () => {
+    const s = await repo();
+    await planByHand(s, (plan) => plan.stages.targetedTests.forEach((c) => (c.memoryMb = 768)));
+    const config = (await readFile(path.join(s.repo, 'jest.config.js'), 'utf8')).replace("testEnvironment: 'node',", "testEnvironment: 'node',\n  maxWorkers: 2,");
+    const hog = "it('eats memory', async () => {\n  const kept: Buffer[] = [];\n  for (let i = 0; i < 128; i++) {\n    kept.push(Buffer.alloc(32 * 1024 * 1024, 1));\n    await new Promise((r) => setTimeout(r, 5));\n  }\n  expect(kept.length).toBe(128);\n});\n";
+    const result = await platform.forge.promoteBuiltin({
+      repo: s.repo,
+      changes: [
+        { path: 'jest.config.js', content: config },
+        { path: 'src/tools/hog.test.ts', content: hog },
+        { path: 'src/tools/quick.test.ts', content: "it('is quick', () => expect(1 + 1).toBe(2));\n" },
+      ],
+    });
+    expect(result.status).toBe('rejected');
+    expect(result.diagnostics.failure).toMatchObject({ category: 'test', stage: 'targetedTests' });
+    expect(result.diagnostics.failure?.reason).toMatch(/memory limit of 768 MiB/);
+    expect(await sh(s.repo, 'rev-parse', 'main')).toBe(await sh(s.repo, 'rev-parse', 'HEAD'));
+    await expectNothingLeft(s, result);
+  }, 180_000);
+
+  test('a test that floods its output is cut at the output limit, with a bounded tail', async () => {
+    const s = await repo();
+    const flood = "import { writeSync } from 'node:fs';\n\nit('floods', () => {\n  const line = Buffer.from('flood '.repeat(170) + '\\n');\n  for (let i = 0; i < 1_000_000; i++) {\n    for (let done = 0; done < line.length; ) {\n      try {\n        done += writeSync(1, line, done);\n      } catch (err) {\n        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;\n      }\n    }\n  }\n}, 1_000_000);\n";
+    const result = await platform.forge.promoteBuiltin({ repo: s.repo, changes: [{ path: 'src/tools/flood.test.ts', content: flood }] });
+    expect(result.status).toBe('rejected');
+    expect(result.diagnostics.failure).toMatchObject({ category: 'test', stage: 'targetedTests' });
+    expect(result.diagnostics.failure?.reason).toMatch(/output limit/);
+    const tests = result.diagnostics.stages.find((st) => st.name === 'targetedTests')!;
+    expect(Buffer.byteLength(tests.stdoutTail)).toBeLessThan(64 * 1024);
+    await expectNothingLeft(s, result);
+  }, 180_000);
+
+  test('local changes in the live checkout in a touched path: rejected at merge, the branch and the local edit kept', async () => {
+    const s = await repo();
+    const mine = (await readFile(path.join(s.repo, SUM), 'utf8')) + '\n// my local edit\n';
+    await writeFile(path.join(s.repo, SUM), mine);
+    const theirs = (await readFile(path.join(s.repo, SUM), 'utf8')).replace('// my local edit', '// the agent\'s change');
+    const result = await platform.forge.promoteBuiltin({ repo: s.repo, changes: [{ path: SUM, content: theirs }] });
+    expect(result.status).toBe('rejected');
+    expect(result.diagnostics.failure).toMatchObject({ category: 'refused', stage: 'merge' });
+    expect(result.message).toContain(SUM);
+    expect(await sh(s.repo, 'rev-parse', 'main')).toBe(s.base);
+    expect(await readFile(path.join(s.repo, SUM), 'utf8')).toBe(mine);
+    await expectNothingLeft(s, result);
+  }, 180_000);
+
+  test('cancelled by the client during a stage: the run ends cancelled and nothing is left, the tree dead', async () => {
+    const s = await repo();
+    const hang = "test('hangs', async () => {\n  await new Promise(() => setInterval(() => undefined, 1000));\n}, 600_000);\n";
+    const handle = await platform.forge.startPromoteBuiltin({ repo: s.repo, changes: [{ path: 'src/tools/sum.hang.test.ts', content: hang }] });
+    const temporalHandle = platform.env.client.workflow.getHandle(handle.workflowId);
+    for (let i = 0; ; i++) {
+      const p = await handle.progress();
+      if (p?.stages.some((st) => st.name === 'targetedTests' && st.status === 'running')) break;
+      if (i > 600) throw new Error('the targeted tests never started');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 1_000)); // jest is up and hanging
+    await temporalHandle.cancel();
+    await expect(temporalHandle.result()).rejects.toThrow();
+    expect((await temporalHandle.describe()).status.name).toBe('CANCELLED');
+    const left = await visibleLeftovers({ ...s, root });
+    expect(left.worktrees).toEqual([s.repo]);
+    expect(left.branches).toBe('');
+    expect(await sh(s.repo, 'rev-parse', 'main')).toBe(s.base);
+    expect(spawnSync('pgrep', ['-f', 'sum.hang.test'], { encoding: 'utf8' }).stdout.trim()).toBe('');
   }, 180_000);
 
   test('invalid input is refused by the client before anything starts', async () => {
