@@ -43,9 +43,9 @@ export async function expectDiskAgreesWithDatabase(store: ToolStore, dir: string
 }
 
 /**
- * Makes every sandbox run of this test process (in-process workers read these at run time) mark its processes and
- * put its private directory where the test can look: FORGE_SANDBOX_TMPDIR (a fresh directory) and a marker the runs
- * get through FORGE_SANDBOX_ENV_PASSTHROUGH. Spare harnesses are turned off in `platformEnv`, so every marked process
+ * Makes every sandbox run of the platform started with `platformEnv` mark its processes and put its private directory
+ * where the test can look: FORGE_SANDBOX_TMPDIR (a fresh directory, in the workers' configuration) and a marker the
+ * runs get through FORGE_SANDBOX_ENV_PASSTHROUGH (its value is this process's environment, which runs inherit). Spare harnesses are turned off in `platformEnv`, so every marked process
  * and every directory belongs to a run.
  */
 export function watchSandboxRuns(): {
@@ -61,12 +61,11 @@ export function watchSandboxRuns(): {
   const tmpRoot = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-chaos-runs-'));
   // Traversable by the runs' own users (mkdtemp makes it 0700), as /dev/shm is.
   chmodSync(tmpRoot, 0o711);
-  process.env.FORGE_SANDBOX_TMPDIR = tmpRoot;
   process.env.FORGE_CHAOS_MARKER = marker;
   return {
     marker,
     tmpRoot,
-    platformEnv: { FORGE_SANDBOX_ENV_PASSTHROUGH: 'FORGE_CHAOS_MARKER', FORGE_SANDBOX_SPARES: '0' },
+    platformEnv: { FORGE_SANDBOX_TMPDIR: tmpRoot, FORGE_SANDBOX_ENV_PASSTHROUGH: 'FORGE_CHAOS_MARKER', FORGE_SANDBOX_SPARES: '0' },
     async leftovers() {
       await sandboxCleanupsDone();
       return {
@@ -75,7 +74,6 @@ export function watchSandboxRuns(): {
       };
     },
     dispose() {
-      delete process.env.FORGE_SANDBOX_TMPDIR;
       delete process.env.FORGE_CHAOS_MARKER;
       rmSync(tmpRoot, { recursive: true, force: true });
     },
