@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseFaultPoints, type FaultPoint } from './contract/fault-points';
 import { MAX_UID_BASE, SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from './contract/limits';
-import { TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
+import { FORGE_OPERATION_NAMES, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
 
 /**
  * Forge's own configuration, read once from the environment and validated: the only reader of the environment. The
@@ -96,21 +96,7 @@ export class ConfigError extends Error {
  * Reserved by default: the agent's own built-ins and names an operator would read as the platform's.
  * Override with FORGE_BUILTIN_TOOLS (comma list; set but empty reserves nothing, unset means this list).
  */
-export const DEFAULT_BUILTIN_TOOLS = [
-  'forge',
-  'deploy_tool',
-  'rollback_tool',
-  'delete_tool',
-  'list_tools',
-  'call_tool',
-  'migrate_schema',
-  'promote_builtin',
-  'read_file',
-  'write_file',
-  'shell',
-  'http_fetch',
-  'pay',
-] as const;
+export const DEFAULT_BUILTIN_TOOLS = [...FORGE_OPERATION_NAMES, 'read_file', 'write_file', 'shell', 'http_fetch'] as const;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
