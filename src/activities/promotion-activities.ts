@@ -24,6 +24,7 @@ import {
   type CommitIdentity,
   type PlannedStage,
 } from '../git';
+import { git } from '../git/exec';
 import { runStage } from '../sandbox/run-stage';
 
 /** What the promotion activities need; the worker passes its configuration. */
@@ -58,6 +59,14 @@ async function refusing<T>(stage: string, work: () => Promise<T>): Promise<T> {
       err instanceof InvalidInputError;
     if (refusal) throw promotionRejected({ category: 'refused', stage, reason: (err as Error).message });
     throw err;
+  }
+}
+
+/** A path that is not a git checkout is the caller's mistake, not an outage to retry. */
+async function assertRepository(repo: string): Promise<void> {
+  const top = await git(['rev-parse', '--show-toplevel'], { cwd: repo, okExitCodes: [128] }).catch(() => undefined);
+  if (!top || top.exitCode !== 0) {
+    throw promotionRejected({ category: 'refused', stage: 'plan', reason: `${repo} is not a git repository (FORGE_BUILTIN_REPO or --repo names the agent's checkout)` });
   }
 }
 
@@ -106,6 +115,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      */
     async planPromotion(input: { repo: string; branch?: string; paths: string[] }): Promise<PlannedPromotion> {
       return refusing('plan', async () => {
+        await assertRepository(input.repo);
         const branch = input.branch ?? (await checkedOutBranch(input.repo));
         const baseCommit = await resolveBranchCommit(input.repo, branch);
         const plan = await readVerifyPlan(input.repo, baseCommit);

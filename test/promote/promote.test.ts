@@ -297,6 +297,12 @@ describe('built-in promotion', () => {
     expect(spawnSync('pgrep', ['-f', 'sum.hang.test'], { encoding: 'utf8' }).stdout.trim()).toBe('');
   }, 180_000);
 
+  test('a path that is no git repository is refused at once', async () => {
+    const result = await platform.forge.promoteBuiltin({ repo: path.join(root, 'no-such-repo'), changes: [{ path: SUM, content: 'x' }] });
+    expect(result).toMatchObject({ status: 'rejected', diagnostics: { failure: { category: 'refused', stage: 'plan' } } });
+    expect(result.message).toContain('is not a git repository');
+  }, 60_000);
+
   test('invalid input is refused by the client before anything starts', async () => {
     await expect(platform.forge.promoteBuiltin({ changes: [] })).rejects.toThrow(ForgeInputError);
     await expect(platform.forge.promoteBuiltin({ changes: [{ path: '', content: 'x' }] })).rejects.toThrow(ForgeInputError);
