@@ -1,7 +1,10 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { FailureType } from '../contract/failures';
 import { type ToolRejection } from '../contract/tool-runs';
 import type { MigrationFailure, MigrationRejection } from '../contract/migration-runs';
+
+// Verdicts are BENIGN: the SDK logs them at DEBUG instead of a WARN with a stack, and they do not count as failed
+// activities in Temporal's metrics (Forge counts them itself, by outcome). Faults keep the default category.
 
 /** A verdict, not an outage: retrying cannot change it, so the failure is non-retryable and carries the details. */
 export function toolRejected(rejection: ToolRejection): ApplicationFailure {
@@ -9,13 +12,20 @@ export function toolRejected(rejection: ToolRejection): ApplicationFailure {
     type: FailureType.toolRejected,
     message: rejection.message,
     nonRetryable: true,
+    category: ApplicationFailureCategory.BENIGN,
     details: [rejection],
   });
 }
 
 /** Something the request names is not there (a version, a tool). */
 export function notFound(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.notFound, message, nonRetryable: true, details: [{ message }] });
+  return ApplicationFailure.create({
+    type: FailureType.notFound,
+    message,
+    nonRetryable: true,
+    category: ApplicationFailureCategory.BENIGN,
+    details: [{ message }],
+  });
 }
 
 /** A migration refused before it ran (policy, checksum): retrying cannot change it. */
@@ -24,6 +34,7 @@ export function migrationRejected(rejection: MigrationRejection): ApplicationFai
     type: FailureType.migrationRejected,
     message: rejection.message,
     nonRetryable: true,
+    category: ApplicationFailureCategory.BENIGN,
     details: [rejection],
   });
 }
@@ -34,6 +45,7 @@ export function migrationFailed(failure: MigrationFailure): ApplicationFailure {
     type: FailureType.migrationFailed,
     message: failure.message,
     nonRetryable: true,
+    category: ApplicationFailureCategory.BENIGN,
     details: [failure],
   });
 }

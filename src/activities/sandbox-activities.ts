@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { runSandbox, type SandboxLimits, type SandboxPool, type SandboxVerdict } from '../sandbox';
+import { ForgeMetric } from '../contract/observability';
 import type { VerdictSummary } from '../contract/tool-runs';
 import { toolRejected } from './failures';
 
@@ -35,6 +36,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       }
       if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? new Error('cancelled');
       const { output: _output, ...summary } = verdict;
+      ctx.metricMeter.createCounter(ForgeMetric.sandboxVerdicts, 'runs', 'Sandbox test runs by verdict').add(1, { status: verdict.status });
       if (verdict.status === 'passed') return summary;
       if (verdict.status === 'crashed' && verdict.diagnostics?.phase === 'process' && verdict.error?.startsWith('the sandbox could not')) {
         throw new Error(verdict.error); // infrastructure (ENOSPC, EMFILE, ...): worth a retry

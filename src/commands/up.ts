@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { inspect } from 'node:util';
-import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import path from 'node:path';
 import { loadConfig } from '../config';
 import { seedAgentRepo } from '../platform/agent-repo';
 import { startPlatform, untilSignal } from '../platform/run-platform';
+import { installForgeRuntime } from '../platform/telemetry';
 import { ExitCode } from './exit-codes';
 
 /**
@@ -48,7 +47,8 @@ async function runUntilSignal(
   embeddedTemporal: boolean,
   announce: (p: { address: string; uiUrl?: string }) => void,
 ): Promise<void> {
-  quietTemporalRuntime();
+  // Before anything creates the Runtime: the SDK's INFO chatter stays out of the terminal, one line per run outcome.
+  installForgeRuntime();
   const signalled = untilSignal();
   const platform = await startPlatform({ config, embeddedTemporal });
   announce(platform);
@@ -60,26 +60,4 @@ async function runUntilSignal(
   await platform.stop();
   process.stderr.write('forge: stopped.\n');
   process.exitCode = 'error' in ended && ended.error ? ExitCode.refused : ExitCode.ok;
-}
-
-/**
- * The Temporal SDK logs at INFO by default (every worker state change, webpack's whole bundle report): keep its
- * warnings and errors on stderr and drop the rest, before anything creates the Runtime.
- */
-function quietTemporalRuntime(): void {
-  try {
-    Runtime.install({ logger: new DefaultLogger('WARN', dropExpectedWarnings) });
-  } catch {
-    // A Runtime exists already (the CLI was embedded in a process that made one): keep it.
-  }
-}
-
-/**
- * The sandbox worker polls activities only, on purpose; the SDK warns about that at every start. An operator reading
- * stderr at 3 a.m. should see only warnings that mean something.
- */
-function dropExpectedWarnings({ level, timestampNanos, message, meta }: LogEntry): void {
-  if (message.startsWith('No workflows registered, not polling for workflow tasks')) return;
-  const at = new Date(Number(timestampNanos / 1_000_000n)).toISOString();
-  process.stderr.write(`${at} [${level}] ${message}${meta === undefined ? '' : ` ${inspect(meta, { breakLength: Infinity })}`}\n`);
 }

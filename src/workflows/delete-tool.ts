@@ -23,7 +23,7 @@ async function deleteTool(input: DeleteToolInput): Promise<DeleteToolResult> {
   const removed = await toolSteps.removeTool.executeWithOptions({ summary: `remove ${input.name}` }, [{ name: input.name, workflowId }]);
   if (removed.previousVersion === undefined && removed.removedVersions === 0) {
     progress.failed('remove', 'no such tool');
-    progress.end('rejected');
+    progress.end('rejected', { message: `there is no tool named "${input.name}"` });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rejected' }]);
     return { status: 'rejected', name: input.name, workflowId, message: `there is no tool named "${input.name}"` };
   }

@@ -24,7 +24,8 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   const saga = new Saga();
   const finish = (result: Omit<DeployToolResult, 'name' | 'workflowId'>): DeployToolResult => {
     const outcome = result.status === 'active' ? (result.unchanged ? 'unchanged' : 'active') : 'rejected';
-    progress.end(outcome);
+    const d = result.diagnostics;
+    progress.end(outcome, result.status === 'rejected' ? { at: d.stage, verdict: result.verdict, message: d.message } : { message: d.message });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: outcome }]);
     return { name: input.name, workflowId, ...result, diagnostics: { ...result.diagnostics, stages: progress.records() } };
   };

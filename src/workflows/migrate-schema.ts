@@ -27,7 +27,7 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
   const { workflowId, runId } = workflowInfo();
   const progress = new Progress('migrate', input.name, MIGRATE_STAGES);
   const finish = (result: Omit<MigrateSchemaResult, 'name' | 'checksum' | 'workflowId' | 'stages'>): MigrateSchemaResult => {
-    progress.end(result.status);
+    progress.end(result.status, { message: result.message });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: result.status }]);
     return { name: input.name, checksum: input.checksum, workflowId, ...result, stages: progress.records() };
   };

@@ -1,5 +1,6 @@
-import { defineQuery, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { defineQuery, log, metricMeter, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { ForgeKind } from '../contract/kinds';
+import { ForgeMetric, OUTCOME_LOG_ATTRIBUTE, RUN_COUNTERS } from '../contract/observability';
 import type { RunProgress, StageRecord } from '../contract/run-progress';
 
 /** Every Forge workflow answers this query with where it is. */
@@ -53,10 +54,23 @@ export class Progress {
     this.publish();
   }
 
-  end(outcome: string): void {
+  /**
+   * The run ended as `outcome`: the remaining stages are skipped, the outcome is counted, and one line says so in the
+   * worker's log (`<workflow ID> rejected at test (failed): <message>`). `note.at` names the stage a rejection is
+   * about when it is not the stage marked failed (a compile error found inside the validate step); without a
+   * message, the failed stage's summary is used. Metrics and logs from workflow code are not recorded on replay.
+   */
+  end(outcome: string, note: { at?: string; verdict?: string; message?: string } = {}): void {
     this.outcome = outcome;
     this.current = 'finished';
     this.skipRest();
+    const failed = this.stages.find((s) => s.status === 'failed');
+    const at = note.at ?? failed?.name;
+    const message = note.message ?? failed?.summary;
+    const line = `${workflowInfo().workflowId} ${outcome}${at ? ` at ${at}` : ''}${note.verdict ? ` (${note.verdict})` : ''}${message ? `: ${message}` : ''}`;
+    log.info(line, { [OUTCOME_LOG_ATTRIBUTE]: outcome, forgeKind: this.kind, forgeSubject: this.subject });
+    const counter = RUN_COUNTERS[this.kind];
+    if (counter) metricMeter.createCounter(counter, 'runs', `Forge ${this.kind} runs by outcome`).add(1, { outcome });
   }
 
   records(): StageRecord[] {
@@ -74,6 +88,11 @@ export class Progress {
     else if (stage.startedAt) stage.durationMs = Date.now() - Date.parse(stage.startedAt);
     if (summary) stage.summary = summary;
     this.publish();
+    if (stage.durationMs !== undefined) {
+      metricMeter
+        .createHistogram(ForgeMetric.stageDuration, 'int', 'ms', 'Duration of each stage of a Forge run')
+        .record(Math.max(0, Math.round(stage.durationMs)), { kind: this.kind, stage: name, status });
+    }
   }
 
   private stage(name: string): StageRecord {

@@ -62,7 +62,7 @@ export async function promoteBuiltinWorkflow(input: PromoteBuiltinWorkflowInput)
         : failure.category === 'infra'
           ? 'error'
           : 'fail';
-    progress.end(status);
+    progress.end(status, { at: failure?.stage, verdict: failure?.category, message });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: status }]);
     return {
       status,

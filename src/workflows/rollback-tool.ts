@@ -44,7 +44,7 @@ async function rollback(input: RollbackToolInput): Promise<RollbackToolResult> {
     const message = notFoundOf(err);
     if (message === undefined) throw err;
     progress.failed('activate', message);
-    progress.end('rejected');
+    progress.end('rejected', { message });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rejected' }]);
     return { status: 'rejected', name: input.name, workflowId, message };
   }

@@ -1,0 +1,57 @@
+import { inspect } from 'node:util';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { FAILURE_TYPES } from '../contract/failures';
+import { OUTCOME_LOG_ATTRIBUTE } from '../contract/observability';
+
+/** The longest outcome line printed; a compile error or a test's stderr can run to kilobytes. */
+const MAX_OUTCOME_LINE = 400;
+
+/**
+ * What an operator reads in the `forge up` / `forge worker` terminal: one `forge: <workflow ID> <outcome> ...` line per
+ * finished run (workflows log it through Progress.end), the SDK's warnings and errors with their stacks, and nothing
+ * else. A verdict (a rejected tool, a refused migration or promotion) is an outcome, not a fault: the SDK's
+ * `Activity failed` / `Workflow failed` warning for one of Forge's verdict failure types is dropped, since the
+ * outcome line already says it in one line.
+ */
+export function terminalLogFunction(write: (text: string) => void = (text) => process.stderr.write(text)): (entry: LogEntry) => void {
+  return ({ level, timestampNanos, message, meta }) => {
+    if (meta && meta[OUTCOME_LOG_ATTRIBUTE] !== undefined) {
+      write(`forge: ${oneLine(message)}\n`);
+      return;
+    }
+    if (level !== 'WARN' && level !== 'ERROR') return;
+    // The sandbox worker polls activities only, on purpose; the SDK warns about that at every start.
+    if (message.startsWith('No workflows registered, not polling for workflow tasks')) return;
+    if ((message === 'Activity failed' || message === 'Workflow failed') && verdictType(meta?.error) !== undefined) return;
+    const at = new Date(Number(timestampNanos / 1_000_000n)).toISOString();
+    write(`${at} [${level}] ${message}${meta === undefined ? '' : ` ${inspect(meta, { breakLength: Infinity })}`}\n`);
+  };
+}
+
+/** The Forge verdict type of an error or of any error in its cause chain (an ActivityFailure wraps the verdict). */
+export function verdictType(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && (FAILURE_TYPES as readonly string[]).includes(type)) return type;
+  }
+  return undefined;
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s*\n\s*/g, ' | ').trim();
+  return flat.length > MAX_OUTCOME_LINE ? `${flat.slice(0, MAX_OUTCOME_LINE - 1)}…` : flat;
+}
+
+/**
+ * Installs the process's Temporal Runtime for `forge up` / `forge worker`, before anything creates one: the terminal
+ * logger above (INFO reaches it only so the outcome lines can; it drops the SDK's own INFO chatter). False when a
+ * Runtime existed already (the CLI embedded in a process that made one), which is then kept as it is.
+ */
+export function installForgeRuntime(options: { write?: (text: string) => void } = {}): boolean {
+  try {
+    Runtime.install({ logger: new DefaultLogger('INFO', terminalLogFunction(options.write)) });
+    return true;
+  } catch {
+    return false;
+  }
+}
