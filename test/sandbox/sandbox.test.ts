@@ -126,7 +126,9 @@ const cases: Case[] = [
           limits: { memoryMb: 128 },
           input: (m: string) => ({ marker: m }),
           check: (v: SandboxVerdict) => {
-            expect(v.error).toMatch(/processes together passed the run's memory limit of 1152 MiB.*returned a result all the same/);
+            // Usually the kernel kills a child that already reported (the tool returns all the same); on a very loaded
+            // machine it may kill one still allocating, which the tool sees. Either way the verdict is oom.
+            expect(v.error).toMatch(/processes together passed the run's memory limit of 1152 MiB/);
             expect(v.output).toBeUndefined();
           },
         },
