@@ -7,7 +7,7 @@ import { assertIdentity, gitDate, identityEnv, normaliseMessage, type CommitIden
 import { promoteBranchName } from './names';
 import { assertSafeRelativePath, checkProposedPath, writeProposedFile } from './path-safety';
 import { withKeyLock } from './run-lock';
-import { resolveCommit, runKey } from './worktree';
+import { resolveCommit, runKey, settledInOrder } from './worktree';
 
 /** One file of a proposed change: its repository-relative path and its full new contents. */
 export interface ProposedFile {
@@ -57,6 +57,19 @@ async function treeModes(repo: string, commit: string, paths: readonly string[])
   return modes;
 }
 
+/** Writes each file's contents as a blob (a few git processes at a time); their ids, in order. */
+async function hashObjects(repo: string, files: readonly ProposedFile[]): Promise<string[]> {
+  const ids: string[] = new Array(files.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < files.length; i = next++) {
+      ids[i] = (await git(['hash-object', '-w', '--stdin'], { cwd: repo, input: files[i].content })).stdout.trim();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, files.length) }, worker));
+  return ids;
+}
+
 async function parentsAndTree(repo: string, commit: string): Promise<{ parents: string[]; tree: string }> {
   const { stdout } = await git(['show', '-s', '--format=%P%n%T', commit], { cwd: repo });
   const [parents, tree] = stdout.trim().split('\n');
@@ -102,13 +115,20 @@ export async function commitChange(input: CommitChangeInput): Promise<CommitChan
   const paths = [...seen].sort();
 
   return withKeyLock(await runKey(input.repo, input.runId), async () => {
-    const base = await resolveCommit(input.repo, input.base);
-    const worktreeHead = await revParse(input.worktree, 'HEAD');
-    const gitDir = (await git(['rev-parse', '--absolute-git-dir'], { cwd: input.worktree })).stdout.trim();
-
-    // All checks before any write: a change with one bad path changes nothing.
-    for (const file of input.files) await checkProposedPath(input.worktree, file.path);
-    const baseModes = await treeModes(input.repo, base, paths);
+    // Each read is a git process: the independent ones at once (the first error in this order wins).
+    const [base, worktreeHead, gitDir] = await settledInOrder([
+      resolveCommit(input.repo, input.base),
+      revParse(input.worktree, 'HEAD'),
+      git(['rev-parse', '--absolute-git-dir'], { cwd: input.worktree }).then((r) => r.stdout.trim()),
+    ] as const);
+    const ref = `refs/heads/${branch}`;
+    const [baseModes, baseTree, existing] = await settledInOrder([
+      treeModes(input.repo, base, paths),
+      git(['rev-parse', `${base}^{tree}`], { cwd: input.repo }).then((r) => r.stdout.trim()),
+      revParse(input.repo, ref),
+      // All checks before any write: a change with one bad path changes nothing.
+      ...input.files.map((file) => checkProposedPath(input.worktree, file.path)),
+    ] as const);
     for (const [p, mode] of baseModes) {
       if (mode !== '100644' && mode !== '100755') {
         const what = mode === '120000' ? 'a symlink' : mode === '160000' ? 'a submodule' : 'a directory';
@@ -120,22 +140,18 @@ export async function commitChange(input: CommitChangeInput): Promise<CommitChan
     const indexEnv = { GIT_INDEX_FILE: tempIndex };
     try {
       // The tree of base + the proposed contents, in a private index: concurrent calls never meet on index.lock.
-      let entries = '';
-      for (const file of input.files) {
-        const blob = (await git(['hash-object', '-w', '--stdin'], { cwd: input.repo, input: file.content })).stdout.trim();
-        const mode = baseModes.get(file.path) ?? '100644';
-        entries += `${mode} ${blob}\t${file.path}\0`;
-      }
-      await git(['read-tree', base], { cwd: input.worktree, env: indexEnv });
+      // The blobs are written while the private index is read from the base.
+      const [, blobs] = await settledInOrder([
+        git(['read-tree', base], { cwd: input.worktree, env: indexEnv }),
+        hashObjects(input.repo, input.files),
+      ] as const);
+      const entries = input.files.map((file, i) => `${baseModes.get(file.path) ?? '100644'} ${blobs[i]}\t${file.path}\0`).join('');
       await git(['update-index', '-z', '--index-info'], { cwd: input.worktree, env: indexEnv, input: entries });
       const tree = (await git(['write-tree'], { cwd: input.worktree, env: indexEnv })).stdout.trim();
-      const baseTree = (await git(['rev-parse', `${base}^{tree}`], { cwd: input.repo })).stdout.trim();
       if (tree === baseTree) throw new EmptyChangeError('the proposed contents are what the base commit already has');
 
-      const ref = `refs/heads/${branch}`;
       let commit: string;
       let status: CommitChangeResult['status'] = 'existing';
-      const existing = await revParse(input.repo, ref);
       if (worktreeHead !== base && (existing === null || worktreeHead !== existing)) {
         const at = worktreeHead ?? 'no commit';
         throw new RunStateConflictError(input.runId, `the worktree ${input.worktree} is at ${at}, not at the base ${base}`);

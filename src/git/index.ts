@@ -1,7 +1,8 @@
 /**
  * Git core of built-in promotions (issue 11): plain TypeScript, no Temporal. Every operation is idempotent ("already
  * done" is a success), safe to call twice at once for the same run, and runs git through execFile (no shell, no
- * hooks, bounded by GIT_TIMEOUT_MS). Verdicts (branch moved, conflict, refused live checkout, install needed) are
+ * hooks, bounded by GIT_TIMEOUT_MS), started by a small helper process (spawner.ts: from a worker's large process each
+ * start would cost ~20 ms). Verdicts (branch moved, conflict, refused live checkout, install needed) are
  * typed results; bad input is a typed error naming it (errors.ts); anything else is infrastructure (retry).
  *
  * The order a promotion takes:

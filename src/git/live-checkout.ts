@@ -6,7 +6,7 @@ import { git, isAncestor, revParse } from './exec';
 import { assertBranchName } from './names';
 import { checkProposedPath } from './path-safety';
 import { withKeyLock } from './run-lock';
-import { listWorktrees, resolveCommit } from './worktree';
+import { listWorktrees, resolveCommits, settledInOrder } from './worktree';
 
 export interface LiveCheckoutInput {
   repo: string;
@@ -76,8 +76,25 @@ async function indexEntries(checkout: string, paths: string[]): Promise<Map<stri
   return entries;
 }
 
-/** What the working tree holds at `p` as a blob id (null: nothing), or 'other' (a directory, a symlink on the way). */
-async function workingFile(checkout: string, p: string): Promise<Side | null | 'other'> {
+/**
+ * What the working tree holds at each of `paths` as a blob id (null: nothing), or 'other' (a directory, a symlink on
+ * the way). The regular files are hashed together, by one git process.
+ */
+async function workingFiles(checkout: string, paths: readonly string[]): Promise<(Side | null | 'other')[]> {
+  const found = await settledInOrder(paths.map((p) => workingEntry(checkout, p)));
+  const regular = paths.filter((_, i) => isRegular(found[i]));
+  const oids = regular.length === 0 ? [] : (await git(['hash-object', '--', ...regular], { cwd: checkout })).stdout.trim().split('\n');
+  if (oids.length !== regular.length) throw new Error(`git hash-object gave ${oids.length} ids for ${regular.length} files`);
+  let next = 0;
+  return found.map((f) => (isRegular(f) ? { mode: f.executable ? '100755' : '100644', oid: oids[next++] } : f));
+}
+
+type Entry = { regular: true; executable: boolean } | Side | null | 'other';
+
+const isRegular = (e: Entry): e is { regular: true; executable: boolean } => e !== null && e !== 'other' && 'regular' in e;
+
+/** What is at `p`: a regular file (to be hashed), a symlink as git stores one, nothing (null), or 'other'. */
+async function workingEntry(checkout: string, p: string): Promise<Entry> {
   let info;
   try {
     info = await checkProposedPath(checkout, p);
@@ -93,9 +110,7 @@ async function workingFile(checkout: string, p: string): Promise<Side | null | '
     }
     return 'other';
   }
-  if (!info.exists) return null;
-  const oid = (await git(['hash-object', '--', p], { cwd: checkout })).stdout.trim();
-  return { mode: info.executable ? '100755' : '100644', oid };
+  return info.exists ? { regular: true, executable: info.executable } : null;
 }
 
 interface Classified {
@@ -115,12 +130,16 @@ async function findCheckout(repo: string, branch: string): Promise<string | null
 
 async function classify(checkout: string, repo: string, base: string, tested: string): Promise<Classified> {
   const touched = await touchedPaths(repo, base, tested);
-  const index = await indexEntries(checkout, touched.map((t) => t.path));
+  // The index and the working files are read at once (each a git process).
+  const [index, files] = await settledInOrder([
+    indexEntries(checkout, touched.map((t) => t.path)),
+    workingFiles(checkout, touched.map((t) => t.path)),
+  ] as const);
   const local: string[] = [];
   const done: string[] = [];
-  for (const t of touched) {
+  for (const [i, t] of touched.entries()) {
     const staged = index.get(t.path) ?? null;
-    const file = await workingFile(checkout, t.path);
+    const file = files[i];
     const indexOk = staged !== 'conflict' && (same(staged, t.base) || same(staged, t.tested));
     // The working file's mode is not compared: with core.fileMode=false git itself ignores it.
     const fileOk = file !== 'other' && (same(file, t.base, false) || same(file, t.tested, false));
@@ -148,8 +167,10 @@ function refusal(checkout: string, local: string[]): LiveCheckoutResult {
  */
 export async function inspectLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
   assertBranchName(input.branch);
-  const [base, tested] = [await resolveCommit(input.repo, input.base), await resolveCommit(input.repo, input.tested)];
-  const checkout = await findCheckout(input.repo, input.branch);
+  const [[base, tested], checkout] = await settledInOrder([
+    resolveCommits(input.repo, [input.base, input.tested]),
+    findCheckout(input.repo, input.branch),
+  ] as const);
   if (!checkout) return { status: 'not-checked-out' };
   const c = await classify(checkout, input.repo, base, tested);
   if (c.local.length > 0) return refusal(checkout, c.local);
@@ -190,8 +211,10 @@ async function removeFile(checkout: string, p: string): Promise<void> {
  */
 export async function advanceLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
   assertBranchName(input.branch);
-  const [base, tested] = [await resolveCommit(input.repo, input.base), await resolveCommit(input.repo, input.tested)];
-  const checkout = await findCheckout(input.repo, input.branch);
+  const [[base, tested], checkout] = await settledInOrder([
+    resolveCommits(input.repo, [input.base, input.tested]),
+    findCheckout(input.repo, input.branch),
+  ] as const);
   if (!checkout) return { status: 'not-checked-out' };
   return withKeyLock(`live\0${await realpath(checkout)}`, async () => {
     const head = await revParse(input.repo, `refs/heads/${input.branch}^{commit}`);

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidInputError } from './errors';
 import { git, isAncestor, revParse } from './exec';
 import { assertBranchName } from './names';
-import { resolveCommit } from './worktree';
+import { resolveCommits } from './worktree';
 
 export interface CompareAndSwapInput {
   repo: string;
@@ -39,7 +39,7 @@ const LOCK_ATTEMPTS = 5;
 export async function compareAndSwapBranch(input: CompareAndSwapInput): Promise<CompareAndSwapResult> {
   assertBranchName(input.branch);
   const ref = `refs/heads/${input.branch}`;
-  const [base, tested] = [await resolveCommit(input.repo, input.base), await resolveCommit(input.repo, input.tested)];
+  const [base, tested] = await resolveCommits(input.repo, [input.base, input.tested]);
   if (!(await isAncestor(input.repo, base, tested))) {
     const why = `it does not descend from the base ${base}, so moving ${input.branch} to it would not be a fast-forward`;
     throw new InvalidInputError('tested', tested, why);

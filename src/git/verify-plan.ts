@@ -131,6 +131,8 @@ export function parseVerifyPlanText(text: string, file: string = VERIFY_PLAN_FIL
   return parseVerifyPlan(value, file);
 }
 
+const FULL_OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
 /**
  * Reads forge.verify.json as committed at `commit` (a commit id or a branch), so a change is always verified by the
  * plan of its base, never by a plan it brings itself.
@@ -138,9 +140,14 @@ export function parseVerifyPlanText(text: string, file: string = VERIFY_PLAN_FIL
  */
 export async function readVerifyPlan(repo: string, commit: string): Promise<VerifyPlan> {
   const file = `${commit}:${VERIFY_PLAN_FILE}`;
+  const read = (id: string) => git(['cat-file', 'blob', `${id}:${VERIFY_PLAN_FILE}`], { cwd: repo, okExitCodes: [128] });
+  // A full object id names one commit for good: then the file is read while the id is checked (two git processes at
+  // once). A branch is resolved first, so that the plan read is the one of the commit it pointed at.
+  const early = FULL_OBJECT_ID.test(commit) ? read(commit) : undefined;
+  early?.catch(() => undefined);
   const id = await revParse(repo, `${commit}^{commit}`);
   if (!id) throw new VerifyPlanError(file, [{ field: '', message: `cannot be read (${JSON.stringify(commit)} is not a commit)` }]);
-  const { stdout, exitCode, stderr } = await git(['cat-file', 'blob', `${id}:${VERIFY_PLAN_FILE}`], { cwd: repo, okExitCodes: [128] });
+  const { stdout, exitCode, stderr } = await (early ?? read(id));
   if (exitCode !== 0) {
     throw new VerifyPlanError(file, [{ field: '', message: `cannot be read (${stderr.trim() || 'no such file'})` }]);
   }

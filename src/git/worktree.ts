@@ -99,6 +99,25 @@ export async function resolveCommit(repo: string, rev: string): Promise<string> 
   return commit;
 }
 
+/**
+ * Each of `revs` resolved as {@link resolveCommit} does, the git processes at once; an error is the first rev's in
+ * order (not whichever process ended first), so the outcome does not depend on timing.
+ * @throws CommitNotFoundError
+ */
+export async function resolveCommits(repo: string, revs: readonly string[]): Promise<string[]> {
+  return settledInOrder(revs.map((rev) => resolveCommit(repo, rev)));
+}
+
+/** The values of `work` (started together); when some fail, the error of the first in order. */
+export async function settledInOrder<T extends readonly unknown[]>(work: readonly [...{ [K in keyof T]: Promise<T[K]> }]): Promise<T>;
+export async function settledInOrder<T>(work: readonly Promise<T>[]): Promise<T[]>;
+export async function settledInOrder(work: readonly Promise<unknown>[]): Promise<unknown[]> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value);
+}
+
 /** The key under which calls for one run of one repository take turns (see run-lock.ts). */
 export async function runKey(repo: string, runId: string): Promise<string> {
   return `run\0${await realpath(repo)}\0${runId}`;
