@@ -78,6 +78,12 @@ export interface ForgeConfig {
   };
   /** Fault points the worker kills itself at (FORGE_FAULT_KILL_AT; chaos tests only, empty otherwise). */
   faultKillAt: FaultPoint[];
+  /**
+   * The worker's Prometheus endpoint (FORGE_METRICS_ADDRESS, `host:port`, default 127.0.0.1:9464; `off`: none).
+   * `configured`: the address was set, so not getting it stops the worker; the default only warns (two workers on
+   * one machine).
+   */
+  metrics: { address?: string; configured: boolean };
 }
 
 /** Thrown when an environment variable Forge reads has a value it cannot use; `variable` names it. */
@@ -119,6 +125,10 @@ function int(min: number, max: number) {
 }
 
 const port = int(1, 65_535);
+const metricsAddress = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port (127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464) or off')
+  .refine((v) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65_535, 'the port must be at most 65535');
 const positive = int(1, Number.MAX_SAFE_INTEGER);
 const toolNames = z
   .string()
@@ -182,8 +192,16 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_PROMOTE_MAX_ROUNDS',
   'FORGE_PROMOTE_AUTHOR',
   'FORGE_FAULT_KILL_AT',
+  'FORGE_METRICS_ADDRESS',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
+
+/** FORGE_METRICS_ADDRESS: loopback by default, so metrics leave the machine only where an operator says so. */
+function readMetrics(env: NodeJS.ProcessEnv): ForgeConfig['metrics'] {
+  const raw = nonEmpty(env.FORGE_METRICS_ADDRESS);
+  if (raw?.toLowerCase() === 'off') return { configured: true };
+  return { address: read(env, 'FORGE_METRICS_ADDRESS', metricsAddress, '127.0.0.1:9464'), configured: raw !== undefined };
+}
 
 /** Parses one variable; unset or blank means `fallback` (itself parsed, so defaults obey the same rules). */
 function read<S extends z.ZodType<unknown, string>>(
@@ -279,5 +297,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       identity: read(env, 'FORGE_PROMOTE_AUTHOR', identity, 'Forge <forge@localhost>'),
     },
     faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
+    metrics: readMetrics(env),
   };
 }

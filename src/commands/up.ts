@@ -47,8 +47,13 @@ async function runUntilSignal(
   embeddedTemporal: boolean,
   announce: (p: { address: string; uiUrl?: string }) => void,
 ): Promise<void> {
-  // Before anything creates the Runtime: the SDK's INFO chatter stays out of the terminal, one line per run outcome.
-  installForgeRuntime();
+  // Before anything creates the Runtime: the SDK's INFO chatter stays out of the terminal, one line per run outcome,
+  // and the Prometheus endpoint (Temporal's metrics and Forge's) comes up with it.
+  const runtime = installForgeRuntime({ metrics: config.metrics });
+  if (runtime.metricsAddress) process.stderr.write(`forge: Prometheus metrics at http://${runtime.metricsAddress}/metrics\n`);
+  if (runtime.metricsUnavailable) {
+    process.stderr.write(`forge: no metrics: ${runtime.metricsUnavailable}; set FORGE_METRICS_ADDRESS to another host:port (or off)\n`);
+  }
   const signalled = untilSignal();
   const platform = await startPlatform({ config, embeddedTemporal });
   announce(platform);

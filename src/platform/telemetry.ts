@@ -1,7 +1,9 @@
 import { inspect } from 'node:util';
+import { IllegalStateError } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { FAILURE_TYPES } from '../contract/failures';
-import { OUTCOME_LOG_ATTRIBUTE } from '../contract/observability';
+import { ForgeMetric, OUTCOME_LOG_ATTRIBUTE, STAGE_DURATION_BUCKETS_MS } from '../contract/observability';
+import { ConfigError } from '../config';
 
 /** The longest outcome line printed; a compile error or a test's stderr can run to kilobytes. */
 const MAX_OUTCOME_LINE = 400;
@@ -42,16 +44,60 @@ function oneLine(text: string): string {
   return flat.length > MAX_OUTCOME_LINE ? `${flat.slice(0, MAX_OUTCOME_LINE - 1)}…` : flat;
 }
 
+/** What installForgeRuntime did: whether this process's Runtime is Forge's, and where its metrics are served. */
+export interface ForgeRuntime {
+  installed: boolean;
+  /** `host:port` of the Prometheus endpoint (`/metrics`), when one is served. */
+  metricsAddress?: string;
+  /** Why the default metrics address could not be used (the Runtime was installed without metrics). */
+  metricsUnavailable?: string;
+}
+
 /**
  * Installs the process's Temporal Runtime for `forge up` / `forge worker`, before anything creates one: the terminal
- * logger above (INFO reaches it only so the outcome lines can; it drops the SDK's own INFO chatter). False when a
- * Runtime existed already (the CLI embedded in a process that made one), which is then kept as it is.
+ * logger above (INFO reaches it only so the outcome lines can; it drops the SDK's own INFO chatter) and, with
+ * `metrics.address`, the Prometheus exporter that serves Temporal's runtime metrics and every metric Forge records
+ * through the SDK's metric meter (workflow `metricMeter`, activity `Context.metricMeter`) on `/metrics`.
+ *
+ * A configured address that cannot be bound throws ConfigError naming FORGE_METRICS_ADDRESS; the default address taken
+ * (another worker on this machine) installs the Runtime without metrics and says why. A Runtime that existed already
+ * (the CLI embedded in a process that made one) is kept as it is: `installed: false`.
  */
-export function installForgeRuntime(options: { write?: (text: string) => void } = {}): boolean {
+export function installForgeRuntime(options: {
+  metrics: { address?: string; configured: boolean };
+  write?: (text: string) => void;
+}): ForgeRuntime {
+  const logger = new DefaultLogger('INFO', terminalLogFunction(options.write));
+  const { address, configured } = options.metrics;
+  const install = (withMetrics: boolean): boolean => {
+    try {
+      Runtime.install({
+        logger,
+        ...(withMetrics && address
+          ? {
+              telemetryOptions: {
+                metrics: {
+                  prometheus: { bindAddress: address, histogramBucketOverrides: { [ForgeMetric.stageDuration]: STAGE_DURATION_BUCKETS_MS } },
+                },
+              },
+            }
+          : {}),
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof IllegalStateError) return false;
+      throw err;
+    }
+  };
+  if (!address) return { installed: install(false) };
   try {
-    Runtime.install({ logger: new DefaultLogger('INFO', terminalLogFunction(options.write)) });
-    return true;
-  } catch {
-    return false;
+    return install(true) ? { installed: true, metricsAddress: address } : { installed: false };
+  } catch (err) {
+    // Core's exporter could not bind (address in use, not an address of this machine).
+    const why = (err as Error).message.replace(/^Failed to start prometheus metrics exporter: /, '');
+    if (configured) {
+      throw new ConfigError(`FORGE_METRICS_ADDRESS=${address} cannot serve metrics: ${why}`, 'FORGE_METRICS_ADDRESS', { cause: err });
+    }
+    return { installed: install(false), metricsUnavailable: `${address}: ${why}` };
   }
 }

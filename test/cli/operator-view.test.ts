@@ -4,21 +4,27 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findFreePort } from '../../src/platform/free-port';
 import { processesMarkedWith } from '../helpers/processes';
-import { cliEnv, FORGE_BIN, ROOT, runForgeJson, TOOL_FIXTURES } from './run-cli';
+import { createServer } from 'node:net';
+import { cliEnv, FORGE_BIN, ROOT, runForge, runForgeJson, TOOL_FIXTURES } from './run-cli';
 
 /**
- * What an operator sees of a running `forge up`: its terminal (one line per run outcome, no stack for a verdict).
+ * What an operator sees of a running `forge up`: its terminal (one line per run outcome, no stack for a verdict),
+ * `forge runs`, and the Prometheus endpoint at FORGE_METRICS_ADDRESS.
  * One platform for the whole suite (2 cores shared): the tests run in order on it.
  */
 let child: ChildProcess;
 let home: string;
 let stderr = '';
 let clientEnv: NodeJS.ProcessEnv;
+let metricsUrl: string;
 
 beforeAll(async () => {
   home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-operator-test-'));
   const port = await findFreePort();
+  const metricsPort = await findFreePort();
+  metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const env = cliEnv({
+    FORGE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
     FORGE_HOME: home,
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
     FORGE_TEMPORAL_PORT: String(port),
@@ -87,6 +93,63 @@ test('a rejected deployment is one line in the forge up terminal, with no stack;
   expect(stderr).not.toMatch(/\n\s+at /);
 }, 60_000);
 
+test("/metrics: Temporal's runtime metrics and Forge's counters by outcome, verdicts by status, stage durations", async () => {
+  expect(stderr).toContain(`forge: Prometheus metrics at ${metricsUrl}`);
+  // Workflow metrics reach the exporter through the worker's sink after the activation: poll briefly.
+  let text = '';
+  const deadline = Date.now() + 10_000;
+  while (!/^forge_deployments_total\{[^}]*outcome="active"/m.test(text) && Date.now() < deadline) {
+    const res = await fetch(metricsUrl);
+    expect(res.status).toBe(200);
+    text = await res.text();
+    if (!text.includes('forge_deployments_total')) await new Promise((r) => setTimeout(r, 250));
+  }
+  expect(text).toMatch(/^temporal_workflow_completed\{[^}]*\} \d+/m);
+  expect(text).toMatch(/^temporal_activity_execution_latency_bucket\{/m);
+  expect(text).toMatch(/^forge_deployments_total\{[^}]*outcome="rejected"[^}]*\} 1$/m);
+  expect(text).toMatch(/^forge_deployments_total\{[^}]*outcome="active"[^}]*\} 1$/m);
+  expect(text).toMatch(/^forge_sandbox_verdicts_total\{[^}]*status="passed"[^}]*\} 1$/m);
+  expect(text).toMatch(/^forge_stage_duration_ms_bucket\{[^}]*kind="deploy"[^}]*stage="test"[^}]*status="done"/m);
+  // A verdict is not a failed activity in Temporal's metrics (BENIGN).
+  expect(text).not.toMatch(/^temporal_activity_execution_failed\{[^}]*activity_type="testTool"/m);
+});
+
+test('forge worker with FORGE_METRICS_ADDRESS on a taken port: one sentence naming the variable, exit 2', async () => {
+  const blocker = createServer();
+  const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as { port: number }).port)));
+  try {
+    const r = await runForge(['worker'], {
+      env: cliEnv({ FORGE_HOME: home, FORGE_METRICS_ADDRESS: `127.0.0.1:${port}`, TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+      timeoutMs: 30_000,
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`forge: FORGE_METRICS_ADDRESS=127.0.0.1:${port} cannot serve metrics: Address already in use`);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  } finally {
+    blocker.close();
+  }
+});
+
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
+
+test('forge runs: outcome always filled, --kind and --status filter, the table fits 80 columns', async () => {
+  const all = await runForgeJson(['runs', '--kind', 'deploy'], { env: clientEnv });
+  expect(all.code).toBe(0);
+  const runs = all.json.runs as { workflowId: string; kind: string; status: string; outcome: string }[];
+  expect(runs.map((r) => [r.workflowId.split('/')[1], r.status, r.outcome]).sort()).toEqual([
+    ['celsius_to_fahrenheit', 'COMPLETED', 'active'],
+    ['throws', 'COMPLETED', 'rejected'],
+  ]);
+  expect((await runForgeJson(['runs', '--status', 'failed'], { env: clientEnv })).json).toEqual({ runs: [] });
+  expect((await runForgeJson(['runs', '--kind', 'migrate'], { env: clientEnv })).json).toEqual({ runs: [] });
+
+  const human = await runForge(['runs'], { env: clientEnv });
+  expect(human.code).toBe(0);
+  const lines = human.stdout.trimEnd().split('\n');
+  expect(lines[0]).toMatch(/^STARTED\s+OUTCOME\s+TOOK\s+WORKFLOW ID$/);
+  expect(lines).toHaveLength(3);
+  for (const line of lines) expect(line.length).toBeLessThanOrEqual(80);
+  expect(lines.slice(1).map((l) => l.split(/\s{2,}/)[1]).sort()).toEqual(['active', 'rejected']);
+}, 60_000);
