@@ -15,6 +15,7 @@ import { registerLintSql } from './commands/lint-sql';
 import { registerMigrate } from './commands/migrate';
 import { registerMigrations } from './commands/migrations';
 import { registerPromote } from './commands/promote';
+import { registerReverify } from './commands/reverify';
 import { registerRollback } from './commands/rollback';
 import { registerRuns } from './commands/runs';
 import { registerSandbox } from './commands/sandbox';
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerMigrations(program);
   registerPromote(program);
   registerRuns(program);
+  registerReverify(program);
   return program;
 }
 

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
@@ -9,7 +11,8 @@ import {
 import { z } from 'zod';
 import path from 'node:path';
 import { loadConfig, type ForgeConfig } from './config';
-import { ForgeInputError, PlatformUnreachableError, RunNotFoundError } from './contract/errors';
+import { ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
+import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
 import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
 import { FORGE_KINDS, type ForgeKind } from './contract/kinds';
 import { MAX_DEPLOY_SOURCE_BYTES, MAX_MIGRATION_SQL_BYTES } from './contract/limits';
@@ -344,6 +347,82 @@ export class ForgeClient {
       progress: () => this.progressOf(handle),
       result: (opts = {}) => this.waitWithProgress<PromoteBuiltinResult>(handle, opts.onProgress, { kind: 'promote', subject }),
     };
+  }
+
+  /**
+   * Runs re-verification now through the `forge-reverify` schedule and waits for the run's summary: every active
+   * tool's stored test again, failures retested, what fails twice quarantined or degraded. A run already under way
+   * (the schedule's, or another `reverifyNow`) is joined rather than doubled (the schedule's overlap policy is SKIP).
+   */
+  async reverifyNow(options: { onProgress?: ProgressListener; startTimeoutMs?: number } = {}): Promise<ReverifySummary> {
+    const handle = this.temporal.schedule.getHandle(REVERIFY_SCHEDULE_ID);
+    const before = await this.describeSchedule();
+    let workflowId: string | undefined = before.info.runningActions[0]?.workflow.workflowId;
+    if (!workflowId) {
+      const seen = new Set(before.info.recentActions.map((a) => a.action.workflow.workflowId));
+      await this.call(() => handle.trigger(ScheduleOverlapPolicy.SKIP));
+      const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+      while (!workflowId) {
+        const now = await this.describeSchedule();
+        workflowId = [...now.info.runningActions.map((a) => a.workflow), ...now.info.recentActions.map((a) => a.action.workflow)].find(
+          (w) => !seen.has(w.workflowId),
+        )?.workflowId;
+        if (workflowId) break;
+        if (Date.now() > deadline) throw new Error(`reverifyNow: the schedule ${REVERIFY_SCHEDULE_ID} did not start a run within ${options.startTimeoutMs ?? 30_000} ms`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    return this.waitWithProgress<ReverifySummary>(this.temporal.workflow.getHandle(workflowId), options.onProgress, { kind: 'reverify', subject: 'tools' });
+  }
+
+  /** The `forge-reverify` schedule: interval, paused or not, the next runs, the last run and its summary's counts. */
+  async reverifySchedule(): Promise<ReverifyScheduleInfo> {
+    const d = await this.describeSchedule();
+    const memo = (d.memo ?? {}) as { intervalMs?: number };
+    const every = d.spec.intervals?.[0]?.every;
+    const last = d.info.recentActions.at(-1);
+    let lastRun: ReverifyScheduleInfo['lastRun'];
+    if (last) {
+      const run = this.temporal.workflow.getHandle(last.action.workflow.workflowId);
+      const status = await this.call(() => run.describe()).then((r) => r.status.name, () => 'UNKNOWN');
+      lastRun = { workflowId: last.action.workflow.workflowId, startedAt: last.takenAt.toISOString(), status };
+      if (status === 'COMPLETED') {
+        const summary = await this.call(() => run.result() as Promise<ReverifySummary>).catch(() => undefined);
+        if (summary) lastRun.summary = { quarantined: summary.quarantined, degraded: summary.degraded, flaky: summary.flaky, counts: summary.counts };
+      }
+    }
+    return {
+      scheduleId: REVERIFY_SCHEDULE_ID,
+      intervalMs: memo.intervalMs ?? (typeof every === 'number' ? every : 0),
+      paused: d.state.paused,
+      note: d.state.note || undefined,
+      nextRuns: d.info.nextActionTimes.map((t) => t.toISOString()),
+      lastRun,
+      running: d.info.runningActions.map((a) => a.workflow.workflowId),
+    };
+  }
+
+  /** Pauses the `forge-reverify` schedule (no scheduled runs until resumed; `reverifyNow` still runs one). */
+  async pauseReverify(note = 'paused through Forge'): Promise<ReverifyScheduleInfo> {
+    await this.describeSchedule();
+    await this.call(() => this.temporal.schedule.getHandle(REVERIFY_SCHEDULE_ID).pause(note));
+    return this.reverifySchedule();
+  }
+
+  /** Resumes the `forge-reverify` schedule. */
+  async resumeReverify(note = 'resumed through Forge'): Promise<ReverifyScheduleInfo> {
+    await this.describeSchedule();
+    await this.call(() => this.temporal.schedule.getHandle(REVERIFY_SCHEDULE_ID).unpause(note));
+    return this.reverifySchedule();
+  }
+
+  private async describeSchedule() {
+    try {
+      return await this.call(() => this.temporal.schedule.getHandle(REVERIFY_SCHEDULE_ID).describe());
+    } catch (err) {
+      if (err instanceof ScheduleNotFoundError) throw new ScheduleMissingError(REVERIFY_SCHEDULE_ID, { cause: err });
+      throw err;
+    }
   }
 
   /**

@@ -84,6 +84,11 @@ export interface ForgeConfig {
    * one machine).
    */
   metrics: { address?: string; configured: boolean };
+  /** Scheduled re-verification of every active tool (the `forge-reverify` schedule). */
+  reverify: {
+    /** How often the schedule runs (FORGE_REVERIFY_INTERVAL: `90s`, `30m`, `1h`, `1d` or milliseconds; default 1h). */
+    intervalMs: number;
+  };
 }
 
 /** Thrown when an environment variable Forge reads has a value it cannot use; `variable` names it. */
@@ -153,6 +158,15 @@ const identity = z
     const [name, email] = v.slice(0, -1).split('<');
     return { name: name.trim(), email };
   });
+const INTERVAL_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const interval = z
+  .string()
+  .regex(/^\d+(ms|s|m|h|d)?$/, 'must be a duration such as 90s, 30m, 1h, 1d, or a number of milliseconds')
+  .transform((v) => {
+    const [, n, unit] = /^(\d+)(ms|s|m|h|d)?$/.exec(v)!;
+    return Number(n) * INTERVAL_UNITS_MS[(unit ?? 'ms') as keyof typeof INTERVAL_UNITS_MS];
+  })
+  .pipe(z.number().int().min(1_000, 'must be at least 1s').max(366 * 86_400_000, 'must be at most 366d'));
 const databaseUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), {
   message: 'must be a postgres:// or postgresql:// URL',
 });
@@ -193,6 +207,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_PROMOTE_AUTHOR',
   'FORGE_FAULT_KILL_AT',
   'FORGE_METRICS_ADDRESS',
+  'FORGE_REVERIFY_INTERVAL',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
@@ -298,5 +313,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
     metrics: readMetrics(env),
+    reverify: { intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h') },
   };
 }

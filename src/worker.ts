@@ -1,17 +1,20 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { armFaultPoints } from './activities/fault-points';
 import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
 import { createPromotionActivities } from './activities/promotion-activities';
+import { createReverifyActivities, createReverifySandboxActivities } from './activities/reverify-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
 import { createToolActivities, createToolSteps, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
-import { createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
+import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { checkedOutBuiltinToolNames } from './git';
 import { coalesce } from './registry/coalesce';
+import { ensureReverifySchedule } from './platform/reverify-schedule';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
@@ -49,6 +52,8 @@ export interface ForgeWorkersOptions {
   workflowBundle?: WorkflowBundle;
   /** Where progress lines go (default stderr). */
   log?: (line: string) => void;
+  /** Create or update the `forge-reverify` schedule at start (default true). */
+  reverifySchedule?: boolean;
 }
 
 /** Forge's workers in one process: the control queue (workflows, fast steps) and the capped sandbox queue. */
@@ -105,6 +110,15 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool });
+  const reverifyResults = createReverifyStore(database);
+  const reverifySandboxActivities = createReverifySandboxActivities({ tools: store, results: reverifyResults, limits: config.sandbox.limits, pool: sandboxPool });
+  const reverifyActivities = createReverifyActivities({
+    tools: store,
+    results: reverifyResults,
+    publish,
+    // Twice the sandbox slots in flight keeps this worker's sandbox queue fed while results travel back.
+    sandbox: { ...toolDeps.sandbox, parallelism: config.sandbox.concurrency * 2 },
+  });
   const promotionQueues = { shared: config.taskQueues.promote, host: `${config.taskQueues.promote}@${hostname()}` };
   const promotionActivities = createPromotionActivities({
     hostQueue: promotionQueues.host,
@@ -130,13 +144,13 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
       stickyQueueScheduleToStartTimeout: '2 seconds',
-      activities: { ...toolActivities, ...migrationActivities },
+      activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities },
     });
     sandbox = await Worker.create({
       connection,
       namespace,
       taskQueue: config.taskQueues.sandbox,
-      activities: sandboxActivities,
+      activities: { ...sandboxActivities, ...reverifySandboxActivities },
       // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
@@ -151,6 +165,13 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A stage is a process tree of compilers and test runners: as many at once as sandbox runs.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
+    if (options.reverifySchedule !== false) {
+      // Not fatal: the workers serve deployments without it, and the next start tries again.
+      await ensureReverifySchedule(new Client({ connection, namespace }), config).then(
+        (done) => log(`forge: schedule forge-reverify ${done} (every ${config.reverify.intervalMs / 1000} s)`),
+        (err: Error) => log(`forge: could not create or update the forge-reverify schedule: ${err.message}`),
+      );
+    }
   } catch (err) {
     await sandboxPool?.close();
     stopReconnectHook();

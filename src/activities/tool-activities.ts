@@ -1,4 +1,4 @@
-import type { ToolStore, ToolVersion } from '../db';
+import type { ToolQuarantine, ToolStore, ToolVersion } from '../db';
 import { toolContentHash } from '../contract/hashes';
 import { compileTool } from '../sandbox';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
@@ -232,23 +232,53 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
       return { previousVersion: result.previousVersion, removedVersions: result.removedVersions };
     },
 
-    /** The active tools with their versions. Read-only. */
+    /**
+     * The tools with their state: active ones (`degraded` where re-verification made an older version active), and
+     * the ones re-verification quarantined (no version active). Read-only.
+     */
     async listTools(): Promise<ListToolsResult> {
       const active = await store.listActive();
+      const moved = new Map((await store.listQuarantined()).map((q) => [q.name, q]));
       const tools: ToolSummary[] = [];
+      const reverification = (q: ToolQuarantine) => ({
+        failedVersion: q.failedVersion,
+        reason: q.reason as Record<string, unknown>,
+        at: new Date(q.at).toISOString(),
+        workflowId: q.workflowId ?? undefined,
+      });
       for (const pointer of active) {
         const versions = await store.listVersions(pointer.name);
         const row = versions.find((v) => v.version === pointer.version);
+        const q = moved.get(pointer.name);
+        const degraded = q?.state === 'degraded' && q.activeVersion === pointer.version;
         tools.push({
           name: pointer.name,
           activeVersion: pointer.version,
-          status: 'active',
+          status: degraded ? 'degraded' : 'active',
+          ...(degraded ? { reverification: reverification(q) } : {}),
           updatedAt: new Date(pointer.updatedAt).toISOString(),
           description: row?.description || undefined,
           contentHash: row?.contentHash ?? '',
           versions: versions.length,
         });
       }
+      const activeNames = new Set(active.map((p) => p.name));
+      for (const q of moved.values()) {
+        if (q.state !== 'quarantined' || activeNames.has(q.name)) continue;
+        const versions = await store.listVersions(q.name);
+        const row = versions.find((v) => v.version === q.failedVersion);
+        tools.push({
+          name: q.name,
+          activeVersion: null,
+          status: 'quarantined',
+          reverification: reverification(q),
+          updatedAt: new Date(q.at).toISOString(),
+          description: row?.description || undefined,
+          contentHash: row?.contentHash ?? '',
+          versions: versions.length,
+        });
+      }
+      tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       return { tools };
     },
   };

@@ -15,7 +15,11 @@ export function registerTools(program: Command): void {
         result.tools.length === 0
           ? 'No tools are active yet. Deploy one with `forge deploy FILE.ts`.'
           : result.tools
-              .map((t) => `${t.name.padEnd(32)} v${String(t.activeVersion).padEnd(5)} ${t.updatedAt}  ${t.description ?? ''}`.trimEnd())
+              .map((t) =>
+                `${t.name.padEnd(32)} ${(t.activeVersion === null ? '-' : `v${t.activeVersion}`).padEnd(6)} ${t.status.padEnd(11)} ${t.updatedAt}  ${
+                  t.reverification ? `(v${t.reverification.failedVersion} fails re-verification) ` : ''
+                }${t.description ?? ''}`.trimEnd(),
+              )
               .join('\n'),
       );
       process.exitCode = ExitCode.ok;

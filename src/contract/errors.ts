@@ -34,3 +34,14 @@ export class PlatformUnreachableError extends Error {
     super(message, options);
   }
 }
+
+/** Thrown when `forge reverify` finds no `forge-reverify` schedule: no platform has started against this Temporal. */
+export class ScheduleMissingError extends Error {
+  override readonly name = 'ScheduleMissingError';
+  constructor(
+    readonly scheduleId: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`there is no "${scheduleId}" schedule yet: it is created when the platform starts (forge up, or forge worker)`, options);
+  }
+}

@@ -10,6 +10,8 @@ export const FORGE_TABLES = {
   activeTools: 'active_tools',
   events: 'events',
   agentMigrations: 'forge_migrations',
+  reverifyResults: 'reverify_results',
+  toolQuarantine: 'tool_quarantine',
 } as const;
 
 /** Every name in {@link FORGE_TABLES}. */

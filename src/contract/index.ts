@@ -13,6 +13,7 @@ export * from './limits';
 export * from './migration-runs';
 export * from './policy-verdict';
 export * from './promotion-runs';
+export * from './reverify-runs';
 export * from './run-progress';
 export * from './sandbox-verdict';
 export * from './search-attributes';

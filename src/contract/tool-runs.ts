@@ -85,8 +85,15 @@ export interface DeleteToolResult {
 
 export interface ToolSummary {
   name: string;
-  activeVersion: number;
-  status: 'active';
+  /** null when quarantined: no version is active. */
+  activeVersion: number | null;
+  /**
+   * `active`; `quarantined`: re-verification found every version failing and deactivated the tool; `degraded`:
+   * re-verification made an older version active because the newest fails. A deployment (or a rollback) ends either.
+   */
+  status: 'active' | 'quarantined' | 'degraded';
+  /** Where re-verification moved the tool: the version that failed, why, when, and the run. */
+  reverification?: { failedVersion: number; reason: Record<string, unknown>; at: string; workflowId?: string };
   updatedAt: string;
   description?: string;
   contentHash: string;

@@ -29,10 +29,15 @@ export type {
   InsertVersionResult,
   NewEvent,
   NewToolVersion,
+  QuarantineRequest,
+  QuarantineResult,
   RemovalResult,
   ToolEvent,
+  ToolQuarantine,
   ToolStore,
   ToolVersion,
   WorkflowRef,
 } from './tool-store';
+export { createReverifyStore } from './reverify-store';
+export type { NewReverifyResult, ReverifyCandidate, ReverifyResultRow, ReverifyStore } from './reverify-store';
 export type { ForgeDatabase, ForgeDb, ForgeTx, NotificationListener } from './types';

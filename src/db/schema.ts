@@ -69,3 +69,45 @@ export const agentMigrations = pgTable(FORGE_TABLES.agentMigrations, {
   workflowId: text('workflow_id'),
   runId: text('run_id'),
 });
+
+/**
+ * One sandbox test of a re-verification run: the active version's test (`role` active), its immediate second test
+ * (`retest`, only after a failure) and the earlier versions tried as a fallback (`candidate`). Keyed by (run, tool,
+ * version, attempt), so a run that resumes after a killed worker finds what it recorded and does not test it again.
+ * `action` (on the active row) is what the run did about the tool: none, flaky, quarantined, degraded, superseded,
+ * error; null while undecided.
+ */
+export const reverifyResults = pgTable(
+  FORGE_TABLES.reverifyResults,
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    runKey: text('run_key').notNull(),
+    name: text('name').notNull(),
+    version: integer('version').notNull(),
+    attempt: integer('attempt').notNull().default(1),
+    role: text('role').notNull(),
+    verdict: text('verdict').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    error: text('error'),
+    action: text('action'),
+    workflowId: text('workflow_id'),
+    at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [unique('reverify_results_run_tool_version_attempt_key').on(t.runKey, t.name, t.version, t.attempt)],
+);
+
+/**
+ * Tools re-verification moved: `quarantined` (no version passes; none is active) or `degraded` (an older version is
+ * active because the newer one fails). Any other activation or removal of the tool deletes its row: what an operator
+ * or a deployment does next is no longer re-verification's doing.
+ */
+export const toolQuarantine = pgTable(FORGE_TABLES.toolQuarantine, {
+  name: text('name').primaryKey(),
+  state: text('state').notNull(),
+  failedVersion: integer('failed_version').notNull(),
+  activeVersion: integer('active_version'),
+  reason: jsonb('reason').$type<unknown>().notNull().default({}),
+  runKey: text('run_key').notNull(),
+  workflowId: text('workflow_id'),
+  at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+});

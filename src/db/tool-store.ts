@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, max, sql } from 'drizzle-orm';
 import { TOOLS_CHANNEL } from './channels';
 import { ToolVersionNotFoundError } from './errors';
-import { activeTools, events, toolVersionCounters, toolVersions } from './schema';
+import { activeTools, events, toolQuarantine, toolVersionCounters, toolVersions } from './schema';
 import type { ForgeDatabase, ForgeDb, ForgeTx } from './types';
 
 /** A persisted tool version, as stored. */
@@ -10,6 +10,27 @@ export type ToolVersion = typeof toolVersions.$inferSelect;
 export type ActiveTool = typeof activeTools.$inferSelect;
 /** One row of the event log. */
 export type ToolEvent = typeof events.$inferSelect;
+/** A tool re-verification moved: quarantined (nothing active) or degraded (an older version active). */
+export type ToolQuarantine = typeof toolQuarantine.$inferSelect;
+
+/** What re-verification asks of the store once a tool's active version failed twice (see {@link ToolStore.quarantine}). */
+export interface QuarantineRequest {
+  name: string;
+  /** The version that failed; nothing moves unless it is still the active one. */
+  failedVersion: number;
+  /** The newest earlier version that passed, to make active; undefined: none passed, deactivate. */
+  fallbackVersion?: number;
+  /** Why, for the event and `forge tools`: verdicts, errors, the versions tried. */
+  reason: Record<string, unknown>;
+  runKey: string;
+}
+
+/** What {@link ToolStore.quarantine} did. */
+export interface QuarantineResult {
+  /** quarantined / degraded; superseded when the failed version was no longer active (a deployment came first). */
+  state: 'quarantined' | 'degraded' | 'superseded';
+  activeVersion?: number;
+}
 
 /** What the deployment persists once the sandbox passed. `version` is allocated by the store. */
 export interface NewToolVersion {
@@ -119,6 +140,15 @@ export interface ToolStore {
    * of acting again on the state it finds.
    */
   activationOfRun(name: string, workflowId: string): Promise<ActivationResult | undefined>;
+  /**
+   * Re-verification's move, in ONE transaction under the tool's lock, like a rollback: only while `failedVersion` is
+   * still active, activates `fallbackVersion` (degraded) or deactivates the tool (quarantined), records the state
+   * row and a `tool.quarantined` / `tool.degraded` event with the reason, and notifies. Idempotent by run: a retry
+   * finds this run's event and reports it without moving anything.
+   */
+  quarantine(request: QuarantineRequest, ref?: WorkflowRef): Promise<QuarantineResult>;
+  /** The tools re-verification moved and nothing has moved since, by name. */
+  listQuarantined(): Promise<ToolQuarantine[]>;
   appendEvent(event: NewEvent): Promise<ToolEvent>;
   /** Newest first. */
   listEvents(filter?: { subject?: string; limit?: number }): Promise<ToolEvent[]>;
@@ -215,6 +245,7 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
     .insert(activeTools)
     .values({ name, version, updatedAt: sql`now()` })
     .onConflictDoUpdate({ target: activeTools.name, set: { version, updatedAt: sql`now()` } });
+  await tx.delete(toolQuarantine).where(eq(toolQuarantine.name, name));
   await insertEvent(tx, {
     kind: 'tool.activated',
     subject: name,
@@ -229,6 +260,7 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
 async function deactivateLocked(tx: ForgeTx, name: string, ref: WorkflowRef): Promise<DeactivationResult> {
   const [removed] = await tx.delete(activeTools).where(eq(activeTools.name, name)).returning({ version: activeTools.version });
   if (!removed) return { name, previousVersion: undefined };
+  await tx.delete(toolQuarantine).where(eq(toolQuarantine.name, name));
   await insertEvent(tx, {
     kind: 'tool.deactivated',
     subject: name,
@@ -336,6 +368,7 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
           .delete(toolVersions)
           .where(eq(toolVersions.name, name))
           .returning({ version: toolVersions.version });
+        await tx.delete(toolQuarantine).where(eq(toolQuarantine.name, name));
         if (!active && deleted.length === 0) {
           // Nothing left: perhaps because this very run removed it in an attempt that could not report.
           const [earlier] = ref.workflowId === undefined ? [] : await eventsOfRun(tx, 'tool.removed', name, ref.workflowId);
@@ -354,6 +387,65 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
         await notifyTools(tx, name);
         return { name, previousVersion: active?.version, removedVersions: deleted.length };
       });
+    },
+
+    quarantine(request, ref = {}) {
+      const { name } = request;
+      return db.transaction(async (tx): Promise<QuarantineResult> => {
+        await lockTool(tx, name);
+        for (const kind of ['tool.quarantined', 'tool.degraded', 'tool.reverify_superseded']) {
+          const [earlier] = ref.workflowId === undefined ? [] : await eventsOfRun(tx, kind, name, ref.workflowId);
+          const detail = earlier?.detail as { runKey?: string; state: QuarantineResult['state']; activeVersion?: number } | undefined;
+          if (detail?.runKey === request.runKey) return { state: detail.state, activeVersion: detail.activeVersion };
+        }
+        const [current] = await tx.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
+        const detail = { ...request.reason, runKey: request.runKey, failedVersion: request.failedVersion };
+        if (current?.version !== request.failedVersion) {
+          // A deployment or an operator moved the tool since it was tested: theirs stands.
+          const state = 'superseded' as const;
+          await insertEvent(tx, { kind: 'tool.reverify_superseded', subject: name, detail: { ...detail, state, activeVersion: current?.version }, workflowId: ref.workflowId });
+          return { state, activeVersion: current?.version };
+        }
+        const state = request.fallbackVersion === undefined ? ('quarantined' as const) : ('degraded' as const);
+        if (request.fallbackVersion === undefined) await deactivateLocked(tx, name, ref);
+        else await activateLocked(tx, name, request.fallbackVersion, ref);
+        await tx
+          .insert(toolQuarantine)
+          .values({
+            name,
+            state,
+            failedVersion: request.failedVersion,
+            activeVersion: request.fallbackVersion ?? null,
+            reason: request.reason,
+            runKey: request.runKey,
+            workflowId: ref.workflowId,
+          })
+          .onConflictDoUpdate({
+            target: toolQuarantine.name,
+            set: {
+              state,
+              failedVersion: request.failedVersion,
+              activeVersion: request.fallbackVersion ?? null,
+              reason: request.reason,
+              runKey: request.runKey,
+              workflowId: ref.workflowId,
+              at: sql`now()`,
+            },
+          });
+        await insertEvent(tx, {
+          kind: `tool.${state}`,
+          subject: name,
+          detail: { ...detail, state, activeVersion: request.fallbackVersion },
+          workflowId: ref.workflowId,
+        });
+        // activate/deactivate notified already; once more is harmless and keeps this move's notice after its row.
+        await notifyTools(tx, name);
+        return { state, activeVersion: request.fallbackVersion };
+      });
+    },
+
+    listQuarantined() {
+      return db.select().from(toolQuarantine).orderBy(asc(toolQuarantine.name));
     },
 
     appendEvent(event) {

@@ -7,3 +7,4 @@ export { migrateSchemaWorkflow } from './migrate-schema';
 export { listMigrationsWorkflow } from './list-migrations';
 export { progressQuery } from './progress';
 export { promoteBuiltinWorkflow } from './promote-builtin';
+export { reverifyToolsWorkflow } from './reverify-tools';

@@ -9,7 +9,8 @@
  * shape is checked as it is recorded (the run ended as that shape says), so a recorder that drifted from the workflows
  * fails here rather than saving the wrong history. A real dev server and a real (embedded) database, as the tests use.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -268,3 +269,42 @@ test('records one history of each released workflow shape', async () => {
     await save('list-migrations', handle.workflowId, handle.firstExecutionRunId);
   }
 }, 300_000);
+
+/** A tool whose test fails while `marker` exists: how a reverification run is made to quarantine and degrade. */
+const markerTool = (name: string, variant: string, marker: string | undefined) => `import { existsSync } from 'node:fs';
+import { z } from 'zod';
+export default {
+  name: '${name}',
+  inputSchema: z.object({ n: z.number() }),
+  async execute({ n }: { n: number }) {
+    ${marker ? `if (existsSync(${JSON.stringify(marker)})) throw new Error('its dependency is gone');` : ''}
+    return { n, variant: '${variant}' };
+  },
+};
+`;
+
+test('records the re-verification shapes (continued as new; quarantined, degraded, summarized)', async () => {
+  const { forge } = platform;
+  const markerDir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-replay-reverify-'));
+  chmodSync(markerDir, 0o755);
+  const marker = path.join(markerDir, 'broken');
+  try {
+    const deploy = async (name: string, variant: string, withMarker: boolean) =>
+      expect(await forge.deployTool({ name, source: markerTool(name, variant, withMarker ? marker : undefined), testInput: { n: 1 } })).toMatchObject({ status: 'active' });
+    await deploy('rv_degrades', 'v1', false);
+    await deploy('rv_degrades', 'v2', true);
+    await deploy('rv_quarantined', 'v1', true);
+    await deploy('rv_stays_a', 'v1', false);
+    await deploy('rv_stays_b', 'v1', false);
+    writeFileSync(marker, '');
+    const handle = await start('reverifyToolsWorkflow', 'tool-reverify/replay', [{ batchSize: 3 }]);
+    const summary = (await handle.result()) as { quarantined: string[]; degraded: string[]; counts: { batches: number } };
+    expect(summary).toMatchObject({ quarantined: ['rv_quarantined'], degraded: ['rv_degrades'] });
+    expect(summary.counts.batches).toBeGreaterThanOrEqual(2);
+    // The first run (its batch acted on, then continued as new) and the last (the summary).
+    await save('reverify-continued', handle.workflowId, handle.firstExecutionRunId);
+    await save('reverify-summarized', handle.workflowId);
+  } finally {
+    rmSync(markerDir, { recursive: true, force: true });
+  }
+}, 120_000);

@@ -1,0 +1,236 @@
+import { Context } from '@temporalio/activity';
+import type { ReverifyResultRow, ReverifyStore, ToolStore } from '../db';
+import {
+  REVERIFY_SUMMARY_MAX_TOOLS,
+  type ReverifiedTool,
+  type ReverifyAction,
+  type ReverifySummary,
+  type ReverifyVerdict,
+} from '../contract/reverify-runs';
+import { runSandbox, type SandboxLimits, type SandboxPool } from '../sandbox';
+
+/** One test of a re-verification run: the key its result is recorded under, and whose test it is. */
+export interface ReverifyTestInput {
+  runKey: string;
+  workflowId: string;
+  name: string;
+  version: number;
+  /** 1 for a version's first test in the run, 2 for the immediate retest of a failing active version. */
+  attempt: number;
+  role: 'active' | 'retest' | 'candidate';
+}
+
+export interface ReverifyTestResult {
+  verdict: ReverifyVerdict;
+  durationMs: number;
+  error?: string;
+  /** The action already decided for this tool in this run (a resumed run skips what it did). */
+  action?: ReverifyAction;
+  /** True when the result came from the table, not from a test run now. */
+  recorded: boolean;
+}
+
+/** One active tool of a batch, with what this run has already recorded of it. */
+export interface ReverifyBatchTool {
+  name: string;
+  version: number;
+  earlier: number[];
+  recorded?: ReverifyTestResult;
+}
+
+export interface ReverifyBatch {
+  tools: ReverifyBatchTool[];
+  /** The sandbox queue, its time limit, and how many tests the run keeps in flight (recorded in the history). */
+  sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
+}
+
+/** What the sandbox-queue activity of re-verification needs. */
+export interface ReverifySandboxDeps {
+  tools: ToolStore;
+  results: ReverifyStore;
+  limits: Partial<SandboxLimits>;
+  pool?: SandboxPool;
+}
+
+const asResult = (row: ReverifyResultRow): ReverifyTestResult => ({
+  verdict: row.verdict as ReverifyVerdict,
+  durationMs: row.durationMs,
+  error: row.error ?? undefined,
+  action: (row.action as ReverifyAction | null) ?? undefined,
+  recorded: true,
+});
+
+/** The sandbox-queue activity of re-verification: a version's stored test, run again, its result recorded. */
+export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
+  return {
+    /**
+     * Runs the stored test of one tool version (its source and test input from the database) in the bounded sandbox
+     * and records the verdict under (run, tool, version, attempt). Every verdict is a result, not a failure: what to
+     * do about it is the workflow's decision. Idempotent: a key already recorded is returned without testing again,
+     * which is what lets a run killed mid-batch resume without re-testing. Heartbeats; cancellation kills the tree.
+     */
+    async reverifyTest(input: ReverifyTestInput): Promise<ReverifyTestResult> {
+      const earlier = await deps.results.find(input);
+      if (earlier) return asResult(earlier);
+      const row = await deps.tools.getVersion(input.name, input.version);
+      const record = (verdict: ReverifyVerdict, durationMs: number, error?: string) =>
+        deps.results.record({
+          ...input,
+          verdict,
+          durationMs,
+          error,
+          // A passing active version needs nothing more: its action is decided here.
+          action: input.role === 'active' && verdict === 'passed' ? 'none' : undefined,
+        });
+      if (!row) return asResult(await record('error', 0, `v${input.version} of ${input.name} is no longer stored`));
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat(), 1000);
+      try {
+        const verdict = await runSandbox(
+          { name: input.name, source: row.sourceTs, input: row.testInput ?? {}, limits: deps.limits, signal: ctx.cancellationSignal },
+          { pool: deps.pool },
+        );
+        if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? new Error('cancelled');
+        if (verdict.status === 'crashed' && verdict.diagnostics?.phase === 'process' && verdict.error?.startsWith('the sandbox could not')) {
+          throw new Error(verdict.error); // infrastructure: retried, never recorded as the tool's verdict
+        }
+        return { ...asResult(await record(verdict.status, verdict.durationMs, verdict.error)), recorded: false };
+      } finally {
+        clearInterval(beat);
+      }
+    },
+  };
+}
+
+export type ReverifySandboxActivities = ReturnType<typeof createReverifySandboxActivities>;
+
+/** What the control-queue (local) activities of re-verification need. */
+export interface ReverifyActivityDeps {
+  tools: ToolStore;
+  results: ReverifyStore;
+  /** Makes agent-tools/ match the active pointers (the database's NOTIFY went out with the move). */
+  publish(): Promise<unknown>;
+  sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
+}
+
+/** The control-queue activities of ReverifyToolsWorkflow: reading the batch, acting on verdicts, the summary. */
+export function createReverifyActivities(deps: ReverifyActivityDeps) {
+  return {
+    /** The next active tools by name after `after`, with what this run recorded of them. Read-only. */
+    async loadReverifyBatch(input: { runKey: string; after?: string; limit: number }): Promise<ReverifyBatch> {
+      const candidates = await deps.results.activeBatch(input.after, input.limit);
+      const tools: ReverifyBatchTool[] = [];
+      for (const c of candidates) {
+        const row = await deps.results.find({ runKey: input.runKey, name: c.name, version: c.version, attempt: 1 });
+        tools.push({ ...c, recorded: row ? asResult(row) : undefined });
+      }
+      return { tools, sandbox: deps.sandbox };
+    },
+
+    /**
+     * Records what the run decided about a tool that it did not move (`flaky`, `error`), on the active version's
+     * row (inserting it when no test was recorded). A flaky tool also gets a `tool.reverify_flaky` event. Idempotent.
+     */
+    async settleReverify(input: {
+      runKey: string;
+      workflowId: string;
+      name: string;
+      version: number;
+      action: ReverifyAction;
+      verdict: ReverifyVerdict;
+      error?: string;
+      retestVerdict?: ReverifyVerdict;
+    }): Promise<void> {
+      const before = await deps.results.find({ ...input, attempt: 1 });
+      await deps.results.settle({
+        runKey: input.runKey,
+        workflowId: input.workflowId,
+        name: input.name,
+        version: input.version,
+        attempt: 1,
+        role: 'active',
+        verdict: input.verdict,
+        durationMs: 0,
+        error: input.error,
+        action: input.action,
+      });
+      if (input.action === 'flaky' && !before?.action) {
+        await deps.tools.appendEvent({
+          kind: 'tool.reverify_flaky',
+          subject: input.name,
+          detail: { version: input.version, verdict: input.verdict, error: input.error, retestVerdict: input.retestVerdict, runKey: input.runKey },
+          workflowId: input.workflowId,
+        });
+      }
+    },
+
+    /**
+     * Quarantines a tool whose active version failed twice: the store moves it (fallback active, or none) with its
+     * event and notification in one transaction, only while the failed version is still active; then agent-tools/
+     * is published and the run's row records the action. Idempotent by run (the store finds its own event).
+     */
+    async quarantineTool(input: {
+      runKey: string;
+      workflowId: string;
+      name: string;
+      failedVersion: number;
+      fallbackVersion?: number;
+      reason: Record<string, unknown>;
+    }): Promise<{ state: 'quarantined' | 'degraded' | 'superseded'; activeVersion?: number }> {
+      const moved = await deps.tools.quarantine(
+        { name: input.name, failedVersion: input.failedVersion, fallbackVersion: input.fallbackVersion, reason: input.reason, runKey: input.runKey },
+        { workflowId: input.workflowId },
+      );
+      if (moved.state !== 'superseded') await deps.publish();
+      await deps.results.settle({
+        runKey: input.runKey,
+        workflowId: input.workflowId,
+        name: input.name,
+        version: input.failedVersion,
+        attempt: 1,
+        role: 'active',
+        verdict: String(input.reason.verdict ?? 'failed'),
+        durationMs: 0,
+        action: moved.state,
+      });
+      return moved;
+    },
+
+    /** The run's summary, from what it recorded (so it does not grow the history across continue-as-new). Read-only. */
+    async summarizeReverify(input: { runKey: string; workflowId: string; batches: number }): Promise<ReverifySummary> {
+      const rows = await deps.results.rowsOfRun(input.runKey, 'active');
+      const moved = new Map<string, number | undefined>();
+      for (const row of rows) {
+        if (row.action === 'degraded') moved.set(row.name, (await deps.tools.getActive(row.name))?.version);
+      }
+      const all: ReverifiedTool[] = rows.map((r) => ({
+        name: r.name,
+        version: r.version,
+        verdict: r.verdict as ReverifyVerdict,
+        action: (r.action ?? 'error') as ReverifyAction,
+        ...(moved.has(r.name) && moved.get(r.name) !== undefined ? { activeVersion: moved.get(r.name) } : {}),
+        durationMs: r.durationMs,
+        ...(r.error ? { error: r.error } : {}),
+      }));
+      const truncated = all.length > REVERIFY_SUMMARY_MAX_TOOLS;
+      const names = (action: ReverifyAction) => all.filter((t) => t.action === action).map((t) => t.name);
+      return {
+        runKey: input.runKey,
+        workflowId: input.workflowId,
+        tools: truncated ? all.filter((t) => t.action !== 'none') : all,
+        quarantined: names('quarantined'),
+        degraded: names('degraded'),
+        flaky: names('flaky'),
+        counts: {
+          tested: all.length,
+          passed: all.filter((t) => t.verdict === 'passed').length,
+          failed: all.filter((t) => t.verdict !== 'passed').length,
+          batches: input.batches,
+        },
+        truncated,
+      };
+    },
+  };
+}
+
+export type ReverifyActivities = ReturnType<typeof createReverifyActivities>;
