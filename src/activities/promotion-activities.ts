@@ -45,6 +45,30 @@ export function promotionRejected(rejection: PromotionRejection): ApplicationFai
   return ApplicationFailure.create({ type: FailureType.promotionRejected, message: rejection.reason, nonRetryable: true, details: [rejection] });
 }
 
+/** How often a promotion step heartbeats while it works (the workflow's heartbeat timeout is a few of these). */
+const HEARTBEAT_EVERY_MS = 1_000;
+
+/**
+ * Runs a step heartbeating every second from its start. A step of a worker that was SIGKILLed is then retried as soon
+ * as the heartbeat timeout (seconds) notices, not at its start-to-close timeout (minutes: long enough for a slow git
+ * on a big repository). Outside an activity (a direct call) it only runs `work`.
+ */
+async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  let ctx: Context;
+  try {
+    ctx = Context.current();
+  } catch {
+    return work();
+  }
+  ctx.heartbeat();
+  const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    return await work();
+  } finally {
+    clearInterval(beat);
+  }
+}
+
 /** Turns the git core's input and plan errors into rejections; anything else stays an error Temporal retries. */
 async function refusing<T>(stage: string, work: () => Promise<T>): Promise<T> {
   try {
@@ -104,7 +128,8 @@ function categoryOf(report: StageReport): FailureCategory {
 /**
  * The activities of PromoteBuiltinWorkflow: thin adapters over the git core (src/git) and the sandbox's stage runner.
  * Every one is idempotent (the git core treats "already there" as success), so Temporal may retry any of them; a
- * verdict is a non-retryable PromotionRejected failure carrying its details.
+ * verdict is a non-retryable PromotionRejected failure carrying its details. Every one heartbeats every second, so a
+ * worker killed in any of them is noticed within the heartbeat timeout the workflow gives (activity-options.ts).
  */
 export function createPromotionActivities(deps: PromotionActivityDeps) {
   const root = deps.worktreeRoot;
@@ -114,14 +139,14 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * own plan), and fails closed on a changed path the plan does not map. Reads only.
      */
     async planPromotion(input: { repo: string; branch?: string; paths: string[] }): Promise<PlannedPromotion> {
-      return refusing('plan', async () => {
+      return heartbeating(() => refusing('plan', async () => {
         await assertRepository(input.repo);
         const branch = input.branch ?? (await checkedOutBranch(input.repo));
         const baseCommit = await resolveBranchCommit(input.repo, branch);
         const plan = await readVerifyPlan(input.repo, baseCommit);
         const stages = planStages(plan, input.paths);
         return { branch, hostQueue: deps.hostQueue, baseCommit, stages, stageTimeoutMs: deps.stageDefaults.timeoutMs, maxRounds: deps.maxRounds };
-      });
+      }));
     },
 
     /**
@@ -130,14 +155,14 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * `cleanupPromotion`, registered before it.
      */
     async prepareWorkspace(input: { repo: string; runId: string; commit: string; paths: string[] }): Promise<Workspace> {
-      return refusing('workspace', async () => {
+      return heartbeating(() => refusing('workspace', async () => {
         const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: input.commit, root });
         const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
         if (deps.status === 'install-needed') {
           throw promotionRejected({ category: 'refused', stage: 'workspace', reason: `${deps.reason}; Forge verifies changes with the installed packages only` });
         }
         return { path: worktree.path, commit: worktree.commit };
-      });
+      }));
     },
 
     /** Writes the proposed files into the worktree and commits them on `forge/promote/<runId>`; the same input gives the same commit. */
@@ -151,7 +176,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
       /** Fixed for the run (its start time), so a retried commit is the same commit. */
       dateMs: number;
     }): Promise<{ commit: string; paths: string[] }> {
-      return refusing('apply', async () => {
+      return heartbeating(() => refusing('apply', async () => {
         const committed = await commitChange({
           repo: input.repo,
           runId: input.runId,
@@ -163,7 +188,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
           date: input.dateMs,
         });
         return { commit: committed.commit, paths: committed.paths };
-      });
+      }));
     },
 
     /**
@@ -192,7 +217,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * branch that moved meanwhile is an answer (`branch-moved`), not a failure: the workflow rebases and verifies again.
      */
     async mergeChange(input: { repo: string; branch: string; base: string; tested: string }): Promise<MergeOutcome> {
-      return refusing('merge', async () => {
+      return heartbeating(() => refusing('merge', async () => {
         const live = await inspectLiveCheckout(input);
         if (live.status === 'refused') return { status: 'refused', reason: live.reason };
         const swap = await compareAndSwapBranch({ ...input, reason: `forge promote: ${input.tested}` });
@@ -208,7 +233,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
               ? 'no live checkout has the branch checked out'
               : `the live checkout at ${advanced.checkout} is at the tested commit`;
         return { status: swap.status, commit: input.tested, liveCheckout };
-      });
+      }));
     },
 
     /**
@@ -216,7 +241,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * (the last round's stages may have left anything in the old one). A conflict is a rejection.
      */
     async rebaseWorkspace(input: { repo: string; runId: string; onto: string; paths: string[] }): Promise<Workspace> {
-      return refusing('merge', async () => {
+      return heartbeating(() => refusing('merge', async () => {
         const rebased = await rebaseChange(input);
         if (rebased.status === 'conflict' || rebased.status === 'empty') {
           throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch moved and the change no longer applies to it: ${rebased.reason}` });
@@ -227,12 +252,12 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
           throw promotionRejected({ category: 'refused', stage: 'workspace', reason: `${deps.reason}; Forge verifies changes with the installed packages only` });
         }
         return { path: worktree.path, commit: worktree.commit };
-      });
+      }));
     },
 
     /** Removes the run's worktree and branch; a no-op when they are gone or were never made. */
     async cleanupPromotion(input: { repo: string; runId: string }): Promise<{ worktreeRemoved: boolean; branchDeleted: boolean }> {
-      return cleanupRun({ repo: input.repo, runId: input.runId, root });
+      return heartbeating(() => cleanupRun({ repo: input.repo, runId: input.runId, root }));
     },
   };
 }

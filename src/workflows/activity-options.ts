@@ -79,10 +79,13 @@ export function applyMigrationStep(limits: { lockTimeoutMs: number; statementTim
  * (`planPromotion`) goes to the shared promotion queue; every later one to the queue of the worker that took it
  * (`hostQueue`, samples-typescript's worker-specific task queues), so a whole run stays on the host holding its
  * worktree. A worker killed and restarted on that host picks the run up again. Git steps are bounded by the git
- * core's per-command timeout; they retry (idempotent) until a verdict.
+ * core's per-command timeout; they retry (idempotent) until a verdict. They heartbeat every second: a worker killed in
+ * one is noticed within 3 s, not at the start-to-close timeout (a promotion killed right after its merge used to wait
+ * the whole 10 minutes before the restarted worker could answer it).
  */
 const PROMOTION_STEP: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '3 seconds',
   cancellationType: WAIT_FOR_THE_STEP,
   retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 20, nonRetryableErrorTypes: [FailureType.promotionRejected] },
 };
