@@ -125,6 +125,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     worktreeRoot: config.promotion.worktreeRoot,
     identity: config.promotion.identity,
     stageDefaults: config.promotion.stage,
+    stageTmpDir: config.sandbox.limits.tmpDir,
     maxRounds: config.promotion.maxRounds,
   });
   let control: Worker;

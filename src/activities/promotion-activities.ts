@@ -36,6 +36,12 @@ export interface PromotionActivityDeps {
   identity: CommitIdentity;
   /** Bounds of a stage command the plan gives none for. */
   stageDefaults: { timeoutMs: number; memoryMb: number; outputBytes: number };
+  /**
+   * Where a stage's private directories (its HOME, each command's TMPDIR) go: the sandbox's configured root
+   * (FORGE_SANDBOX_TMPDIR), so that what a killed worker's stage left there is swept by the next run in that root, and
+   * a test or an operator finds it where the other run directories are. Unset: the sandbox's default.
+   */
+  stageTmpDir?: string;
   /** How many times a change is verified when the branch keeps moving under it. */
   maxRounds: number;
 }
@@ -201,6 +207,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
       const report = await runStage(input.stage, {
         worktree: input.worktree,
         defaults: deps.stageDefaults,
+        tmpDir: deps.stageTmpDir,
         onHeartbeat: () => ctx.heartbeat(),
         signal: ctx.cancellationSignal,
       });
