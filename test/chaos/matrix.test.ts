@@ -5,9 +5,10 @@ import { SCENARIOS } from './matrix/scenarios';
 
 /**
  * The fault-injection matrix (issue 9, RELIABILITY.md): for every workflow and every fault point of it, the real
- * `forge worker` SIGKILLs itself there (FORGE_FAULT_KILL_AT), a fresh worker is started at once, and the run's result
- * and end state (rows, events, migrations, agent tables, agent-tools/ on disk, sandbox processes and directories) must
- * equal an uninterrupted run of the same input.
+ * `forge worker` SIGKILLs itself there (FORGE_FAULT_KILL_AT), or the harness SIGKILLs it from outside (a promotion's
+ * stage running), a fresh worker is started at once, and the run's result and end state (rows, events, migrations,
+ * agent tables, agent-tools/ on disk, a promotion's repository, sandbox processes and directories, worktrees and run
+ * branches) must equal an uninterrupted run of the same input.
  *
  * `npm test` runs one cell per workflow (the kill right after its side effect committed); `npm run test:chaos`
  * (FORGE_CHAOS_MATRIX=full) runs them all and prints the matrix from the report this file writes
@@ -23,7 +24,7 @@ afterAll(() => {
 });
 
 /** Every cell in a fixed order, numbered, so a slice names the same cells on every machine. */
-const CELLS = SCENARIOS.flatMap((scenario) => (full ? scenario.points : [scenario.fastPoint]).map((point) => ({ scenario, point })));
+const CELLS = SCENARIOS.flatMap((scenario) => (full ? scenario.points : scenario.fastPoint ? [scenario.fastPoint] : []).map((point) => ({ scenario, point })));
 const selected = CELLS.filter((_, i) => inSlice(i));
 
 /** FORGE_CHAOS_SLICE: `k/n` keeps every n-th cell from the k-th (1-based); `date` takes k from today's date. */

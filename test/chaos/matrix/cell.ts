@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeClient } from '../../../src/client';
 import { startForgeWorker, stopWorker, workerExit } from '../forge-worker';
-import { differenceOf, leftoversIn, processesUnder, readEndState, type EndState } from './end-state';
-import type { RunResult, Scenario } from './scenarios';
+import { differenceOf, leftoversIn, processesUnder, readEndState, stillRunning, type EndState } from './end-state';
+import type { RunResult, RunSpace, Scenario } from './scenarios';
 
 /** What one run of a scenario left, with or without a fault. */
 export interface RunRecord {
@@ -14,8 +14,10 @@ export interface RunRecord {
   state: EndState;
   /** Sandbox processes still alive after the workers stopped. */
   strays: string[];
-  /** Sandbox run directories left behind after the workers stopped. */
+  /** Sandbox run directories, and what the scenario says must be gone (worktrees, branches), left after the workers stopped. */
   leftovers: string[];
+  /** The scenario's own state (e.g. a repository's branch and files), compared like `state`. */
+  scenarioState: Record<string, unknown>;
   /** From spawning the fresh worker to the run's result (only with a fault). */
   recoveryMs?: number;
   /** From the fresh worker saying it polls to the run's result (only with a fault). */
@@ -52,7 +54,7 @@ export interface CellPlatform {
   forge: ForgeClient;
 }
 
-export function createCellPlatform(temporal: TestWorkflowEnvironment): CellPlatform {
+export function createCellPlatform(temporal: TestWorkflowEnvironment, scenario?: Pick<Scenario, 'env'>): CellPlatform {
   const home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : '/tmp', 'forge-chaos-cell-'));
   const sandboxTmp = path.join(home, 'sandbox-tmp');
   // The sandbox runs each tool as its own user, which must be able to pass through to its run directory.
@@ -67,33 +69,68 @@ export function createCellPlatform(temporal: TestWorkflowEnvironment): CellPlatf
     FORGE_SANDBOX_TMPDIR: sandboxTmp,
     FORGE_TASK_QUEUE_CONTROL: `chaos-control-${suffix}`,
     FORGE_TASK_QUEUE_SANDBOX: `chaos-sandbox-${suffix}`,
+    // Promotions too get queues of their own (the host queue is `<this>@<host>`): no other cell's worker takes a step.
+    FORGE_TASK_QUEUE_PROMOTE: `chaos-promote-${suffix}`,
     TEMPORAL_ADDRESS: temporal.connection.options.address,
     TEMPORAL_NAMESPACE: temporal.namespace ?? 'default',
+    ...scenario?.env?.(home),
   };
-  return { home, sandboxTmp, env, forge: ForgeClient.fromClient(temporal.client, { taskQueue: env.FORGE_TASK_QUEUE_CONTROL }) };
+  const forge = ForgeClient.fromClient(temporal.client, {
+    taskQueue: env.FORGE_TASK_QUEUE_CONTROL,
+    promotion: { taskQueue: env.FORGE_TASK_QUEUE_PROMOTE },
+  });
+  return { home, sandboxTmp, env, forge };
 }
+
+/** How long the processes a killed worker held may take to die with it (the kernel's pdeathsig is immediate). */
+const DIE_WITH_WORKER_MS = 2_000;
 
 /**
  * Runs `scenario` on a fresh platform: an unarmed `forge worker` makes the setup; with a `point`, a worker armed to
  * SIGKILL itself there takes over, the run starts, the worker dies at the point, and a fresh unarmed worker is
- * started at once and must finish the run.
+ * started at once and must finish the run. For a point of the scenario's `externalKills`, the unarmed worker runs it
+ * and the harness SIGKILLs that worker's process (not its process group) at the point's moment; the processes the
+ * moment named must die with it.
  */
 export async function runScenario(temporal: TestWorkflowEnvironment, scenario: Scenario, point?: string): Promise<RunRecord> {
-  const { home, sandboxTmp, env, forge } = createCellPlatform(temporal);
+  const { home, sandboxTmp, env, forge } = createCellPlatform(temporal, scenario);
+  const space: RunSpace = { home };
   let worker: ChildProcess | undefined;
   try {
     worker = await startForgeWorker(env);
-    await within(STEP_TIMEOUT_MS, 'the setup', scenario.setup(forge));
+    await within(STEP_TIMEOUT_MS, 'the setup', scenario.setup(forge, space));
     let result: Promise<RunResult>;
     let restartedAt: number | undefined;
     let readyAt: number | undefined;
+    let survivors: Promise<string[]> = Promise.resolve([]);
+    const external = point === undefined ? undefined : scenario.externalKills?.[point];
     if (point === undefined) {
-      result = scenario.run(forge);
+      result = scenario.run(forge, space);
+    } else if (external) {
+      const target = worker;
+      result = scenario.run(forge, space);
+      const first = await within(
+        STEP_TIMEOUT_MS,
+        `the moment ${point}`,
+        Promise.race([external(space).then((tree) => ({ tree })), result.then(() => ({ tree: undefined }))]),
+      );
+      if (!first.tree) throw new Error(`the moment ${point} never came: the worker finished the run first`);
+      const doomed = first.tree;
+      const exited = workerExit(target);
+      process.kill(target.pid!, 'SIGKILL');
+      await exited;
+      restartedAt = performance.now();
+      survivors = (async () => {
+        for (const deadline = Date.now() + DIE_WITH_WORKER_MS; Date.now() < deadline && doomed.some(stillRunning); ) await new Promise((r) => setTimeout(r, 20));
+        return doomed.filter(stillRunning).map((p) => `${p.pid} (${p.cmdline.slice(0, 120)}) outlived the killed worker by ${DIE_WITH_WORKER_MS} ms`);
+      })();
+      worker = await startForgeWorker(env);
+      readyAt = performance.now();
     } else {
       await stopWorker(worker);
       worker = await startForgeWorker({ ...env, FORGE_FAULT_KILL_AT: `${scenario.workflowType}:${point}` });
       const armed = worker;
-      result = scenario.run(forge);
+      result = scenario.run(forge, space);
       const first = await within(
         STEP_TIMEOUT_MS,
         `the fault point ${point}`,
@@ -113,10 +150,11 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
     worker = undefined;
     const run = { workflowId: ended.workflowId, runId: description.runId };
     return {
-      outcome: scenario.outcome(ended, run),
+      outcome: scenario.outcome(ended, run, space),
       state: await readEndState(home, run),
-      strays: processesUnder(home),
-      leftovers: leftoversIn(sandboxTmp),
+      scenarioState: (await scenario.state?.(space)) ?? {},
+      strays: [...(await survivors), ...processesUnder(home)],
+      leftovers: [...leftoversIn(sandboxTmp), ...((await scenario.leftovers?.(space)) ?? [])],
       recoveryMs: restartedAt === undefined ? undefined : Math.round(endedAt - restartedAt),
       readyToEndMs: readyAt === undefined ? undefined : Math.round(endedAt - readyAt),
     };
@@ -134,8 +172,9 @@ export function judgeCell(scenario: Scenario, point: string, baseline: RunRecord
   const reason =
     (a !== b ? `the result differs: uninterrupted ${a} / after the fault ${b}` : undefined) ??
     differenceOf(baseline.state, faulted.state) ??
-    (faulted.strays.length > 0 ? `sandbox processes outlived the workers: ${faulted.strays.join('; ')}` : undefined) ??
-    (faulted.leftovers.length > 0 ? `sandbox run directories were left: ${faulted.leftovers.join(', ')}` : undefined);
+    differenceOf(baseline.scenarioState, faulted.scenarioState) ??
+    (faulted.strays.length > 0 ? `processes outlived the workers: ${faulted.strays.join('; ')}` : undefined) ??
+    (faulted.leftovers.length > 0 ? `left behind: ${faulted.leftovers.join(', ')}` : undefined);
   return { ...base, consistent: reason === undefined, reason };
 }
 

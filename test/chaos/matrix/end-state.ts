@@ -70,9 +70,9 @@ function listFiles(dir: string, prefix = ''): string[] {
   }).sort();
 }
 
-/** The first difference between two end states, in words; undefined when they agree. */
-export function differenceOf(expected: EndState, actual: EndState): string | undefined {
-  for (const key of Object.keys(expected) as (keyof EndState)[]) {
+/** The first difference between two end states (or two scenarios' own states), in words; undefined when they agree. */
+export function differenceOf<T extends object>(expected: T, actual: T): string | undefined {
+  for (const key of Object.keys(expected) as (keyof T & string)[]) {
     const a = JSON.stringify(expected[key], null, 1);
     const b = JSON.stringify(actual[key], null, 1);
     if (a !== b) return `${key} differs: uninterrupted ${a.replace(/\s+/g, ' ')} / after the fault ${b.replace(/\s+/g, ' ')}`;
@@ -97,4 +97,40 @@ export function processesUnder(dir: string): string[] {
 /** Entries left in a directory that should be empty (sandbox run directories, temp files). */
 export function leftoversIn(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+/** A process as /proc shows it; its start time (clock ticks since boot) tells it from a later one with its pid. */
+export interface LiveProcess {
+  pid: number;
+  start: string;
+  cmdline: string;
+}
+
+/** Processes (not zombies) whose working directory is under `dir`, e.g. a promotion stage's tree in its worktree. */
+export function processTreeUnder(dir: string): LiveProcess[] {
+  const found: LiveProcess[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z' || fields[0] === 'X') continue;
+      if (!readlinkSync(`/proc/${entry}/cwd`).startsWith(dir)) continue;
+      found.push({ pid: Number(entry), start: fields[19], cmdline: readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0').join(' ').trim() });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Whether the process `pid`, started at `start` (clock ticks since boot), still runs (zombies count as gone). */
+export function stillRunning(p: { pid: number; start: string }): boolean {
+  try {
+    const stat = readFileSync(`/proc/${p.pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] === p.start && fields[0] !== 'Z' && fields[0] !== 'X';
+  } catch {
+    return false;
+  }
 }

@@ -1,22 +1,44 @@
 import type { ForgeClient } from '../../../src/client';
+import type { LiveProcess } from './end-state';
+import { movedBranchPromotionScenario, promotionScenario } from './promotion';
 
 /**
  * One workflow of the matrix: what exists before the run (made by an unarmed worker), the run itself, and the part
  * of its result that must not depend on whether a crash happened. Each fault point is `<activity>.<before|after>`
- * of an activity this run calls; the matrix kills the worker there.
+ * of an activity this run calls; the matrix kills the worker there. A point named in `externalKills` is not armed in
+ * the worker: the harness itself SIGKILLs the worker process when that kill's moment comes.
  */
 export interface Scenario {
   workflowType: string;
   /** Shown in the matrix. */
   label: string;
   points: string[];
-  /** The one cell of this workflow that `npm test` runs (the kill right after the step's side effect). */
-  fastPoint: string;
-  setup(forge: ForgeClient): Promise<void>;
+  /**
+   * The one cell of this workflow that `npm test` runs (the kill right after the step's side effect); a second
+   * scenario of a workflow that has one already has none (it runs in the full matrix only).
+   */
+  fastPoint?: string;
+  /**
+   * Points the harness carries out from outside, by name: `moment` resolves once the worker should die (e.g. while a
+   * stage's processes run) with the processes that must die with it.
+   */
+  externalKills?: Record<string, (space: RunSpace) => Promise<LiveProcess[]>>;
+  /** What the scenario adds to the workers' environment (paths under the cell's FORGE_HOME). */
+  env?(home: string): NodeJS.ProcessEnv;
+  setup(forge: ForgeClient, space: RunSpace): Promise<void>;
   /** Starts the run and waits for its result (through a crash and a restart, in a cell). */
-  run(forge: ForgeClient): Promise<RunResult>;
-  /** What of the result must equal the uninterrupted run's. */
-  outcome(result: RunResult, run: { workflowId: string; runId: string }): Record<string, unknown>;
+  run(forge: ForgeClient, space: RunSpace): Promise<RunResult>;
+  /** What of the result must equal the uninterrupted run's (paths under `space.home` differ from run to run). */
+  outcome(result: RunResult, run: { workflowId: string; runId: string }, space: RunSpace): Record<string, unknown>;
+  /** State outside the database and agent-tools/ that the run changes (compared with the uninterrupted run's). */
+  state?(space: RunSpace): Promise<Record<string, unknown>>;
+  /** What the run may not leave behind, in words (must be empty after every run, with or without a fault). */
+  leftovers?(space: RunSpace): Promise<string[]>;
+}
+
+/** Where one run of a scenario lives: its cell's FORGE_HOME. */
+export interface RunSpace {
+  home: string;
 }
 
 export type RunResult = Record<string, unknown> & { workflowId: string };
@@ -105,4 +127,6 @@ export const SCENARIOS: Scenario[] = [
       return { status: r.status, appliedByThisRun: by?.workflowId === run.workflowId && by?.runId === run.runId };
     },
   },
+  promotionScenario,
+  movedBranchPromotionScenario,
 ];
