@@ -43,9 +43,17 @@ for (const c of cells) {
   const recovery = c.recoveryMs !== undefined ? `  recovery ${c.recoveryMs} ms` : '';
   lines.push(`  ${c.workflowType.padEnd(width)}  ${c.point.padEnd(pointWidth)}  ${verdict}${recovery}`);
 }
-const recoveries = cells.filter((c) => c.recoveryMs !== undefined).map((c) => c.recoveryMs).sort((a, b) => a - b);
-if (recoveries.length > 0) {
-  lines.push('', `recovery_after_worker_kill_p50_ms: ${recoveries[Math.floor((recoveries.length - 1) / 2)]} (over ${recoveries.length} cells; goal <= 3000)`);
+// Issue 9's figure is over the tool and migration workflows, whose recovery is the worker taking the run up again;
+// a promotion's cell also counts the stages still to run (seconds of tsc and jest), so it is reported apart.
+const p50 = (list) => list.sort((a, b) => a - b)[Math.floor((list.length - 1) / 2)];
+const timedCells = cells.filter((c) => c.recoveryMs !== undefined);
+const runRecoveries = timedCells.filter((c) => c.workflowType !== 'promoteBuiltinWorkflow').map((c) => c.recoveryMs);
+const promotionRecoveries = timedCells.filter((c) => c.workflowType === 'promoteBuiltinWorkflow').map((c) => c.recoveryMs);
+if (runRecoveries.length > 0) {
+  lines.push('', `recovery_after_worker_kill_p50_ms: ${p50(runRecoveries)} (tool and migration runs, over ${runRecoveries.length} cells; goal <= 3000)`);
+}
+if (promotionRecoveries.length > 0) {
+  lines.push(`promotion_recovery_after_worker_kill_p50_ms: ${p50(promotionRecoveries)} (over ${promotionRecoveries.length} cells; the stages still to run included)`);
 }
 
 // The other chaos cells (outages, cancellation, ...) are their own jest tests: one line each.
