@@ -1,7 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
-import { FailureType } from '../contract/failures';
-import type { FailureCategory, ProposedChange, PromotionRejection, StageReport } from '../contract/promotion-runs';
+import type { FailureCategory, ProposedChange, StageReport } from '../contract/promotion-runs';
 import {
   BranchNotFoundError,
   EmptyChangeError,
@@ -26,6 +24,7 @@ import {
 } from '../git';
 import { git } from '../git/exec';
 import { runStage } from '../sandbox/run-stage';
+import { promotionRejected } from './failures';
 
 /** What the promotion activities need; the worker passes its configuration. */
 export interface PromotionActivityDeps {
@@ -44,11 +43,6 @@ export interface PromotionActivityDeps {
   stageTmpDir?: string;
   /** How many times a change is verified when the branch keeps moving under it. */
   maxRounds: number;
-}
-
-/** A verdict, not an outage: retrying cannot change it. */
-export function promotionRejected(rejection: PromotionRejection): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.promotionRejected, message: rejection.reason, nonRetryable: true, details: [rejection] });
 }
 
 /** How often a promotion step heartbeats while it works (the workflow's heartbeat timeout is a few of these). */

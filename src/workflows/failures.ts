@@ -1,5 +1,6 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
 import type { MigrationFailure, MigrationRejection } from '../contract/migration-runs';
+import type { PromotionRejection } from '../contract/promotion-runs';
 import { FailureType } from '../contract/failures';
 import { type ToolRejection } from '../contract/tool-runs';
 
@@ -31,6 +32,15 @@ export function migrationVerdictOf(
   if (cause.type === FailureType.migrationFailed) {
     const failure = (cause.details?.[0] as MigrationFailure | undefined) ?? { message: cause.message, error: { code: 'XX000', message: cause.message } };
     return { kind: 'failed', failure };
+  }
+  return undefined;
+}
+
+/** The details of a PromotionRejected activity failure, or undefined for any other error. */
+export function promotionRejectionOf(err: unknown): PromotionRejection | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure && cause.type === FailureType.promotionRejected) {
+    return (cause.details?.[0] as PromotionRejection | undefined) ?? { category: 'refused', stage: 'plan', reason: cause.message };
   }
   return undefined;
 }

@@ -1,5 +1,4 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { FailureType } from '../contract/failures';
+import { CancellationScope, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import {
   PROMOTE_STEPS,
   type PromoteBuiltinResult,
@@ -11,16 +10,8 @@ import {
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import type { PlannedPromotion, Workspace } from '../activities/promotion-activities';
 import { promotionSteps, stageStep } from './activity-options';
+import { promotionRejectionOf } from './failures';
 import { Progress } from './progress';
-
-/** The details of a PromotionRejected activity failure, or undefined for any other error. */
-function promotionRejectionOf(err: unknown): PromotionRejection | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && cause.type === FailureType.promotionRejected) {
-    return (cause.details?.[0] as PromotionRejection | undefined) ?? { category: 'refused', stage: 'plan', reason: cause.message };
-  }
-  return undefined;
-}
 
 /**
  * Promotes a change to the agent's built-in code: plan (the base's forge.verify.json maps every changed path to the
