@@ -51,6 +51,19 @@ describe('the import graph', () => {
     expect(forbidden).toEqual([]);
   });
 
+  test('loading the CLI loads no worker side until `forge up` or `forge worker` runs', () => {
+    // Every command an agent runs starts a Node process: the worker side (@temporalio/worker, rxjs, the platform)
+    // doubled its start-up (issue 10; test/cli/offline.test.ts runs twelve at once).
+    const probe = spawnSync(
+      process.execPath,
+      ['-e', "require(process.argv[1]); process.stdout.write(JSON.stringify(Object.keys(require.cache)))", path.join(root, 'dist', 'src', 'cli.js')],
+      { encoding: 'utf8' },
+    );
+    expect(probe.stderr).toBe('');
+    const loaded = (JSON.parse(probe.stdout) as string[]).map((f) => path.relative(root, f));
+    expect(loaded.filter((f) => /node_modules\/(@temporalio\/worker|@temporalio\/core-bridge|rxjs)\//.test(f) || /^dist\/src\/(worker|platform\/run-platform)\.js$/.test(f))).toEqual([]);
+  });
+
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
     const offenders = sourceFiles(path.join(src, 'contract')).flatMap((file) =>
       valueImports(file)
