@@ -79,8 +79,9 @@ describe('embedded PGlite in its own thread', () => {
       const siblingError = await sibling;
       expect(postgresErrorOf(siblingError)?.code).toBe('08006');
 
-      // The next call reopens the same directory: the transaction is gone, everything committed is there.
-      const listening = await nextNotification(database, 'forge_thread_test');
+      // The next call reopens the same directory: the transaction is gone, everything committed is there. (The wait
+      // covers the reopen and the checks below too: seconds of WASM start-up on a loaded CI machine.)
+      const listening = await nextNotification(database, 'forge_thread_test', 30_000);
       expect(await rows(database, 'SELECT id, note FROM agent_kept ORDER BY id')).toEqual(
         Array.from({ length: round + 1 }, (_, i) => ({ id: i, note: `committed ${i}` })),
       );
