@@ -57,7 +57,9 @@ export async function startBenchPlatform(label: string): Promise<BenchPlatform> 
  * The platform as users run it: `forge up` in its own process (dev server, database, workers), and a client here —
  * an agent is never the process that holds the workers. stop() sends SIGINT and waits for everything to end.
  */
-export async function startPlatformProcess(label: string): Promise<{ config: ForgeConfig; forge: ForgeClient; stop(): Promise<void> }> {
+export async function startPlatformProcess(
+  label: string,
+): Promise<{ config: ForgeConfig; forge: ForgeClient; /** The `forge up` process. */ pid: number; stop(): Promise<void> }> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const home = mkdtempSync(path.join(base, `forge-bench-${label}-`));
   const [port, uiPort] = [await findFreePort(), await findFreePort()];
@@ -84,6 +86,7 @@ export async function startPlatformProcess(label: string): Promise<{ config: For
   return {
     config,
     forge,
+    pid: child.pid!,
     async stop() {
       await forge.close();
       const exited = new Promise((r) => child.once('exit', r));

@@ -58,7 +58,8 @@ export const promotionWorktreeBench: Bench = {
   },
 };
 
-function scratchParent(): string {
+/** tmpfs when writable (/dev/shm), else the OS temp directory. */
+export function scratchParent(): string {
   try {
     accessSync('/dev/shm', constants.W_OK);
     return '/dev/shm';
@@ -68,7 +69,7 @@ function scratchParent(): string {
 }
 
 /** git as a person runs it: no Forge wrapper, hooks off, a fixed identity. */
-async function git(cwd: string, ...args: string[]): Promise<string> {
+export async function git(cwd: string, ...args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_AUTHOR_NAME: 'Bench', GIT_AUTHOR_EMAIL: 'bench@localhost', GIT_COMMITTER_NAME: 'Bench', GIT_COMMITTER_EMAIL: 'bench@localhost' };
   const { stdout } = await run('git', ['-c', 'init.defaultBranch=main', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 });
   return stdout.trim();
@@ -187,7 +188,7 @@ async function gitSteps(dir: string): Promise<Record<string, number>> {
   return figures;
 }
 
-const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+export const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** The same environment runStage gives a command (see run-stage.ts), with a fresh HOME and TMPDIR. */
 async function bareEnv(scratch: string): Promise<Record<string, string>> {
@@ -196,7 +197,7 @@ async function bareEnv(scratch: string): Promise<Record<string, string>> {
 }
 
 /** The stage's argv spawned by hand in the worktree: no containment, no limits; throws unless every command exits 0. */
-async function bareStage(stage: PlannedStage, worktree: string, scratch: string): Promise<void> {
+export async function bareStage(stage: PlannedStage, worktree: string, scratch: string): Promise<void> {
   for (const command of stage.commands) {
     const env = await bareEnv(scratch);
     const code = await new Promise<number | null>((resolve, reject) => {

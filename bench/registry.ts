@@ -6,6 +6,7 @@ import { policyCheck } from './policy-check';
 import { migrateBench } from './migrate';
 import { recoveryBench } from './recovery';
 import { promotionWorktreeBench } from './promotion-worktree';
+import { promotionBench } from './promotion';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench];
