@@ -283,6 +283,13 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
     commitVersion(input, ref = {}) {
       return db.transaction(async (tx) => {
         const inserted = await insertLocked(tx, input, await lockTool(tx, input.name));
+        // Idempotent by its run, not by the state it finds: a commit that runs again after its first attempt landed
+        // (a worker killed before Temporal recorded the step) reports what that attempt did, and does not activate
+        // its version again over the newer ones other deployments committed meanwhile.
+        if (!inserted.created && ref.workflowId !== undefined) {
+          const earlier = await activationOfRun(tx, input.name, ref.workflowId);
+          if (earlier?.version === inserted.version) return { ...inserted, previousVersion: earlier.previousVersion, changed: false };
+        }
         const activated = await activateLocked(tx, input.name, inserted.version, ref);
         return { ...inserted, previousVersion: activated.previousVersion, changed: activated.changed };
       });

@@ -169,6 +169,21 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     await unlisten();
   });
 
+  // Found by test/chaos/load-with-faults (seed 162099135): a deployment's commit landed, the worker died before the
+  // step was recorded, newer deployments committed, and the replayed commit made the older version active again.
+  test('a commit that runs again for its run after newer versions landed reports its first result and activates nothing', async () => {
+    const first = await store.commitVersion(version('again', 'v1'), { workflowId: 'tool-deploy/again/one' });
+    expect(first).toMatchObject({ version: 1, created: true, changed: true });
+    await store.commitVersion(version('again', 'v2'), { workflowId: 'tool-deploy/again/two' });
+    const replayed = await store.commitVersion(version('again', 'v1'), { workflowId: 'tool-deploy/again/one' });
+    expect(replayed).toMatchObject({ version: 1, created: false, changed: false, previousVersion: undefined });
+    expect((await store.getActive('again'))?.version).toBe(2);
+    // Another run that deploys the same content again is a redeployment: it does activate it.
+    const redeploy = await store.commitVersion(version('again', 'v1'), { workflowId: 'tool-deploy/again/three' });
+    expect(redeploy).toMatchObject({ version: 1, created: false, changed: true, previousVersion: 2 });
+    expect((await store.getActive('again'))?.version).toBe(1);
+  });
+
   test('deactivate removes the pointer, keeps the versions and notifies; a second call changes nothing', async () => {
     await store.insertVersion(version('deact', 'v1'));
     await store.activate('deact', 1);
