@@ -29,6 +29,17 @@ function valueImports(file: string): string[] {
   return specs;
 }
 
+/** The files a fresh Node has loaded once it required `entry` (relative to the repository), relative paths. */
+function modulesLoadedBy(entry: string): string[] {
+  const probe = spawnSync(
+    process.execPath,
+    ['-e', 'require(process.argv[1]); process.stdout.write(JSON.stringify(Object.keys(require.cache)))', path.join(root, entry)],
+    { encoding: 'utf8' },
+  );
+  expect(probe.stderr).toBe('');
+  return (JSON.parse(probe.stdout) as string[]).map((f) => path.relative(root, f));
+}
+
 function resolvesInto(file: string, spec: string, dir: string): boolean {
   return spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(dir);
 }
@@ -36,17 +47,11 @@ function resolvesInto(file: string, spec: string, dir: string): boolean {
 describe('the import graph', () => {
   test('loading the client SDK loads neither esbuild, @temporalio/worker, the sandbox, the database nor the workflows', () => {
     // The compiled entry an agent imports (npm test builds first), loaded by a fresh Node as an agent's program would.
-    const probe = spawnSync(
-      process.execPath,
-      ['-e', "require(process.argv[1]); process.stdout.write(JSON.stringify(Object.keys(require.cache)))", path.join(root, 'dist', 'src', 'client.js')],
-      { encoding: 'utf8' },
-    );
-    expect(probe.stderr).toBe('');
-    const loaded = (JSON.parse(probe.stdout) as string[]).map((f) => path.relative(root, f));
+    const loaded = modulesLoadedBy(path.join('dist', 'src', 'client.js'));
     expect(loaded).toContain(path.join('dist', 'src', 'client.js'));
     const forbidden = loaded.filter((f) =>
       /node_modules\/(esbuild|@esbuild|@temporalio\/worker|@temporalio\/core-bridge|@electric-sql|pg|libpg-query|drizzle-orm)\//.test(f) ||
-      /^dist\/src\/(sandbox|db|registry|workflows|activities|policy|platform\/(dev-server|worker-connection|run-platform))\//.test(f),
+      /^dist\/src\/(sandbox|db|registry|workflows|activities|policy|platform\/(dev-server|worker-connection|run-platform))(\/|\.js$)/.test(f),
     );
     expect(forbidden).toEqual([]);
   });
@@ -54,13 +59,7 @@ describe('the import graph', () => {
   test('loading the CLI loads no worker side until `forge up` or `forge worker` runs', () => {
     // Every command an agent runs starts a Node process: the worker side (@temporalio/worker, rxjs, the platform)
     // doubled its start-up (issue 10; test/cli/offline.test.ts runs twelve at once).
-    const probe = spawnSync(
-      process.execPath,
-      ['-e', "require(process.argv[1]); process.stdout.write(JSON.stringify(Object.keys(require.cache)))", path.join(root, 'dist', 'src', 'cli.js')],
-      { encoding: 'utf8' },
-    );
-    expect(probe.stderr).toBe('');
-    const loaded = (JSON.parse(probe.stdout) as string[]).map((f) => path.relative(root, f));
+    const loaded = modulesLoadedBy(path.join('dist', 'src', 'cli.js'));
     expect(loaded.filter((f) => /node_modules\/(@temporalio\/worker|@temporalio\/core-bridge|rxjs)\//.test(f) || /^dist\/src\/(worker|platform\/run-platform)\.js$/.test(f))).toEqual([]);
   });
 
