@@ -13,6 +13,7 @@ import { createToolActivities, createToolSteps, type ToolActivityDeps } from './
 import type { ForgeConfig } from './config';
 import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { checkedOutBuiltinToolNames } from './git';
+import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { coalesce } from './registry/coalesce';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
@@ -82,6 +83,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     return { generation: index.generation, tools: Object.keys(index.tools).length };
   };
 
+  // A worker killed between writing a file and renaming it (SIGKILL, OOM) left its temp file here.
+  const swept = await sweepDeadWritersTempFiles(dir);
+  if (swept.length > 0) log(`forge: removed ${swept.length} temp file(s) a killed worker left in agent-tools/`);
   const initial = await publish();
   log(`forge: agent-tools/ at ${dir} holds ${initial.tools} active tool(s) (generation ${initial.generation})`);
   log(describeIsolation(config.sandbox.limits));

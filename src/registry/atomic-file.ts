@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { link, open, readFile, rename, unlink } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { link, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -89,4 +90,43 @@ async function readIfExists(file: string): Promise<Buffer | undefined> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+/** The temp files writeTemp makes: `.<name>.<pid>.<12 hex>.tmp`. */
+const TEMP_FILE = /^\..+\.(\d+)\.[0-9a-f]{12}\.tmp$/;
+
+/** Whether the process `pid` has ended (gone, or a zombie its parent has not reaped yet). */
+function writerEnded(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ESRCH';
+    }
+  }
+}
+
+/**
+ * Removes what writers killed between writing a temp file and renaming it left behind in `dir` and the directories
+ * directly under it (agent-tools/ and its tool directories): temp files whose process has ended. A live writer's are
+ * left alone. Resolves with what it removed; never throws.
+ */
+export async function sweepDeadWritersTempFiles(dir: string): Promise<string[]> {
+  const removed: string[] = [];
+  const sweep = async (d: string, depth: number): Promise<void> => {
+    const entries = await readdir(d, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      const full = path.join(d, e.name);
+      if (e.isDirectory() && depth === 0) await sweep(full, 1);
+      const m = e.isFile() ? TEMP_FILE.exec(e.name) : null;
+      if (m && writerEnded(Number(m[1])) && (await unlink(full).then(() => true, () => false))) removed.push(path.relative(dir, full));
+    }
+  };
+  await sweep(dir, 0);
+  return removed;
 }
