@@ -13,6 +13,7 @@ import {
   compareAndSwapBranch,
   createWorktree,
   inspectLiveCheckout,
+  isRepository,
   linkNodeModules,
   planStages,
   readVerifyPlan,
@@ -22,7 +23,6 @@ import {
   type CommitIdentity,
   type PlannedStage,
 } from '../git';
-import { git } from '../git/exec';
 import { runStage } from '../sandbox/run-stage';
 import { promotionRejected } from './failures';
 
@@ -86,14 +86,6 @@ async function refusing<T>(stage: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A path that is not a git checkout is the caller's mistake, not an outage to retry. */
-async function assertRepository(repo: string): Promise<void> {
-  const top = await git(['rev-parse', '--show-toplevel'], { cwd: repo, okExitCodes: [128] }).catch(() => undefined);
-  if (!top || top.exitCode !== 0) {
-    throw promotionRejected({ category: 'refused', stage: 'plan', reason: `${repo} is not a git repository (FORGE_BUILTIN_REPO or --repo names the agent's checkout)` });
-  }
-}
-
 export interface PlannedPromotion {
   /** The branch promoted into: the one asked for, or the one the live checkout has checked out. */
   branch: string;
@@ -140,7 +132,10 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      */
     async planPromotion(input: { repo: string; branch?: string; paths: string[] }): Promise<PlannedPromotion> {
       return heartbeating(() => refusing('plan', async () => {
-        await assertRepository(input.repo);
+        // Not a checkout is the caller's mistake, not an outage to retry.
+        if (!(await isRepository(input.repo))) {
+          throw promotionRejected({ category: 'refused', stage: 'plan', reason: `${input.repo} is not a git repository (FORGE_BUILTIN_REPO or --repo names the agent's checkout)` });
+        }
         const branch = input.branch ?? (await checkedOutBranch(input.repo));
         const baseCommit = await resolveBranchCommit(input.repo, branch);
         const plan = await readVerifyPlan(input.repo, baseCommit);

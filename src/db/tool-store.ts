@@ -416,29 +416,18 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
         const state = request.fallbackVersion === undefined ? ('quarantined' as const) : ('degraded' as const);
         if (request.fallbackVersion === undefined) await deactivateLocked(tx, name, ref);
         else await activateLocked(tx, name, request.fallbackVersion, ref);
+        const row = {
+          state,
+          failedVersion: request.failedVersion,
+          activeVersion: request.fallbackVersion ?? null,
+          reason: request.reason,
+          runKey: request.runKey,
+          workflowId: ref.workflowId,
+        };
         await tx
           .insert(toolQuarantine)
-          .values({
-            name,
-            state,
-            failedVersion: request.failedVersion,
-            activeVersion: request.fallbackVersion ?? null,
-            reason: request.reason,
-            runKey: request.runKey,
-            workflowId: ref.workflowId,
-          })
-          .onConflictDoUpdate({
-            target: toolQuarantine.name,
-            set: {
-              state,
-              failedVersion: request.failedVersion,
-              activeVersion: request.fallbackVersion ?? null,
-              reason: request.reason,
-              runKey: request.runKey,
-              workflowId: ref.workflowId,
-              at: sql`now()`,
-            },
-          });
+          .values({ name, ...row })
+          .onConflictDoUpdate({ target: toolQuarantine.name, set: { ...row, at: sql`now()` } });
         await insertEvent(tx, {
           kind: `tool.${state}`,
           subject: name,

@@ -68,6 +68,7 @@ export {
   checkedOutBranch,
   createWorktree,
   defaultWorktreeRoot,
+  isRepository,
   listWorktrees,
   prepareWorktreeRoot,
   removeWorktree,

@@ -160,17 +160,23 @@ function refusal(checkout: string, local: string[]): LiveCheckoutResult {
   };
 }
 
+/** The base and tested commits, resolved, and the live checkout that has the branch checked out (if any). */
+async function locate(input: LiveCheckoutInput): Promise<{ base: string; tested: string; checkout: string | undefined }> {
+  assertBranchName(input.branch);
+  const [[base, tested], checkout] = await settledInOrder([
+    resolveCommits(input.repo, [input.base, input.tested]),
+    findCheckout(input.repo, input.branch),
+  ] as const);
+  return { base, tested, checkout: checkout ?? undefined };
+}
+
 /**
  * Whether the live checkout that has `branch` checked out (if any) can be brought from `base` to `tested`: every path
  * the change touches must hold, in the index and on disk, the base's contents or already the tested ones. Changes
  * nothing. Call it before the compare-and-swap, so a refusal leaves the branch where it was too.
  */
 export async function inspectLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
-  assertBranchName(input.branch);
-  const [[base, tested], checkout] = await settledInOrder([
-    resolveCommits(input.repo, [input.base, input.tested]),
-    findCheckout(input.repo, input.branch),
-  ] as const);
+  const { base, tested, checkout } = await locate(input);
   if (!checkout) return { status: 'not-checked-out' };
   const c = await classify(checkout, input.repo, base, tested);
   if (c.local.length > 0) return refusal(checkout, c.local);
@@ -210,11 +216,7 @@ async function removeFile(checkout: string, p: string): Promise<void> {
  * @throws InvalidInputError when the branch does not contain `tested` yet (merge first)
  */
 export async function advanceLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
-  assertBranchName(input.branch);
-  const [[base, tested], checkout] = await settledInOrder([
-    resolveCommits(input.repo, [input.base, input.tested]),
-    findCheckout(input.repo, input.branch),
-  ] as const);
+  const { base, tested, checkout } = await locate(input);
   if (!checkout) return { status: 'not-checked-out' };
   return withKeyLock(`live\0${await realpath(checkout)}`, async () => {
     const head = await revParse(input.repo, `refs/heads/${input.branch}^{commit}`);

@@ -69,6 +69,12 @@ export async function listWorktrees(repo: string): Promise<RegisteredWorktree[]>
   return worktrees;
 }
 
+/** Whether `repo` is a git checkout (a missing directory, or one outside any repository, is not). */
+export async function isRepository(repo: string): Promise<boolean> {
+  const top = await git(['rev-parse', '--show-toplevel'], { cwd: repo, okExitCodes: [128] }).catch(() => undefined);
+  return top?.exitCode === 0;
+}
+
 /**
  * The branch the repository's live checkout has checked out: where a promotion goes when the caller names none.
  * @throws InvalidInputError when HEAD is detached (there is no branch to promote into)
