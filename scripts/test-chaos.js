@@ -43,17 +43,19 @@ for (const c of cells) {
   const recovery = c.recoveryMs !== undefined ? `  recovery ${c.recoveryMs} ms` : '';
   lines.push(`  ${c.workflowType.padEnd(width)}  ${c.point.padEnd(pointWidth)}  ${verdict}${recovery}`);
 }
-// Issue 9's figure is over the tool and migration workflows, whose recovery is the worker taking the run up again;
-// a promotion's cell also counts the stages still to run (seconds of tsc and jest), so it is reported apart.
-const p50 = (list) => list.sort((a, b) => a - b)[Math.floor((list.length - 1) / 2)];
+// Issue 9's figure: p50 over every cell of the matrix. Beside it the promotion cells apart, whose recovery also counts
+// the stages still to run (seconds of tsc and jest), and the tool and migration cells.
+const p50 = (list) => [...list].sort((a, b) => a - b)[Math.floor((list.length - 1) / 2)];
 const timedCells = cells.filter((c) => c.recoveryMs !== undefined);
+const allRecoveries = timedCells.map((c) => c.recoveryMs);
 const runRecoveries = timedCells.filter((c) => c.workflowType !== 'promoteBuiltinWorkflow').map((c) => c.recoveryMs);
 const promotionRecoveries = timedCells.filter((c) => c.workflowType === 'promoteBuiltinWorkflow').map((c) => c.recoveryMs);
-if (runRecoveries.length > 0) {
-  lines.push('', `recovery_after_worker_kill_p50_ms: ${p50(runRecoveries)} (tool and migration runs, over ${runRecoveries.length} cells; goal <= 3000)`);
+if (allRecoveries.length > 0) {
+  lines.push('', `recovery_after_worker_kill_p50_ms: ${p50(allRecoveries)} (over ${allRecoveries.length} cells; goal <= 3000)`);
 }
+if (runRecoveries.length > 0) lines.push(`  tool and migration cells: ${p50(runRecoveries)} (over ${runRecoveries.length})`);
 if (promotionRecoveries.length > 0) {
-  lines.push(`promotion_recovery_after_worker_kill_p50_ms: ${p50(promotionRecoveries)} (over ${promotionRecoveries.length} cells; the stages still to run included)`);
+  lines.push(`  promotion_recovery_after_worker_kill_p50_ms: ${p50(promotionRecoveries)} (over ${promotionRecoveries.length}; the stages still to run included)`);
 }
 
 // The other chaos cells (outages, cancellation, ...) are their own jest tests: one line each.

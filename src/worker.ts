@@ -15,6 +15,7 @@ import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase
 import { checkedOutBuiltinToolNames } from './git';
 import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { coalesce } from './registry/coalesce';
+import { attemptLedger, attemptsDirOf, removeOwnAttempts } from './platform/attempt-ledger';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
@@ -132,6 +133,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     stageTmpDir: config.sandbox.limits.tmpDir,
     maxRounds: config.promotion.maxRounds,
   });
+  // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
+  const attempts = attemptsDirOf(config.home);
+  const interceptors = { activity: [attemptLedger(attempts)] };
   let control: Worker;
   let sandbox: Worker;
   let promoteShared: Worker;
@@ -150,23 +154,26 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
       stickyQueueScheduleToStartTimeout: '2 seconds',
       activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities },
+      interceptors,
     });
     sandbox = await Worker.create({
       connection,
       namespace,
       taskQueue: config.taskQueues.sandbox,
       activities: { ...sandboxActivities, ...reverifySandboxActivities },
+      interceptors,
       // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
     // Promotions: the first step on the shared queue (any host that holds the repository), the rest on this host's
     // own queue, where the run's worktree is (samples-typescript's worker-specific task queues).
-    promoteShared = await Worker.create({ connection, namespace, taskQueue: promotionQueues.shared, activities: promotionActivities });
+    promoteShared = await Worker.create({ connection, namespace, taskQueue: promotionQueues.shared, activities: promotionActivities, interceptors });
     promoteHost = await Worker.create({
       connection,
       namespace,
       taskQueue: promotionQueues.host,
       activities: promotionActivities,
+      interceptors,
       // A stage is a process tree of compilers and test runners: as many at once as sandbox runs.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
@@ -198,6 +205,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       await republish.flush();
       await sandboxPool?.close();
       await sandboxCleanupsDone();
+      await removeOwnAttempts(attempts).catch(() => undefined);
     })();
     return stopping;
   };

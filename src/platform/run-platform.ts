@@ -1,6 +1,8 @@
+import { Client } from '@temporalio/client';
 import type { ForgeConfig } from '../config';
 import { openDatabase } from '../db';
 import { createForgeWorkers } from '../worker';
+import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
 import { startDevServer, type DevServer } from './dev-server';
 import { connectWorkerConnection } from './worker-connection';
 
@@ -41,10 +43,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     }
     const { connection, namespace, address } = await connectWorkerConnection(server ? { address: server.address, namespace: server.namespace } : {});
     undo.push(() => connection.close());
+    // First, while the database opens: the attempts a dead worker of this host left are retried the sooner.
+    const handedBack = handBackDeadWorkersAttempts(attemptsDirOf(config.home), new Client({ connection, namespace })).then((r) => {
+      if (r.attempts.length > 0) log(`forge: handed back ${r.attempts.length} attempt(s) a dead worker of this host was running: ${r.attempts.join('; ')}`);
+      for (const e of r.errors) log(`forge: could not hand back ${e} (its heartbeat timeout will)`);
+    });
     const db = config.database;
     log(`forge: opening the database (${db.kind === 'postgres' ? 'PostgreSQL from DATABASE_URL' : `embedded PGlite in ${db.dataDir}`}) ...`);
     const database = await openDatabase(config);
     undo.push(() => database.close());
+    await handedBack;
     const workers = await createForgeWorkers({ config, connection, namespace, database, log });
     const done = workers.run();
     undo.push(async () => {

@@ -68,6 +68,11 @@ test('SIGKILL of the worker during the sandbox test, then a restart: the deploym
   worker = await startForgeWorker(childEnv);
   const result = await handle.result();
   expect(result).toMatchObject({ status: 'active', name: 'slow_tool', version: 1, verdict: 'passed' });
+  // The restarted worker handed the killed attempt back at once (src/platform/attempt-ledger.ts): the attempt that
+  // passed is the second, and what ended the first is the dead worker, not a heartbeat timeout run out.
+  const history = await env.client.workflow.getHandle(handle.workflowId, handle.runId).fetchHistory();
+  const started = history.events!.map((e) => e.activityTaskStartedEventAttributes).filter((a) => a && a.attempt! > 1);
+  expect(started).toEqual([expect.objectContaining({ attempt: 2, lastFailure: expect.objectContaining({ applicationFailureInfo: expect.objectContaining({ type: 'ForgeWorkerDied' }) }) })]);
 
   const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
   expect(index.tools.slow_tool.version).toBe(1);
