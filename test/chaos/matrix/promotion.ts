@@ -29,7 +29,7 @@ export const promotionPaths = (home: string) => ({ repo: path.join(home, 'agent-
  * git as a person would run it, with a fixed identity and date: the base commit of every run's repository is the same
  * commit, so an uninterrupted run and a faulted one can be compared by commit ids where the ids must agree.
  */
-async function git(cwd: string, ...args: string[]): Promise<string> {
+export async function git(cwd: string, ...args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
   const date = '2025-01-02T03:04:05Z';
@@ -46,7 +46,7 @@ async function git(cwd: string, ...args: string[]): Promise<string> {
 }
 
 /** A copy of examples/agent-repo with one commit on `main`, checked out, and Forge's node_modules linked in (as `forge up` seeds one). */
-async function seedRepository(repo: string): Promise<void> {
+export async function seedRepository(repo: string): Promise<void> {
   await cp(EXAMPLE_REPO, repo, { recursive: true, filter: (src) => !/[/\\](node_modules|dist)$/.test(src) });
   await git(repo, 'init', '-q');
   await git(repo, 'add', '-A');
@@ -122,6 +122,20 @@ async function promoteWhileMoving(forge: ForgeClient, space: RunSpace): Promise<
   return (await result) as unknown as RunResult;
 }
 
+/** Nothing of a run may be left: no worktree but the main one, no run branch, nothing under the worktree root. */
+export async function promotionLeftovers(space: RunSpace): Promise<string[]> {
+  const { repo, worktreeRoot } = promotionPaths(space.home);
+  const left: string[] = [];
+  const worktrees = (await git(repo, 'worktree', 'list', '--porcelain'))
+    .split('\n')
+    .filter((l) => l.startsWith('worktree '))
+    .map((l) => l.slice('worktree '.length));
+  for (const w of worktrees.slice(1)) left.push(`worktree ${w}`);
+  for (const b of (await git(repo, 'branch', '--list', 'forge/promote/*')).split('\n').filter(Boolean)) left.push(`branch ${b.trim()}`);
+  if (existsSync(worktreeRoot)) for (const e of readdirSync(worktreeRoot)) left.push(`${worktreeRoot}/${e}`);
+  return left;
+}
+
 /** What the promotion scenarios share: a fresh repository per run, and what is compared and what must be gone. */
 const promotion: Omit<Scenario, 'label' | 'points' | 'run'> = {
   workflowType: 'promoteBuiltinWorkflow',
@@ -166,19 +180,7 @@ const promotion: Omit<Scenario, 'label' | 'points' | 'run'> = {
       liveFiles: liveFiles(repo),
     };
   },
-  /** Nothing of the run may be left: no worktree but the main one, no run branch, nothing under the worktree root. */
-  async leftovers(space) {
-    const { repo, worktreeRoot } = promotionPaths(space.home);
-    const left: string[] = [];
-    const worktrees = (await git(repo, 'worktree', 'list', '--porcelain'))
-      .split('\n')
-      .filter((l) => l.startsWith('worktree '))
-      .map((l) => l.slice('worktree '.length));
-    for (const w of worktrees.slice(1)) left.push(`worktree ${w}`);
-    for (const b of (await git(repo, 'branch', '--list', 'forge/promote/*')).split('\n').filter(Boolean)) left.push(`branch ${b.trim()}`);
-    if (existsSync(worktreeRoot)) for (const e of readdirSync(worktreeRoot)) left.push(`${worktreeRoot}/${e}`);
-    return left;
-  },
+  leftovers: promotionLeftovers,
 };
 
 export const promotionScenario: Scenario = {
