@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { chmod, chown, lstat, readdir, rm } from 'node:fs/promises';
+import { spawnThroughHelper } from '../platform/spawner';
 
 /**
  * Removes a run's private directory (or anything else a run's user made), whatever the tool left in it. Never
@@ -44,15 +44,22 @@ export async function removeRunDir(dir: string): Promise<void> {
   if (failure !== undefined) process.stderr.write(`forge sandbox: could not remove ${dir}: ${failure}\n`);
 }
 
-/** `rm -rf --one-file-system DIR`; resolves undefined on success, else what went wrong. */
-function rmByHandle(dir: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const child = spawn('rm', ['-rf', '--one-file-system', '--', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < 2000) stderr += chunk.toString('utf8');
+/** `rm -rf --one-file-system DIR`, started by the spawn helper (cheap from a large worker); undefined on success, else what went wrong. */
+export async function rmByHandle(...paths: string[]): Promise<string | undefined> {
+  try {
+    const { error, stderr } = await spawnThroughHelper({
+      file: 'rm',
+      args: ['-rf', '--one-file-system', '--', ...paths],
+      cwd: '/',
+      env: { PATH: '/usr/bin:/bin' },
+      maxBuffer: 1024 * 1024,
+      timeout: RM_TIMEOUT_MS,
     });
-    child.on('error', (err) => resolve(err.message));
-    child.on('close', (code) => resolve(code === 0 ? undefined : stderr.trim() || `exit code ${code}`));
-  });
+    return error ? stderr.toString('utf8').trim().slice(0, 2000) || error.message : undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
+
+/** A removal that takes longer is stuck (a hung file system): reported, and the directory is left to the next sweep. */
+const RM_TIMEOUT_MS = 120_000;

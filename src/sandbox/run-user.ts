@@ -1,9 +1,8 @@
 import { randomInt } from 'node:crypto';
-import { spawn } from 'node:child_process';
 import { lstatSync } from 'node:fs';
 import { opendir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { removeRunDir } from './remove-run-dir';
+import { removeRunDir, rmByHandle } from './remove-run-dir';
 import { RUN_UID_RANGE, type SandboxLimits } from './limits';
 
 /** Uids handed to runs of this process that have not ended yet: two runs of one worker never share one. */
@@ -69,14 +68,6 @@ async function removeOwnedIn(dir: string, uid: number, depth: number): Promise<v
     for (const path of owned) await removeRunDir(path);
     return;
   }
-  for (let i = 0; i < owned.length; i += 500) await removeAll(owned.slice(i, i + 500));
-}
-
-/** `rm -rf --one-file-system -- PATHS` (by handle: it follows no symlink), for many leftovers at once. */
-function removeAll(paths: string[]): Promise<void> {
-  return new Promise((resolve) => {
-    const child = spawn('rm', ['-rf', '--one-file-system', '--', ...paths], { stdio: 'ignore' });
-    child.on('error', () => resolve());
-    child.on('close', () => resolve());
-  });
+  // By handle (`rm -rf`: it follows no symlink), 500 leftovers at a time.
+  for (let i = 0; i < owned.length; i += 500) await rmByHandle(...owned.slice(i, i + 500));
 }

@@ -6,10 +6,10 @@ import path from 'node:path';
 import ts from 'typescript';
 import { GitCommandError } from '../../src/git';
 import { git, gitBytes } from '../../src/git/exec';
-import { HELPER_SOURCE, helperPid } from '../../src/git/spawner';
+import { HELPER_SOURCE, helperPid } from '../../src/platform/spawner';
 
 /*
- * Git commands go through a helper process (src/git/spawner.ts), so that a worker's large heap does not make every
+ * Git commands go through a helper process (src/platform/spawner.ts), so that a worker's large heap does not make every
  * git start cost ~20 ms. What a caller sees must be what execFile gave: output, input, exit codes, timeouts, and a
  * typed error when the helper is gone; and the helper must not outlive its parent or keep it alive.
  */
@@ -119,7 +119,7 @@ test('when its parent goes, the helper lets the commands it runs finish (a git k
 
 test('an idle helper does not keep its parent alive, and exits when the parent does', async () => {
   // The real spawner.ts, transpiled as it is, in a Node process that runs one command and then has nothing to do.
-  const source = readFileSync(path.join(__dirname, '..', '..', 'src', 'git', 'spawner.ts'), 'utf8');
+  const source = readFileSync(path.join(__dirname, '..', '..', 'src', 'platform', 'spawner.ts'), 'utf8');
   const module = path.join(dir, 'spawner.js');
   writeFileSync(module, ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText);
   const script = `const s = require(${JSON.stringify(module)});

@@ -2,17 +2,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 
 /**
  * Starting a process costs the process that starts it time in proportion to its memory: Node on Linux forks (libuv),
- * and fork copies the page tables. A Forge worker holds ~1 GB (the embedded database, Temporal's core), so each git
- * command it started took ~20 ms before git ran at all (~3 ms from a fresh Node), and a promotion runs ~45 of them.
- * So git commands are started by a small helper process instead, one per process that runs git, started at the
- * first command: the request goes over its IPC channel, the helper runs `execFile` exactly as this process would
- * (same argv, cwd, environment, input, timeout and kill signal) and sends back stdout, stderr and how git ended.
+ * and fork copies the page tables. A Forge worker holds ~1 GB (the embedded database, Temporal's core), so each
+ * command it started took ~20-45 ms before the command ran at all (~3 ms from a fresh Node); a promotion runs ~45 git
+ * commands, and each sandbox run or stage removes its directories with `rm -rf`. So these short commands are started
+ * by a small helper process instead, one per process, started at the first command: the request goes over its IPC
+ * channel, the helper runs `execFile` exactly as this process would (same argv, cwd, environment, input, timeout and
+ * kill signal) and sends back stdout, stderr and how the command ended. (A contained process is not started here: its
+ * containment needs the worker as its parent, for pdeathsig and its pipes.)
  *
  * The helper lives as long as its parent: when the channel closes (the parent exited or was killed) it lets the
  * commands it still runs finish, within their timeouts, as they would have without it (a git killed half-way can
  * leave a ref's or the index's .lock behind), then exits. It ignores SIGINT (a Ctrl-C reaches the whole process group; the parent
- * decides when it stops, and its shutdown may still run git). Idle, it keeps neither process alive. If it dies, the
- * commands it was running fail as git commands that could not finish (infrastructure: the caller retries), and the
+ * decides when it stops, and its shutdown may still run commands). Idle, it keeps neither process alive. If it dies,
+ * the commands it was running fail as commands that could not finish (infrastructure: the caller retries), and the
  * next command starts a new helper.
  */
 export const HELPER_SOURCE = `
@@ -90,7 +92,7 @@ class Spawner {
     });
     const gone = (why: string) => {
       if (current === this) current = undefined;
-      const err = new SpawnerGoneError(`the git helper process ${why} before the command ended`);
+      const err = new SpawnerGoneError(`the spawn helper process ${why} before the command ended`);
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
       this.refWhileBusy();
@@ -114,12 +116,12 @@ class Spawner {
         this.child.send(message, (err) => {
           if (!err || !this.pending.delete(id)) return;
           this.refWhileBusy();
-          reject(new SpawnerGoneError(`the git helper process could not take the command: ${err.message}`));
+          reject(new SpawnerGoneError(`the spawn helper process could not take the command: ${err.message}`));
         });
       } catch (err) {
         this.pending.delete(id);
         this.refWhileBusy();
-        reject(new SpawnerGoneError(`the git helper process could not take the command: ${(err as Error).message}`));
+        reject(new SpawnerGoneError(`the spawn helper process could not take the command: ${(err as Error).message}`));
       }
     });
   }
@@ -141,7 +143,7 @@ let current: Spawner | undefined;
 
 function start(): Spawner {
   const child = spawn(process.execPath, ['-e', HELPER_SOURCE], {
-    // Nothing of the parent's environment: each command gets its own, explicitly. PATH for execFile's lookup of git
+    // Nothing of the parent's environment: each command gets its own, explicitly. PATH for execFile's lookup of the command
     // comes with each command's environment too.
     env: {},
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
