@@ -35,27 +35,51 @@ export function workflowBundle(): Promise<WorkflowBundle> {
   return bundle;
 }
 
+/** What a suite may ask of its dev server. */
+export interface TemporalOptions {
+  /**
+   * Serve the Web UI too (off by default: it is one more port and process per suite), on a port from findFreePort;
+   * `webUiUrl(env)` says where. Such a server is always started here, even when TEMPORAL_ADDRESS names another: where
+   * that one's UI is, and whether it has one, is not known.
+   */
+  ui?: boolean;
+}
+
+/** The Web UI's address of each dev server started with `ui: true`. */
+const webUiUrls = new WeakMap<TestWorkflowEnvironment, string>();
+
+/** Where the Web UI of a dev server started with `startTemporal({ ui: true })` answers, e.g. `http://127.0.0.1:23456`. */
+export function webUiUrl(env: TestWorkflowEnvironment): string | undefined {
+  return webUiUrls.get(env);
+}
+
 /**
  * A real Temporal dev server: the installed `temporal` binary (or TEMPORAL_ADDRESS when set), with Forge's search
  * attributes registered. No time skipping: that needs a download this machine refuses.
  */
-export async function startTemporal(): Promise<TestWorkflowEnvironment> {
+export async function startTemporal(options: TemporalOptions = {}): Promise<TestWorkflowEnvironment> {
   quietTemporalRuntime();
-  if (process.env.TEMPORAL_ADDRESS) {
+  if (process.env.TEMPORAL_ADDRESS && !options.ui) {
     return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
   }
   // The port comes from below the ephemeral range (findFreePort says why); a start-up that still loses a port race
   // to another process is retried with a new one.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await TestWorkflowEnvironment.createLocal({
+      // The UI's default (gRPC port + 1000) could land in the ephemeral range; it gets a port of its own instead.
+      const uiPort = options.ui ? await findFreePort() : undefined;
+      const env = await TestWorkflowEnvironment.createLocal({
         server: {
           executable: { type: 'existing-path', path: requireTemporalBinary() },
           port: await findFreePort(),
+          ...(uiPort !== undefined ? { ui: true, uiPort } : {}),
           searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey],
-          extraArgs: ['--log-level', 'error'],
+          // No network beyond this machine is assumed (as `forge up` does): the UI must not fetch its news feed.
+          extraArgs: ['--log-level', 'error', ...(uiPort !== undefined ? ['--ui-disable-news-fetch'] : [])],
         },
       });
+      if (uiPort !== undefined) webUiUrls.set(env, `http://127.0.0.1:${uiPort}`);
+      return env;
     } catch (err) {
       if (attempt >= 3) throw err;
     }
@@ -66,10 +90,10 @@ export async function startTemporal(): Promise<TestWorkflowEnvironment> {
  * One real dev server for the whole test file: started before its first test, torn down after its last. Returns a
  * getter, since the server exists only once beforeAll has run.
  */
-export function useTemporal(): () => TestWorkflowEnvironment {
+export function useTemporal(options: TemporalOptions = {}): () => TestWorkflowEnvironment {
   let env: TestWorkflowEnvironment | undefined;
   beforeAll(async () => {
-    env = await startTemporal();
+    env = await startTemporal(options);
   }, 120_000);
   afterAll(async () => {
     await env?.teardown();
