@@ -3,6 +3,7 @@ import {
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
   WorkflowNotFoundError,
   type Client,
   type WorkflowExecutionDescription,
@@ -11,6 +12,8 @@ import {
 import { z } from 'zod';
 import path from 'node:path';
 import { loadConfig, type ForgeConfig } from './config';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from './contract/failures';
 import { ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
 import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
 import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
@@ -489,10 +492,13 @@ export class ForgeClient {
     info.progress = await this.progressOf(handle);
     if (description.status.name === 'COMPLETED') info.result = await handle.result();
     else if (description.status.name !== 'RUNNING') {
-      info.failure = await handle.result().then(
+      const err = await handle.result().then(
         () => undefined,
-        (err: Error) => (err.cause instanceof Error ? err.cause.message : err.message),
+        (e: Error) => e,
       );
+      const refused = refusedResult(err);
+      if (refused !== undefined) info.result = refused;
+      else if (err) info.failure = err.cause instanceof Error ? err.cause.message : err.message;
     }
     return info;
   }
@@ -523,6 +529,8 @@ export class ForgeClient {
       try {
         return (await handle.result()) as T;
       } catch (err) {
+        const refused = refusedResult(err);
+        if (refused !== undefined) return refused as T;
         const platform = toPlatformError(err, this.address);
         if (!(platform instanceof PlatformUnreachableError)) throw platform;
         since ??= Date.now();
@@ -600,6 +608,15 @@ export class ForgeClient {
 
 function promotionSettings(config: ForgeConfig, options: PromotionOptions): { taskQueue: string; repo: string } {
   return { taskQueue: options.promotion?.taskQueue ?? config.taskQueues.promote, repo: options.promotion?.repo ?? config.promotion.repo };
+}
+
+/**
+ * The typed result a refused run carries (src/workflows/refusal.ts: the run ended FAILED with a ForgeRunRefused whose
+ * details are its result), or undefined for any other end.
+ */
+function refusedResult(err: unknown): unknown {
+  const cause = err instanceof WorkflowFailedError ? err.cause : undefined;
+  return cause instanceof ApplicationFailure && cause.type === FailureType.runRefused ? cause.details?.[0] : undefined;
 }
 
 /** The steps a run's result reports: a promotion's `steps`, a migration's `stages`, a deployment's `diagnostics.stages`. */

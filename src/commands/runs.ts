@@ -41,13 +41,14 @@ export function registerRuns(program: Command): void {
 }
 
 /**
- * Fills the outcome of every run: a finished run's ForgeOutcome; for a failed, cancelled, terminated or timed-out
- * run, that status (whatever it had upserted before); for a run still going, `running`, with its current stage
- * asked through the `progress` query.
+ * Fills the outcome of every run: a finished run's ForgeOutcome (a refused run ends FAILED with its outcome, e.g.
+ * `rejected`; a run that failed of a fault upserts `failed`); for a cancelled, terminated or timed-out run, that status
+ * (whatever it had upserted before); for a run still going, `running`, with its current stage asked through the
+ * `progress` query.
  */
 async function withOutcome(forge: ForgeClient, run: RunSummary): Promise<RunRow> {
   const status = run.status.toLowerCase();
-  if (status === 'completed') return { ...run, outcome: run.outcome ?? 'completed' };
+  if (status === 'completed' || status === 'failed') return { ...run, outcome: run.outcome ?? status };
   if (status !== 'running') return { ...run, outcome: status === 'cancelled' ? 'canceled' : status };
   const stage = await stageOf(forge, run.workflowId);
   return { ...run, outcome: 'running', ...(stage && stage !== 'starting' ? { stage } : {}) };

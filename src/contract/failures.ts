@@ -10,6 +10,12 @@ export const FailureType = {
   migrationFailed: 'MigrationFailed',
   /** A promotion refused or failed verification: an unmapped or unsafe path, a failed stage, a conflict, local changes. */
   promotionRejected: 'PromotionRejected',
+  /**
+   * How a refused run ends (a rejected deployment, rollback or delete, a refused migration or promotion): a FAILED
+   * workflow execution, so the Web UI's list tells it from a run that did what it was asked, whose failure's details
+   * hold the run's typed result; ForgeClient returns that result as it returns a completed run's.
+   */
+  runRefused: 'ForgeRunRefused',
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -16,19 +16,30 @@ const MAX_OUTCOME_LINE = 400;
  * outcome line already says it in one line.
  */
 export function terminalLogFunction(write: (text: string) => void = (text) => process.stderr.write(text)): (entry: LogEntry) => void {
+  // Runs whose outcome line was printed: a refused run then fails (ForgeRunRefused, src/workflows/refusal.ts), and the
+  // SDK's `Workflow failed` for it reaches here as a structured clone that has lost the failure's type.
+  const outcomeSaid = new Set<string>();
   return ({ level, timestampNanos, message, meta }) => {
     if (meta && meta[OUTCOME_LOG_ATTRIBUTE] !== undefined) {
       write(`forge: ${oneLine(message)}\n`);
+      if (typeof meta.runId === 'string') {
+        outcomeSaid.add(meta.runId);
+        if (outcomeSaid.size > MAX_REMEMBERED_OUTCOMES) outcomeSaid.delete(outcomeSaid.values().next().value!);
+      }
       return;
     }
     if (level !== 'WARN' && level !== 'ERROR') return;
     // The sandbox worker polls activities only, on purpose; the SDK warns about that at every start.
     if (message.startsWith('No workflows registered, not polling for workflow tasks')) return;
     if ((message === 'Activity failed' || message === 'Workflow failed') && verdictType(meta?.error) !== undefined) return;
+    if (message === 'Workflow failed' && typeof meta?.runId === 'string' && outcomeSaid.delete(meta.runId)) return;
     const at = new Date(Number(timestampNanos / 1_000_000n)).toISOString();
     write(`${at} [${level}] ${message}${meta === undefined ? '' : ` ${inspect(meta, { breakLength: Infinity })}`}\n`);
   };
 }
+
+/** How many runs' outcome lines are remembered (a run's failure is logged right after its outcome line). */
+const MAX_REMEMBERED_OUTCOMES = 1_000;
 
 /** The Forge verdict type of an error or of any error in its cause chain (an ActivityFailure wraps the verdict). */
 export function verdictType(error: unknown): string | undefined {

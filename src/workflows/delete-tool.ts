@@ -1,6 +1,7 @@
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { toolSteps } from './activity-options';
 import { Progress } from './progress';
+import { refused } from './refusal';
 import { runToTheEnd } from './run-to-the-end';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import type { DeleteToolInput, DeleteToolResult } from '../contract/tool-runs';
@@ -25,7 +26,8 @@ async function deleteTool(input: DeleteToolInput): Promise<DeleteToolResult> {
     progress.failed('remove', 'no such tool');
     progress.end('rejected', { message: `there is no tool named "${input.name}"` });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rejected' }]);
-    return { status: 'rejected', name: input.name, workflowId, message: `there is no tool named "${input.name}"` };
+    const message = `there is no tool named "${input.name}"`;
+    return refused({ status: 'rejected', name: input.name, workflowId, message }, message);
   }
   progress.done('remove', `${removed.removedVersions} version(s)`);
   progress.start('notify');

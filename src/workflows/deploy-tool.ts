@@ -2,6 +2,7 @@ import { CancellationScope, CancelledFailure, isCancellation, upsertSearchAttrib
 import { sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
 import { Progress } from './progress';
+import { refused } from './refusal';
 import { Saga } from './saga';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
@@ -12,8 +13,8 @@ import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, typ
  * commit+notify each run as one local activity (their stages are still reported apart): three steps in all, because
  * every step costs the run scheduling time that, for millisecond-long steps, would outweigh the work.
  *
- * A rejection at any step ends the run with `status: "rejected"` and the verdict; nothing was stored, and the version
- * active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
+ * A rejection at any step ends the run with `status: "rejected"` and the verdict (a FAILED execution whose details
+ * carry that result: refusal.ts); nothing was stored, and the version active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
  * non-cancellable); a cancellation that arrives while the commit runs waits for it and then restores too, so a
  * cancelled run never leaves its version active. The workflow ID is `tool-deploy/<name>/<content hash>`, so
  * resubmitting the same content joins the same run.
@@ -100,7 +101,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     progress.failed(stage);
     const rejection = rejectionOf(err);
     if (rejection) {
-      return finish({
+      const result = finish({
         status: 'rejected',
         verdict: rejection.verdict,
         diagnostics: {
@@ -111,6 +112,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
           stages: [],
         },
       });
+      return refused(result, `${input.name} rejected at ${rejection.stage} (${rejection.verdict}): ${rejection.message}`);
     }
     await saga.compensate();
     if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);

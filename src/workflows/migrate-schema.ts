@@ -3,6 +3,7 @@ import { applyMigrationStep, migrationSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
 import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from '../contract/migration-runs';
 import { Progress } from './progress';
+import { refused } from './refusal';
 import { runToTheEnd } from './run-to-the-end';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 
@@ -13,7 +14,8 @@ import { ForgeOutcomeKey } from '../contract/search-attributes';
  *
  * Ends `applied`, `alreadyApplied` (same name and checksum committed before: nothing changed), `rejected` (policy,
  * or the name taken by other SQL: nothing ran) or `failed` (PostgreSQL refused it while it ran, with its code and
- * position: rolled back, nothing remains). A database that is down makes the run wait and then finish. There is no
+ * position: rolled back, nothing remains). A rejected or failed migration ends the run as a FAILED execution whose
+ * details carry that result (refusal.ts). A database that is down makes the run wait and then finish. There is no
  * compensation: the one transaction commits whole or not at all. The workflow ID is `schema-migrate/<name>`.
  *
  * Not cancellable, for the reason {@link runToTheEnd} gives: a cancel request is recorded and the run goes on to its
@@ -75,11 +77,11 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     if (verdict?.kind === 'rejected') {
       progress.failed(stage, verdict.rejection.message);
       const { reason, message, statements, problem, existingChecksum } = verdict.rejection;
-      return finish({ status: 'rejected', reason, message, statements, problem, existingChecksum });
+      return refused(finish({ status: 'rejected', reason, message, statements, problem, existingChecksum }), message);
     }
     if (verdict?.kind === 'failed') {
       progress.failed(stage, `${verdict.failure.error.code}: ${verdict.failure.error.message}`);
-      return finish({ status: 'failed', message: verdict.failure.message, error: verdict.failure.error });
+      return refused(finish({ status: 'failed', message: verdict.failure.message, error: verdict.failure.error }), verdict.failure.message);
     }
     progress.failed(stage);
     if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);

@@ -12,6 +12,7 @@ import type { PlannedPromotion, Workspace } from '../activities/promotion-activi
 import { promotionSteps, stageStep } from './activity-options';
 import { promotionRejectionOf } from './failures';
 import { Progress } from './progress';
+import { refused } from './refusal';
 
 /**
  * Promotes a change to the agent's built-in code: plan (the base's forge.verify.json maps every changed path to the
@@ -169,7 +170,8 @@ export async function promoteBuiltinWorkflow(input: PromoteBuiltinWorkflowInput)
       });
     }
   }
-  return finish(...verdict);
+  const result = finish(...verdict);
+  return result.status === 'rejected' ? refused(result, result.message) : result;
 }
 
 /** A stage that did not run because an earlier one decided. */

@@ -2,13 +2,15 @@ import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { toolSteps } from './activity-options';
 import { notFoundOf } from './failures';
 import { Progress } from './progress';
+import { refused } from './refusal';
 import { runToTheEnd } from './run-to-the-end';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import type { RollbackToolInput, RollbackToolResult } from '../contract/tool-runs';
 
 /**
  * Makes an earlier version of a tool active again (the given one, or the newest below the active one), then
- * publishes agent-tools/. A version that does not exist is `rejected` with the versions that do.
+ * publishes agent-tools/. A version that does not exist is `rejected` with the versions that do (a FAILED execution
+ * whose details carry that result: refusal.ts).
  *
  * Not cancellable: a cancel request is recorded and the run goes on to its end, whose result says what it did (see
  * {@link runToTheEnd}).
@@ -46,6 +48,6 @@ async function rollback(input: RollbackToolInput): Promise<RollbackToolResult> {
     progress.failed('activate', message);
     progress.end('rejected', { message });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rejected' }]);
-    return { status: 'rejected', name: input.name, workflowId, message };
+    return refused({ status: 'rejected', name: input.name, workflowId, message }, message);
   }
 }

@@ -140,9 +140,12 @@ test('forge runs: outcome always filled, --kind and --status filter, the table f
   const runs = all.json.runs as { workflowId: string; kind: string; status: string; outcome: string }[];
   expect(runs.map((r) => [r.workflowId.split('/')[1], r.status, r.outcome]).sort()).toEqual([
     ['celsius_to_fahrenheit', 'COMPLETED', 'active'],
-    ['throws', 'COMPLETED', 'rejected'],
+    // A refusal ends the run FAILED (src/workflows/refusal.ts): the Web UI's list and --status tell it at a glance.
+    ['throws', 'FAILED', 'rejected'],
   ]);
-  expect((await runForgeJson(['runs', '--status', 'failed'], { env: clientEnv })).json).toEqual({ runs: [] });
+  const failed = (await runForgeJson(['runs', '--status', 'failed'], { env: clientEnv })).json.runs as { workflowId: string }[];
+  expect(failed.map((r) => r.workflowId.split('/')[1])).toEqual(['throws']);
+  expect((await runForgeJson(['runs', '--status', 'completed', '--kind', 'deploy'], { env: clientEnv })).json.runs).toHaveLength(1);
   expect((await runForgeJson(['runs', '--kind', 'migrate'], { env: clientEnv })).json).toEqual({ runs: [] });
 
   const human = await runForge(['runs'], { env: clientEnv });

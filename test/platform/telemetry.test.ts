@@ -35,3 +35,17 @@ test("a verdict's Activity failed / Workflow failed warning is dropped; a real f
   expect(out).toContain('ECONNREFUSED');
   expect(out).toMatch(/\n\s+at /);
 });
+
+test('a refused run fails after its outcome line: that failure is not printed again; another run’s failure is', () => {
+  // What arrives from the workflow thread is a structured clone: the refusal's type is gone, only name, message, stack.
+  const cloned = structuredClone(ApplicationFailure.create({ type: FailureType.runRefused, message: 'adder rejected at test', nonRetryable: true }));
+  const out = logged([
+    { level: 'INFO', message: 'tool-deploy/adder/abc rejected at test (failed): boom', meta: { [OUTCOME_LOG_ATTRIBUTE]: 'rejected', runId: 'run-1' } },
+    { level: 'WARN', message: 'Workflow failed', meta: { runId: 'run-1', error: cloned } },
+    { level: 'WARN', message: 'Workflow failed', meta: { runId: 'run-2', error: new Error('a real fault') } },
+  ]);
+  const lines = out.trimEnd().split('\n');
+  expect(lines[0]).toBe('forge: tool-deploy/adder/abc rejected at test (failed): boom');
+  expect(out.match(/\[WARN\] Workflow failed/g)).toHaveLength(1);
+  expect(out).toContain('a real fault');
+});
