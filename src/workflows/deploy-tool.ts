@@ -98,8 +98,9 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
       diagnostics: { stage, message: `v${committed.version} of ${input.name} is active`, sandbox: verdict, stages: [] },
     });
   } catch (err) {
-    progress.failed(stage);
     const rejection = rejectionOf(err);
+    // The Web UI's stage lines say why too, not only the run's failure message.
+    progress.failed(stage, rejection ? `${rejection.verdict}: ${oneLine(rejection.message)}` : undefined);
     if (rejection) {
       const result = finish({
         status: 'rejected',
@@ -118,4 +119,10 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
     throw err;
   }
+}
+
+/** A verdict's message on one line of at most 200 characters (a compile error or a test's stderr can run to pages). */
+function oneLine(text: string): string {
+  const flat = text.replace(/\s*\n\s*/g, ' | ').trim();
+  return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
 }
