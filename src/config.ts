@@ -88,6 +88,11 @@ export interface ForgeConfig {
   reverify: {
     /** How often the schedule runs (FORGE_REVERIFY_INTERVAL: `90s`, `30m`, `1h`, `1d` or milliseconds; default 1h). */
     intervalMs: number;
+    /**
+     * Tests a run keeps in flight (FORGE_REVERIFY_PARALLELISM; default twice FORGE_SANDBOX_CONCURRENCY, which keeps the
+     * sandbox queue fed while results travel back). 1 makes a run strictly one test after another.
+     */
+    parallelism: number;
   };
 }
 
@@ -208,6 +213,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_FAULT_KILL_AT',
   'FORGE_METRICS_ADDRESS',
   'FORGE_REVERIFY_INTERVAL',
+  'FORGE_REVERIFY_PARALLELISM',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
@@ -263,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     z.string().regex(SQL_IDENTIFIER, 'must be a lowercase SQL identifier (^[a-z_][a-z0-9_]{0,62}$)'),
     'public',
   );
+  const sandboxConcurrency = read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism()));
   return {
     home,
     temporal: { port: temporalPort, uiPort },
@@ -279,7 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       promote: read(env, 'FORGE_TASK_QUEUE_PROMOTE', z.string(), 'forge-promote'),
     },
     sandbox: {
-      concurrency: read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism())),
+      concurrency: sandboxConcurrency,
       // One spare per slot by default, so that as many runs as may run at once all find a started process.
       spares: read(env, 'FORGE_SANDBOX_SPARES', int(0, 1024), nonEmpty(env.FORGE_SANDBOX_CONCURRENCY) ?? String(availableParallelism())),
       limits: {
@@ -313,6 +320,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
     metrics: readMetrics(env),
-    reverify: { intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h') },
+    reverify: {
+      intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h'),
+      parallelism: read(env, 'FORGE_REVERIFY_PARALLELISM', int(1, 4096), String(sandboxConcurrency * 2)),
+    },
   };
 }

@@ -121,8 +121,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     tools: store,
     results: reverifyResults,
     publish,
-    // Twice the sandbox slots in flight keeps this worker's sandbox queue fed while results travel back.
-    sandbox: { ...toolDeps.sandbox, parallelism: config.sandbox.concurrency * 2 },
+    sandbox: { ...toolDeps.sandbox, parallelism: config.reverify.parallelism },
   });
   const promotionQueues = { shared: config.taskQueues.promote, host: `${config.taskQueues.promote}@${hostname()}` };
   const promotionActivities = createPromotionActivities({
@@ -141,7 +140,10 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let promoteShared: Worker;
   let promoteHost: Worker;
   try {
-    armFaultPoints([toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities], config.faultKillAt);
+    armFaultPoints(
+      [toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities],
+      config.faultKillAt,
+    );
     if (config.faultKillAt.length > 0) {
       log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
     }

@@ -109,7 +109,7 @@ describe('scheduled re-verification with quarantine', () => {
     // A start with another interval updates the one schedule; a pause outlives it.
     const paused = await platform.forge.pauseReverify('maintenance');
     expect(paused).toMatchObject({ paused: true, note: 'maintenance', intervalMs: 2 * 3_600_000 });
-    expect(await ensureReverifySchedule(client, { ...platform.config, reverify: { intervalMs: 30 * 60_000 } })).toBe('updated');
+    expect(await ensureReverifySchedule(client, { ...platform.config, reverify: { ...platform.config.reverify, intervalMs: 30 * 60_000 } })).toBe('updated');
     const after = await platform.forge.reverifySchedule();
     expect(after).toMatchObject({ paused: true, note: 'maintenance' });
     expect((await client.schedule.getHandle(REVERIFY_SCHEDULE_ID).describe()).spec.intervals).toEqual([expect.objectContaining({ every: 30 * 60_000 })]);

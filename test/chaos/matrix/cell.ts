@@ -94,7 +94,7 @@ const DIE_WITH_WORKER_MS = 2_000;
  */
 export async function runScenario(temporal: TestWorkflowEnvironment, scenario: Scenario, point?: string): Promise<RunRecord> {
   const { home, sandboxTmp, env, forge } = createCellPlatform(temporal, scenario);
-  const space: RunSpace = { home };
+  const space: RunSpace = { home, env };
   let worker: ChildProcess | undefined;
   try {
     worker = await startForgeWorker(env);

@@ -19,6 +19,10 @@ export interface EndState {
   agentToolsFiles: string[];
   /** active.json's tools (name → version); its generation counts publishes, which a retry may add. */
   activeIndex: Record<string, unknown>;
+  /** Re-verification's record: one row per test of a run (no durations, no row ids), and what it decided. */
+  reverifyResults: string[];
+  /** The tools re-verification moved (quarantined or degraded), with the reason it recorded. */
+  quarantine: string[];
 }
 
 /** The placeholders: the run under test's workflow ID and run ID, so a baseline and a cell compare alike. */
@@ -52,6 +56,8 @@ export async function readEndState(home: string, run: RunIds): Promise<EndState>
           WHERE table_schema = 'public' AND table_name LIKE 'agent\\_%' ORDER BY table_name, ordinal_position`,
       ),
       agentToolsFiles: listFiles(agentTools),
+      reverifyResults: await rows('SELECT run_key, name, version, attempt, role, verdict, action, error, workflow_id FROM reverify_results ORDER BY run_key, name, version, attempt'),
+      quarantine: await rows('SELECT name, state, failed_version, active_version, reason, run_key, workflow_id FROM tool_quarantine ORDER BY name'),
       activeIndex: existsSync(path.join(agentTools, 'active.json'))
         ? (JSON.parse(readFileSync(path.join(agentTools, 'active.json'), 'utf8')) as { tools: Record<string, unknown> }).tools
         : {},

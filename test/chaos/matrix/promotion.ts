@@ -123,7 +123,7 @@ async function promoteWhileMoving(forge: ForgeClient, space: RunSpace): Promise<
 }
 
 /** Nothing of a run may be left: no worktree but the main one, no run branch, nothing under the worktree root. */
-export async function promotionLeftovers(space: RunSpace): Promise<string[]> {
+export async function promotionLeftovers(space: Pick<RunSpace, 'home'>): Promise<string[]> {
   const { repo, worktreeRoot } = promotionPaths(space.home);
   const left: string[] = [];
   const worktrees = (await git(repo, 'worktree', 'list', '--porcelain'))

@@ -1,6 +1,7 @@
 import type { ForgeClient } from '../../../src/client';
 import type { LiveProcess } from './end-state';
 import { movedBranchPromotionScenario, promotionScenario } from './promotion';
+import { reverifyScenario } from './reverify';
 
 /**
  * One workflow of the matrix: what exists before the run (made by an unarmed worker), the run itself, and the part
@@ -36,9 +37,10 @@ export interface Scenario {
   leftovers?(space: RunSpace): Promise<string[]>;
 }
 
-/** Where one run of a scenario lives: its cell's FORGE_HOME. */
+/** Where one run of a scenario lives: its cell's FORGE_HOME, and the workers' environment (its task queues). */
 export interface RunSpace {
   home: string;
+  env: NodeJS.ProcessEnv;
 }
 
 export type RunResult = Record<string, unknown> & { workflowId: string };
@@ -129,4 +131,5 @@ export const SCENARIOS: Scenario[] = [
   },
   promotionScenario,
   movedBranchPromotionScenario,
+  reverifyScenario,
 ];
