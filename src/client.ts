@@ -13,6 +13,8 @@ import { z } from 'zod';
 import path from 'node:path';
 import { loadConfig, type ForgeConfig } from './config';
 import { ApplicationFailure } from '@temporalio/common';
+import { temporal as proto } from '@temporalio/proto';
+import { READ_API_PATHS, readApiOf } from './contract/read-api';
 import { FailureType } from './contract/failures';
 import { ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
 import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
@@ -260,9 +262,15 @@ export class ForgeClient {
     return this.run<DeleteToolResult>('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`);
   }
 
-  /** The active tools, read by the worker that holds the database. */
+  /**
+   * The active tools, read by the worker that holds the database: through its read API (no run is started), or, when
+   * no read API of this platform can be reached (a client on another host), through a query workflow.
+   */
   async listTools(): Promise<ListToolsResult> {
-    return this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
+    return (
+      (await this.readThroughApi<ListToolsResult>(READ_API_PATHS.tools)) ??
+      this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools')
+    );
   }
 
   /**
@@ -302,8 +310,10 @@ export class ForgeClient {
     }
   }
 
-  /** The applied agent migrations, oldest first, read by the worker that holds the database. */
+  /** The applied agent migrations, oldest first, read by the worker that holds the database (as listTools reads). */
   async listMigrations(): Promise<ListMigrationsResult> {
+    const read = await this.readThroughApi<ListMigrationsResult>(READ_API_PATHS.migrations);
+    if (read) return read;
     return this.run<ListMigrationsResult>(
       'listMigrationsWorkflow',
       `forge-query/list-migrations/${shortId()}`,
@@ -503,6 +513,36 @@ export class ForgeClient {
     return info;
   }
 
+  /**
+   * A read answered by the read API of a worker of this platform (src/contract/read-api.ts), found through the
+   * identities of the control queue's pollers, newest first; undefined when none answers.
+   */
+  private async readThroughApi<T>(pathname: string): Promise<T | undefined> {
+    let pollers: proto.api.taskqueue.v1.IPollerInfo[];
+    try {
+      const described = await this.temporal.workflowService.describeTaskQueue({
+        namespace: this.temporal.options.namespace,
+        taskQueue: { name: this.taskQueue },
+        taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      });
+      pollers = described.pollers ?? [];
+    } catch {
+      return undefined;
+    }
+    const seconds = (p: proto.api.taskqueue.v1.IPollerInfo) => Number(p.lastAccessTime?.seconds ?? 0);
+    const urls = [...new Set(pollers.sort((a, b) => seconds(b) - seconds(a)).map((p) => readApiOf(p.identity)))];
+    for (const url of urls) {
+      if (!url) continue;
+      try {
+        const response = await fetch(`${url}${pathname}`, { signal: AbortSignal.timeout(READ_API_TIMEOUT_MS) });
+        if (response.ok) return (await response.json()) as T;
+      } catch {
+        // Not reachable from here (another host's loopback, a worker gone): the next one, then the workflow.
+      }
+    }
+    return undefined;
+  }
+
   /** Starts a workflow that answers quickly and waits for its result. */
   private async run<T>(type: string, workflowId: string, kind: ForgeKind, subject: string, args: unknown[], summary: string): Promise<T> {
     const handle = await this.call(() =>
@@ -609,6 +649,9 @@ export class ForgeClient {
 function promotionSettings(config: ForgeConfig, options: PromotionOptions): { taskQueue: string; repo: string } {
   return { taskQueue: options.promotion?.taskQueue ?? config.taskQueues.promote, repo: options.promotion?.repo ?? config.promotion.repo };
 }
+
+/** How long a read through a worker's read API may take before the next way is tried. */
+const READ_API_TIMEOUT_MS = 5_000;
 
 /**
  * The typed result a refused run carries (src/workflows/refusal.ts: the run ended FAILED with a ForgeRunRefused whose

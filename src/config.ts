@@ -84,6 +84,12 @@ export interface ForgeConfig {
    * one machine).
    */
   metrics: { address?: string; configured: boolean };
+  /**
+   * The worker's read API (FORGE_API_ADDRESS, `host:port`; default `127.0.0.1:0`, loopback on a port the kernel picks;
+   * `off`: none), which answers `forge tools` / `forge migrations` without starting a run. Clients find it through
+   * the control worker's identity (src/contract/read-api.ts), so they need no setting of their own.
+   */
+  readApi: { address?: string };
   /** Scheduled re-verification of every active tool (the `forge-reverify` schedule). */
   reverify: {
     /** How often the schedule runs (FORGE_REVERIFY_INTERVAL: `90s`, `30m`, `1h`, `1d` or milliseconds; default 1h). */
@@ -212,6 +218,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_PROMOTE_AUTHOR',
   'FORGE_FAULT_KILL_AT',
   'FORGE_METRICS_ADDRESS',
+  'FORGE_API_ADDRESS',
   'FORGE_REVERIFY_INTERVAL',
   'FORGE_REVERIFY_PARALLELISM',
 ] as const;
@@ -320,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
     metrics: readMetrics(env),
+    readApi: nonEmpty(env.FORGE_API_ADDRESS)?.toLowerCase() === 'off' ? {} : { address: read(env, 'FORGE_API_ADDRESS', metricsAddress, '127.0.0.1:0') },
     reverify: {
       intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h'),
       parallelism: read(env, 'FORGE_REVERIFY_PARALLELISM', int(1, 4096), String(sandboxConcurrency * 2)),

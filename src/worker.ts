@@ -16,7 +16,9 @@ import { checkedOutBuiltinToolNames } from './git';
 import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { coalesce } from './registry/coalesce';
 import { attemptLedger, attemptsDirOf, removeOwnAttempts } from './platform/attempt-ledger';
+import { startReadApi, type ReadApi } from './platform/read-api';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
+import { identityWithReadApi, READ_API_PATHS } from './contract/read-api';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
@@ -135,6 +137,18 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
   const attempts = attemptsDirOf(config.home);
   const interceptors = { activity: [attemptLedger(attempts)] };
+  // Reads answered without a run (src/contract/read-api.ts); the control worker's identity tells clients where.
+  let readApi: ReadApi | undefined;
+  if (config.readApi.address) {
+    readApi = await startReadApi(config.readApi.address, {
+      [READ_API_PATHS.tools]: () => toolActivities.listTools(),
+      [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
+    }).catch((err: Error) => {
+      log(`forge: no read API on FORGE_API_ADDRESS=${config.readApi.address} (${err.message}); reads start a query run instead`);
+      return undefined;
+    });
+    if (readApi) log(`forge: read API at ${readApi.url} (forge tools, forge migrations: no run started)`);
+  }
   let control: Worker;
   let sandbox: Worker;
   let promoteShared: Worker;
@@ -151,6 +165,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       connection,
       namespace,
       taskQueue: config.taskQueues.control,
+      identity: identityWithReadApi(`${process.pid}@${hostname()}`, readApi),
       ...workflowSource(options.workflowBundle),
       // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
@@ -187,6 +202,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       );
     }
   } catch (err) {
+    await readApi?.close();
     await sandboxPool?.close();
     stopReconnectHook();
     await unlisten().catch(() => undefined);
@@ -207,6 +223,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       await republish.flush();
       await sandboxPool?.close();
       await sandboxCleanupsDone();
+      await readApi?.close();
       await removeOwnAttempts(attempts).catch(() => undefined);
     })();
     return stopping;

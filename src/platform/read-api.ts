@@ -1,0 +1,50 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ReadApiEndpoint } from '../contract/read-api';
+
+/** The worker's read API (src/contract/read-api.ts says why it exists and how clients find it). */
+export interface ReadApi extends ReadApiEndpoint {
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `routes` (path → a read that resolves to JSON) on `address` (`host:port`). Resolves once it listens; rejects
+ * when it cannot (the address is taken or not local), for the caller to log: the platform works without it.
+ */
+export function startReadApi(address: string, routes: Record<string, () => Promise<unknown>>): Promise<ReadApi> {
+  const at = address.lastIndexOf(':');
+  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(address.slice(at + 1));
+  const server: Server = createServer((req, res) => {
+    const reply = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(JSON.stringify(body));
+    };
+    const read = routes[new URL(req.url ?? '/', 'http://forge').pathname];
+    if (!read) return reply(404, { error: `no such read; the read API serves ${Object.keys(routes).join(', ')}` });
+    if (req.method !== 'GET' && req.method !== 'HEAD') return reply(405, { error: 'the read API answers GET only' });
+    read().then(
+      (body) => reply(200, body),
+      (err: Error) => reply(503, { error: err.message }),
+    );
+  });
+  // A client that never sends its request ties up nothing for long.
+  server.requestTimeout = 10_000;
+  server.headersTimeout = 5_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const bound = server.address() as AddressInfo;
+      const shown = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+      resolve({
+        url: `http://${shown}:${bound.port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
