@@ -124,6 +124,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     results: reverifyResults,
     publish,
     sandbox: { ...toolDeps.sandbox, parallelism: config.reverify.parallelism },
+    builtin: { repo: config.promotion.repo, promoteQueue: config.taskQueues.promote },
   });
   const promotionQueues = { shared: config.taskQueues.promote, host: `${config.taskQueues.promote}@${hostname()}` };
   const promotionActivities = createPromotionActivities({

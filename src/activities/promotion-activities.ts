@@ -16,7 +16,9 @@ import {
   isRepository,
   linkNodeModules,
   planStages,
+  planStagesForTree,
   readVerifyPlan,
+  trackedFiles,
   rebaseChange,
   checkedOutBranch,
   resolveBranchCommit,
@@ -98,6 +100,12 @@ export interface PlannedPromotion {
   maxRounds: number;
 }
 
+/** What re-verification of the built-in branch runs: the stages of the head's whole tree, or why nothing runs. */
+export type PlannedBranchCheck =
+  | ({ status: 'planned'; commit: string } & Omit<PlannedPromotion, 'baseCommit' | 'maxRounds'>)
+  | { status: 'skipped'; reason: string }
+  | { status: 'refused'; branch: string; commit: string; reason: string };
+
 export interface Workspace {
   path: string;
   /** The commit checked out (detached). */
@@ -142,6 +150,34 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
         const stages = planStages(plan, input.paths);
         return { branch, hostQueue: deps.hostQueue, baseCommit, stages, stageTimeoutMs: deps.stageDefaults.timeoutMs, maxRounds: deps.maxRounds };
       }));
+    },
+
+    /**
+     * Re-verification of the built-in branch (issue 12), on the shared promotion queue: the branch the live checkout
+     * has checked out, its head, and the stages of its whole tree ({@link planStagesForTree} says what they are). No
+     * repository, or no branch checked out, is `skipped` (reported, nothing to verify); a plan on the head that does
+     * not validate is `refused` (the branch's own fault, reported like a failed stage). Reads only.
+     */
+    async planBranchCheck(input: { repo: string }): Promise<PlannedBranchCheck> {
+      return heartbeating(async () => {
+        if (!(await isRepository(input.repo))) return { status: 'skipped', reason: `${input.repo} is not a git repository (FORGE_BUILTIN_REPO)` };
+        let branch: string;
+        try {
+          branch = await checkedOutBranch(input.repo);
+        } catch (err) {
+          if (err instanceof InvalidInputError) return { status: 'skipped', reason: err.message };
+          throw err;
+        }
+        const commit = await resolveBranchCommit(input.repo, branch);
+        try {
+          const plan = await readVerifyPlan(input.repo, commit);
+          const stages = planStagesForTree(plan, await trackedFiles(input.repo, commit));
+          return { status: 'planned', branch, commit, hostQueue: deps.hostQueue, stages, stageTimeoutMs: deps.stageDefaults.timeoutMs };
+        } catch (err) {
+          if (err instanceof VerifyPlanError || err instanceof EmptyChangeError) return { status: 'refused', branch, commit, reason: err.message };
+          throw err;
+        }
+      });
     },
 
     /**

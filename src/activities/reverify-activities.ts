@@ -42,6 +42,8 @@ export interface ReverifyBatch {
   tools: ReverifyBatchTool[];
   /** The sandbox queue, its time limit, and how many tests the run keeps in flight (recorded in the history). */
   sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
+  /** The built-in repository and the shared promotion queue, when the worker has them (recorded in the history). */
+  builtin?: { repo: string; promoteQueue: string };
 }
 
 /** What the sandbox-queue activity of re-verification needs. */
@@ -111,6 +113,8 @@ export interface ReverifyActivityDeps {
   /** Makes agent-tools/ match the active pointers (the database's NOTIFY went out with the move). */
   publish(): Promise<unknown>;
   sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
+  /** Where the built-in branch is re-verified (config.promotion.repo, the shared promotion queue). */
+  builtin?: { repo: string; promoteQueue: string };
 }
 
 /** The control-queue activities of ReverifyToolsWorkflow: reading the batch, acting on verdicts, the summary. */
@@ -124,7 +128,7 @@ export function createReverifyActivities(deps: ReverifyActivityDeps) {
         const row = await deps.results.find({ runKey: input.runKey, name: c.name, version: c.version, attempt: 1 });
         tools.push({ ...c, recorded: row ? asResult(row) : undefined });
       }
-      return { tools, sandbox: deps.sandbox };
+      return { tools, sandbox: deps.sandbox, ...(deps.builtin ? { builtin: deps.builtin } : {}) };
     },
 
     /**

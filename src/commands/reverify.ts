@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ReverifyScheduleInfo, ReverifySummary } from '../contract/reverify-runs';
+import type { BuiltinReverifyReport, ReverifyScheduleInfo, ReverifySummary } from '../contract/reverify-runs';
 import { ScheduleMissingError } from '../contract/errors';
 import { withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
@@ -49,7 +49,26 @@ function describeSummary(s: ReverifySummary): string {
   if (s.quarantined.length) lines.push(`quarantined: ${s.quarantined.join(', ')}`);
   if (s.degraded.length) lines.push(`degraded: ${s.degraded.join(', ')}`);
   if (s.flaky.length) lines.push(`flaky (reported, not quarantined): ${s.flaky.join(', ')}`);
+  if (s.builtin) lines.push(...describeBuiltin(s.builtin));
   return lines.join('\n');
+}
+
+/** The built-in branch's lines: its verdict, and for a failure the envelope (stage, command, exit code, tails). */
+function describeBuiltin(b: BuiltinReverifyReport): string[] {
+  const at = b.branch ? ` ${b.branch}${b.commit ? ` at ${b.commit.slice(0, 12)}` : ''}` : '';
+  const stages = b.stages.map((st) => `${st.name} ${st.status}`).join(', ');
+  const head = `built-in repository ${b.repo}${at}: ${b.status.toUpperCase()}${stages ? ` (${stages})` : ''}${b.reason && b.status !== 'failed' ? `: ${b.reason}` : ''}`;
+  if (!b.failure) return [head];
+  const f = b.failure;
+  const tail = (label: string, text: string) => (text.trim() ? [`  ${label}:`, ...text.trimEnd().split('\n').slice(-10).map((l) => `    ${l}`)] : []);
+  return [
+    head,
+    `  ${f.stage} failed (${f.category}): ${f.reason}`,
+    ...(f.command.length ? [`  command: ${f.command.join(' ')} (exit ${f.exitCode ?? '-'})`] : []),
+    ...tail('stdout (tail)', f.stdoutTail),
+    ...tail('stderr (tail)', f.stderrTail),
+    '  reported only: nothing was merged, moved or quarantined',
+  ];
 }
 
 function describeSchedule(i: ReverifyScheduleInfo): string {

@@ -10,6 +10,8 @@ export const ForgeMetric = {
   stageDuration: 'forge_stage_duration_ms',
   /** Counter of sandbox test runs, by `status` (the verdict: passed, failed, timeout, ...). */
   sandboxVerdicts: 'forge_sandbox_verdicts_total',
+  /** Counter of tools re-verification moved, by `state` (quarantined: nothing active; degraded: an older version). */
+  quarantines: 'forge_quarantines_total',
 } as const;
 
 /** The counter on which each kind of run counts how it ended (label `outcome`: active, rejected, applied, ...). */

@@ -1,3 +1,4 @@
+import type { FailureCategory, StageReport } from './promotion-runs';
 import type { SandboxStatus } from './sandbox-verdict';
 
 /** The Temporal Schedule that runs re-verification (created or updated when the platform starts). */
@@ -31,6 +32,35 @@ export interface ReverifyToolsInput {
   runKey?: string;
   after?: string;
   batches?: number;
+  /** Also re-verify the built-in repository's branch (default true; a run without a repository reports it skipped). */
+  builtin?: boolean;
+}
+
+/**
+ * What re-verification found of the built-in repository's branch (FORGE_BUILTIN_REPO): the promotion stages run on
+ * its current head in a fresh worktree, nothing merged or moved. A failure is reported here, never acted on.
+ * `skipped`: there is no repository (or no branch checked out); `error`: the machinery failed (retries spent).
+ */
+export interface BuiltinReverifyReport {
+  status: 'passed' | 'failed' | 'skipped' | 'error';
+  repo: string;
+  branch?: string;
+  /** The head commit verified. */
+  commit?: string;
+  /** Why it was skipped, failed or could not run. */
+  reason?: string;
+  /** Each stage as it ended (a stage after the failing one is `skipped`), the promotion envelope's reports. */
+  stages: StageReport[];
+  /** The failure's envelope: the stage, the command that decided, its exit code and its output's tails. */
+  failure?: {
+    category: FailureCategory;
+    stage: string;
+    reason: string;
+    command: string[];
+    exitCode: number | null;
+    stdoutTail: string;
+    stderrTail: string;
+  };
 }
 
 /** One tool in a run's summary: the active version tested, its verdict and what the run did. */
@@ -59,6 +89,8 @@ export interface ReverifySummary {
   flaky: string[];
   counts: { tested: number; passed: number; failed: number; batches: number };
   truncated: boolean;
+  /** The built-in repository's branch, verified on its head (absent when the run was asked not to). */
+  builtin?: BuiltinReverifyReport;
 }
 
 /** What `forge reverify` shows of the schedule. */

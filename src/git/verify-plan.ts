@@ -217,6 +217,29 @@ export function planStages(plan: VerifyPlan, changedPaths: readonly string[]): P
 }
 
 /**
+ * What "the stages" mean for a commit that has no change to verify (re-verification of a branch's head, issue 12):
+ * every rule of the plan runs, with every tracked file it maps as its changed set, as if the whole tree had just
+ * been added. So the compile rules compile what they cover, `{changedFiles}` test rules are given every source file
+ * they match (all their related tests), and a rule whose globs match no tracked file does not run (it has nothing to
+ * check). Tracked files no rule maps (README.md, the plan itself) are left out rather than failing closed: no change
+ * brings them.
+ * @param trackedPaths the commit's tracked files (`git ls-tree -r --name-only`)
+ * @throws EmptyChangeError when no rule of the plan maps any tracked file
+ */
+export function planStagesForTree(plan: VerifyPlan, trackedPaths: readonly string[]): PlannedStage[] {
+  const rules = PROMOTION_STAGES.flatMap((stage) => plan.stages[stage]).map((r) => r.paths.map(compileGlob));
+  const mapped = trackedPaths.filter((p) => rules.some((globs) => globs.some((g) => g.test(p))));
+  if (mapped.length === 0) throw new EmptyChangeError('no rule of the plan maps any tracked file');
+  return planStages(plan, mapped);
+}
+
+/** The files tracked at `commit`, repository-relative. */
+export async function trackedFiles(repo: string, commit: string): Promise<string[]> {
+  const { stdout } = await git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', commit], { cwd: repo });
+  return stdout.split('\0').filter(Boolean);
+}
+
+/**
  * The built-in tool names declared by the plan the repository's checked-out commit holds, or undefined when there is
  * no such repository or plan (then Forge's configured list of reserved names applies). A plan that does not validate
  * is an error: better to refuse deployments than to let an agent take a built-in's name.

@@ -1,8 +1,10 @@
-import { continueAsNew, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, metricMeter, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ReverifyActivities, ReverifyBatchTool, ReverifySandboxActivities, ReverifyTestResult } from '../activities/reverify-activities';
 import { boundedStep, FAST_STEP } from './activity-options';
 import { Progress } from './progress';
+import { reverifyBuiltin } from './reverify-builtin';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
+import { ForgeMetric } from '../contract/observability';
 import { DEFAULT_REVERIFY_BATCH_SIZE, type ReverifySummary, type ReverifyToolsInput } from '../contract/reverify-runs';
 
 const steps = proxyLocalActivities<ReverifyActivities>(FAST_STEP);
@@ -24,7 +26,7 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
   const runKey = input.runKey ?? info.firstExecutionRunId;
   const batches = (input.batches ?? 0) + 1;
   const batchSize = input.batchSize ?? DEFAULT_REVERIFY_BATCH_SIZE;
-  const progress = new Progress('reverify', 'tools', ['load', 'test', 'summarize']);
+  const progress = new Progress('reverify', 'tools', ['load', 'test', 'builtin', 'summarize']);
 
   progress.start('load', `batch ${batches}`);
   const batch = await steps.loadReverifyBatch.executeWithOptions(
@@ -90,7 +92,11 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
         },
       ],
     );
-    if (moved.state !== 'superseded') acted++;
+    if (moved.state !== 'superseded') {
+      acted++;
+      // Workflow metrics are not recorded on replay: a run resumed after a crash counts each move once.
+      metricMeter.createCounter(ForgeMetric.quarantines, 'tools', 'Tools re-verification quarantined or degraded').add(1, { state: moved.state });
+    }
   };
 
   progress.start('test', `${batch.tools.length} tool(s), ${batch.sandbox.parallelism} at a time`);
@@ -107,10 +113,20 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
   if (batch.tools.length === batchSize) {
     await continueAsNew<typeof reverifyToolsWorkflow>({ ...input, runKey, after: batch.tools.at(-1)!.name, batches });
   }
+  // The built-in branch once per run, after the last batch. A history recorded before this step existed has no
+  // `builtin` in its batch, so it replays without it: the choice is the recorded activity result's, not the code's.
+  let builtin: ReverifySummary['builtin'];
+  if (batch.builtin && input.builtin !== false) {
+    progress.start('builtin', batch.builtin.repo);
+    builtin = await reverifyBuiltin(batch.builtin, `reverify-${runKey}`);
+    progress.done('builtin', `${builtin.status}${builtin.failure ? ` at ${builtin.failure.stage}` : ''}`);
+  }
   progress.start('summarize');
-  const summary = await steps.summarizeReverify.executeWithOptions({ summary: 'summarize the run' }, [{ runKey, workflowId: info.workflowId, batches }]);
+  const recorded = await steps.summarizeReverify.executeWithOptions({ summary: 'summarize the run' }, [{ runKey, workflowId: info.workflowId, batches }]);
+  const summary: ReverifySummary = builtin ? { ...recorded, builtin } : recorded;
   progress.done('summarize', `${summary.counts.tested} tested, ${summary.quarantined.length} quarantined, ${summary.degraded.length} degraded, ${summary.flaky.length} flaky`);
-  const outcome = summary.quarantined.length + summary.degraded.length > 0 ? 'quarantined' : summary.counts.failed > 0 ? 'failures' : 'passed';
+  const builtinFailed = builtin !== undefined && (builtin.status === 'failed' || builtin.status === 'error');
+  const outcome = summary.quarantined.length + summary.degraded.length > 0 ? 'quarantined' : summary.counts.failed > 0 || builtinFailed ? 'failures' : 'passed';
   progress.end(outcome);
   upsertSearchAttributes([{ key: ForgeOutcomeKey, value: outcome }]);
   return summary;

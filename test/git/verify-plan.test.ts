@@ -11,6 +11,7 @@ import {
   parseVerifyPlan,
   parseVerifyPlanText,
   planStages,
+  planStagesForTree,
   readVerifyPlan,
   type VerifyPlan,
 } from '../../src/git';
@@ -151,6 +152,26 @@ describe('planning the stages of a change', () => {
     expect(() => planStages(examplePlan(), ['src/../../etc/passwd'])).toThrow(UnsafePathError);
     expect(() => planStages(examplePlan(), ['--config=evil.js'])).toThrow(UnsafePathError);
     expect(() => planStages(examplePlan(), [])).toThrow(EmptyChangeError);
+  });
+});
+
+describe('planning the stages of a whole tree (re-verification of a branch head)', () => {
+  const tree = ['README.md', 'forge.verify.json', 'jest.config.js', 'package.json', 'src/main.ts', 'src/tools/sum.ts', 'tsconfig.json'];
+
+  it('runs every rule that maps a tracked file, with all the files it maps, and leaves unmapped files out', () => {
+    const stages = planStagesForTree(examplePlan(), tree);
+    expect(stages.map((s) => [s.name, s.commands.map((c) => c.argv.join(' '))])).toEqual([
+      ['compile', ['node node_modules/typescript/bin/tsc --noEmit -p .']],
+      [
+        'targetedTests',
+        ['node node_modules/jest/bin/jest.js --ci --findRelatedTests -- src/main.ts src/tools/sum.ts', 'node node_modules/jest/bin/jest.js --ci'],
+      ],
+      ['startupSmoke', ['node --require ./scripts/register-ts.js src/main.ts --startup-smoke']],
+    ]);
+  });
+
+  it('refuses a tree no rule maps', () => {
+    expect(() => planStagesForTree(examplePlan(), ['README.md'])).toThrow(EmptyChangeError);
   });
 });
 
