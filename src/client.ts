@@ -23,7 +23,7 @@ import { FORGE_KINDS, type ForgeKind } from './contract/kinds';
 import { MAX_DEPLOY_SOURCE_BYTES, MAX_MIGRATION_SQL_BYTES } from './contract/limits';
 import { MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
 import type { RunProgress, StageRecord } from './contract/run-progress';
-import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from './contract/search-attributes';
+import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from './contract/search-attributes';
 import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import type { DeleteToolResult, DeployToolInput, DeployToolResult, ListToolsResult, RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
@@ -154,6 +154,8 @@ export interface RunSummary {
   kind?: string;
   subject?: string;
   outcome?: string;
+  /** The stage the run is in, or the last it reached (ForgeStage). */
+  stage?: string;
   startTime: string;
   closeTime?: string;
 }
@@ -468,6 +470,7 @@ export class ForgeClient {
           kind: attrs.get(ForgeKindKey),
           subject: attrs.get(ForgeSubjectKey),
           outcome: attrs.get(ForgeOutcomeKey),
+          stage: attrs.get(ForgeStageKey),
           startTime: run.startTime.toISOString(),
           closeTime: run.closeTime?.toISOString(),
         });
@@ -496,6 +499,7 @@ export class ForgeClient {
       kind: attrs.get(ForgeKindKey),
       subject: attrs.get(ForgeSubjectKey),
       outcome: attrs.get(ForgeOutcomeKey),
+      stage: attrs.get(ForgeStageKey),
       startTime: description.startTime.toISOString(),
       closeTime: description.closeTime?.toISOString(),
     };

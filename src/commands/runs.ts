@@ -8,7 +8,7 @@ import { printResult } from './output';
 /** How long `forge runs` waits for a running run to say its stage (no worker answering: it shows `running`). */
 const STAGE_QUERY_MS = 2_000;
 
-/** One row of `forge runs`: a RunSummary whose outcome is always filled, and the stage of a run still going. */
+/** One row of `forge runs`: a RunSummary whose outcome is always filled, and its stage (where a run still going is). */
 export interface RunRow extends RunSummary {
   outcome: string;
   stage?: string;
@@ -50,7 +50,8 @@ async function withOutcome(forge: ForgeClient, run: RunSummary): Promise<RunRow>
   const status = run.status.toLowerCase();
   if (status === 'completed' || status === 'failed') return { ...run, outcome: run.outcome ?? status };
   if (status !== 'running') return { ...run, outcome: status === 'cancelled' ? 'canceled' : status };
-  const stage = await stageOf(forge, run.workflowId);
+  // ForgeStage says where a run is; a run started before that attribute existed is asked through its query.
+  const stage = run.stage ?? (await stageOf(forge, run.workflowId));
   return { ...run, outcome: 'running', ...(stage && stage !== 'starting' ? { stage } : {}) };
 }
 
@@ -79,7 +80,7 @@ export function formatRuns(runs: RunRow[], now: Date, width = 80): string {
   const caps = [11, 18, 6];
   const rows = runs.map((r) => [
     started(new Date(r.startTime)),
-    r.stage ? `running: ${r.stage}` : r.outcome,
+    r.outcome === 'running' && r.stage ? `running: ${r.stage}` : r.outcome,
     took(new Date(r.startTime), r.closeTime ? new Date(r.closeTime) : now),
     r.workflowId,
   ]);

@@ -8,10 +8,13 @@ export const ForgeKindKey = defineSearchAttributeKey('ForgeKind', SearchAttribut
 export const ForgeSubjectKey = defineSearchAttributeKey('ForgeSubject', SearchAttributeType.KEYWORD);
 /** How it ended: active, rejected, unchanged, rolled-back, deleted, applied, failed, ... */
 export const ForgeOutcomeKey = defineSearchAttributeKey('ForgeOutcome', SearchAttributeType.KEYWORD);
+/** The stage a run is in, or the last it reached (where a rejected run stopped): `ForgeStage = "test"`. */
+export const ForgeStageKey = defineSearchAttributeKey('ForgeStage', SearchAttributeType.KEYWORD);
 
 /** The custom search attributes above with their types, as `temporal operator search-attribute create` takes them. */
 export const FORGE_SEARCH_ATTRIBUTES = {
   [ForgeKindKey.name]: 'Keyword',
   [ForgeSubjectKey.name]: 'Keyword',
   [ForgeOutcomeKey.name]: 'Keyword',
+  [ForgeStageKey.name]: 'Keyword',
 } as const;

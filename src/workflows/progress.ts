@@ -1,7 +1,14 @@
-import { defineQuery, log, metricMeter, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { defineQuery, log, metricMeter, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ForgeKind } from '../contract/kinds';
 import { ForgeMetric, OUTCOME_LOG_ATTRIBUTE, RUN_COUNTERS } from '../contract/observability';
 import type { RunProgress, StageRecord } from '../contract/run-progress';
+import { ForgeStageKey } from '../contract/search-attributes';
+
+/**
+ * The patch that made each stage's start upsert the ForgeStage search attribute (a command: runs started before it
+ * replay without these upserts).
+ */
+export const STAGE_SEARCH_ATTRIBUTE = 'forge-stage-search-attribute';
 
 /** Every Forge workflow answers this query with where it is. */
 export const progressQuery = defineQuery<RunProgress>('progress');
@@ -32,6 +39,9 @@ export class Progress {
     if (summary) stage.summary = summary;
     this.current = name;
     this.publish();
+    // Visible in the Web UI's list and filterable (`ForgeStage = "test" AND ForgeOutcome = "rejected"`): the stage a
+    // run is in, and after it ended the last it reached. Sent with the step's own command, no extra round trip.
+    if (patched(STAGE_SEARCH_ATTRIBUTE)) upsertSearchAttributes([{ key: ForgeStageKey, value: name }]);
   }
 
   done(name: string, summary?: string, durationMs?: number): void {

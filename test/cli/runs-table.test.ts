@@ -14,7 +14,7 @@ const row = (extra: Partial<RunRow> & Pick<RunRow, 'workflowId' | 'status' | 'ou
 test('columns fit 80; a long ID keeps its head and its hash; a running run shows its stage', () => {
   const runs: RunRow[] = [
     row({ workflowId: 'tool-deploy/celsius_to_fahrenheit/4f08e235c77a4da3', status: 'COMPLETED', outcome: 'active', closeTime: at(812) }),
-    row({ workflowId: 'tool-deploy/throws/7a7b6c7c57ede9c7', status: 'FAILED', outcome: 'rejected', closeTime: at(65_400) }),
+    row({ workflowId: 'tool-deploy/throws/7a7b6c7c57ede9c7', status: 'FAILED', outcome: 'rejected', stage: 'test', closeTime: at(65_400) }),
     row({ workflowId: 'tool-deploy/slow/0123456789abcdef', status: 'RUNNING', outcome: 'running', stage: 'test' }),
     row({ workflowId: 'builtin-promote/main/abcdef0123456789', kind: 'promote', status: 'RUNNING', outcome: 'running', stage: 'workspace' }),
     row({ workflowId: 'schema-migrate/add_users', kind: 'migrate', status: 'TERMINATED', outcome: 'terminated', closeTime: at(7_200_000) }),

@@ -157,7 +157,8 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   test('getRun tells kind, subject, outcome, progress and result', async () => {
     const result = await platform.forge.deployTool({ name: 'described', source: adderTool('x', 'described'), testInput: { a: 1, b: 1 } });
     const run = await platform.forge.getRun(result.workflowId);
-    expect(run).toMatchObject({ status: 'COMPLETED', kind: 'deploy', subject: 'described', outcome: 'active', type: 'deployToolWorkflow' });
+    // ForgeStage: the last stage the run reached (where a rejected run stopped).
+    expect(run).toMatchObject({ status: 'COMPLETED', kind: 'deploy', subject: 'described', outcome: 'active', stage: 'notify', type: 'deployToolWorkflow' });
     expect(run.progress?.stages.every((s) => s.status === 'done')).toBe(true);
     expect(run.result).toMatchObject({ status: 'active', version: 1 });
   });

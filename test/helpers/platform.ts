@@ -10,7 +10,7 @@ import type { ForgeDatabase } from '../../src/db';
 import { findFreePort } from '../../src/platform/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { createForgeWorkers, type ForgeWorkers } from '../../src/worker';
-import { ForgeKindKey, ForgeOutcomeKey, ForgeSubjectKey } from '../../src/contract/search-attributes';
+import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from '../../src/contract/search-attributes';
 import { pgliteBackend, postgresBackend, type TestBackend } from '../db/backends';
 
 let runtimeInstalled = false;
@@ -73,7 +73,7 @@ export async function startTemporal(options: TemporalOptions = {}): Promise<Test
           executable: { type: 'existing-path', path: requireTemporalBinary() },
           port: await findFreePort(),
           ...(uiPort !== undefined ? { ui: true, uiPort } : {}),
-          searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey],
+          searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey, ForgeStageKey],
           // No network beyond this machine is assumed (as `forge up` does): the UI must not fetch its news feed.
           extraArgs: ['--log-level', 'error', ...(uiPort !== undefined ? ['--ui-disable-news-fetch'] : [])],
         },
