@@ -255,13 +255,19 @@ export class ForgeClient {
       'rollbackTool',
     );
     const workflowId = `tool-rollback/${input.name}/${input.toVersion !== undefined ? `v${input.toVersion}` : 'previous'}-${shortId()}`;
-    return this.run<RollbackToolResult>('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`);
+    return this.run<RollbackToolResult>('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`, [
+      `**tool:** ${input.name}`,
+      `**to:** ${input.toVersion !== undefined ? `v${input.toVersion}` : 'the newest version below the active one'}`,
+    ]);
   }
 
   /** Deactivates a tool and removes its versions, and waits. */
   async deleteTool(name: string): Promise<DeleteToolResult> {
     const input = parseInput(z.object({ name: toolName }), { name }, 'deleteTool');
-    return this.run<DeleteToolResult>('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`);
+    return this.run<DeleteToolResult>('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`, [
+      `**tool:** ${input.name}`,
+      '**does:** deactivates it and removes every version; the name can be deployed again',
+    ]);
   }
 
   /**
@@ -548,7 +554,7 @@ export class ForgeClient {
   }
 
   /** Starts a workflow that answers quickly and waits for its result. */
-  private async run<T>(type: string, workflowId: string, kind: ForgeKind, subject: string, args: unknown[], summary: string): Promise<T> {
+  private async run<T>(type: string, workflowId: string, kind: ForgeKind, subject: string, args: unknown[], summary: string, details: string[] = []): Promise<T> {
     const handle = await this.call(() =>
       this.temporal.workflow.start(type, {
         taskQueue: this.taskQueue,
@@ -557,6 +563,8 @@ export class ForgeClient {
         args,
         typedSearchAttributes: searchAttributes(kind, subject),
         staticSummary: summary,
+        // The Web UI's details (markdown): what the run was asked to do, beside its summary.
+        ...(details.length > 0 ? { staticDetails: details.join('\n') } : {}),
       }),
     );
     return this.awaitResult<T>(handle);

@@ -49,6 +49,10 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
 
     const back = await platform.forge.rollbackTool('adder');
     expect(back).toMatchObject({ status: 'active', version: 1, previousVersion: 2 });
+    // What an operator reads in the Web UI: the summary and the markdown details of what the run was asked.
+    const described = await platform.env.client.workflow.getHandle(back.workflowId).describe();
+    expect(await described.staticSummary()).toBe('Roll back tool adder');
+    expect(await described.staticDetails()).toBe('**tool:** adder\n**to:** the newest version below the active one');
     await registry.waitFor('adder', 1, 10_000);
     expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 1, output: { variant: 'one' } });
 
