@@ -4,6 +4,7 @@ import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { FAILURE_TYPES } from '../contract/failures';
 import { ForgeMetric, OUTCOME_LOG_ATTRIBUTE, STAGE_DURATION_BUCKETS_MS } from '../contract/observability';
 import { ConfigError } from '../config';
+import { oneLine } from '../contract/one-line';
 
 /** The longest outcome line printed; a compile error or a test's stderr can run to kilobytes. */
 const MAX_OUTCOME_LINE = 400;
@@ -21,7 +22,7 @@ export function terminalLogFunction(write: (text: string) => void = (text) => pr
   const outcomeSaid = new Set<string>();
   return ({ level, timestampNanos, message, meta }) => {
     if (meta && meta[OUTCOME_LOG_ATTRIBUTE] !== undefined) {
-      write(`forge: ${oneLine(message)}\n`);
+      write(`forge: ${oneLine(message, MAX_OUTCOME_LINE)}\n`);
       if (typeof meta.runId === 'string') {
         outcomeSaid.add(meta.runId);
         if (outcomeSaid.size > MAX_REMEMBERED_OUTCOMES) outcomeSaid.delete(outcomeSaid.values().next().value!);
@@ -50,10 +51,6 @@ export function verdictType(error: unknown): string | undefined {
   return undefined;
 }
 
-function oneLine(text: string): string {
-  const flat = text.replace(/\s*\n\s*/g, ' | ').trim();
-  return flat.length > MAX_OUTCOME_LINE ? `${flat.slice(0, MAX_OUTCOME_LINE - 1)}…` : flat;
-}
 
 /** What installForgeRuntime did: whether this process's Runtime is Forge's, and where its metrics are served. */
 export interface ForgeRuntime {

@@ -1,6 +1,7 @@
 import { CancellationScope, CancelledFailure, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
+import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
 import { refused } from './refusal';
 import { Saga } from './saga';
@@ -100,7 +101,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   } catch (err) {
     const rejection = rejectionOf(err);
     // The Web UI's stage lines say why too, not only the run's failure message.
-    progress.failed(stage, rejection ? `${rejection.verdict}: ${oneLine(rejection.message)}` : undefined);
+    progress.failed(stage, rejection ? `${rejection.verdict}: ${oneLine(rejection.message, 200)}` : undefined);
     if (rejection) {
       const result = finish({
         status: 'rejected',
@@ -121,8 +122,3 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   }
 }
 
-/** A verdict's message on one line of at most 200 characters (a compile error or a test's stderr can run to pages). */
-function oneLine(text: string): string {
-  const flat = text.replace(/\s*\n\s*/g, ' | ').trim();
-  return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
-}
