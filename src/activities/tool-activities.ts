@@ -120,7 +120,8 @@ export function createToolSteps(deps: ToolActivityDeps) {
           sourceTs: input.source,
           compiledJs: compiled.code,
           testInput: input.testInput,
-          description: input.description,
+          // The caller's --description, else the one the tool's own module declares (read by the sandbox as it ran).
+          description: input.description || input.verdict.diagnostics?.tool?.description,
           verdict: input.verdict,
           workflowId: input.workflowId,
         },

@@ -35,6 +35,9 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     ]);
     await registry.waitFor('adder', 1, 10_000);
     expect(await registry.invoke('adder', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 1, output: { sum: 5, variant: 'one' } });
+    // No --description: the one the tool's module declares is stored, in the registry and in `forge tools`.
+    expect(registry.get('adder')?.description).toBe('Adds two numbers (one).');
+    expect((await platform.forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'adder', description: 'Adds two numbers (one).' })]);
     // The schema as JSON Schema, derived by the test run, for agents that describe tools to a model.
     expect(registry.get('adder')?.inputJsonSchema).toMatchObject({
       type: 'object',
