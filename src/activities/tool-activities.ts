@@ -216,7 +216,13 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
       } else {
         const below = versions.filter((v) => active === undefined || v.version < active.version);
         if (below.length === 0) {
-          throw notFound(`"${input.name}" has no version older than the active v${active?.version}; pass --to to choose one`);
+          // Only a newer stored version could be chosen with --to; with none, a rollback cannot help: say what can.
+          const newer = versions.filter((v) => active !== undefined && v.version > active.version).map((v) => v.version);
+          throw notFound(
+            newer.length > 0
+              ? `"${input.name}" has no version older than the active v${active?.version}; --to ${newer.at(-1)} makes a newer stored one active`
+              : `"${input.name}" has only v${active?.version ?? versions[0].version}, nothing to roll back to; deploy a changed version, or delete the tool`,
+          );
         }
         target = below[below.length - 1].version;
       }

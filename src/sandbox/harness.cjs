@@ -457,7 +457,7 @@ function contractProblem(mod, expectedName) {
   if (typeof tool !== 'object') return `the exported tool is a ${typeof tool}, not an object`;
   try {
     if (tool.name !== expectedName) {
-      return `the tool's name is ${stringify(tool.name)} but it is deployed as ${stringify(expectedName)}: make them equal`;
+      return `the tool's name is ${stringify(tool.name)} but it is deployed as ${stringify(expectedName)}: set the module's \`name\` to ${stringify(expectedName)}`;
     }
     if (tool.description !== undefined && typeof tool.description !== 'string') return '`description` must be a string';
     if (!tool.inputSchema || (typeof tool.inputSchema.safeParse !== 'function' && typeof tool.inputSchema.safeParseAsync !== 'function')) {

@@ -79,6 +79,8 @@ describe('forge sandbox', () => {
     const renamed = await runForgeJson(['sandbox', fixture('celsius_to_fahrenheit.ts'), '--name', 'other_name', '--test-input', '{"celsius":1}']);
     expect(renamed.code).toBe(1);
     expect(renamed.json.error).toEqual(expect.stringContaining('"other_name"'));
+    // ... and says what to do: a fix that works even when the module's own name is not a valid tool name.
+    expect(renamed.json.error).toEqual(expect.stringContaining('set the module\'s `name` to "other_name"'));
     // The same file copied under another base name, with --name set back to the tool's own name, passes.
     const copy = path.join(dir, 'copy_of_tool.ts');
     writeFileSync(copy, readFixture('celsius_to_fahrenheit.ts'));

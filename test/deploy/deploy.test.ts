@@ -62,6 +62,11 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     const list = await platform.forge.listTools();
     expect(list.tools).toEqual([expect.objectContaining({ name: 'adder', activeVersion: 1, status: 'active', versions: 2 })]);
 
+    // A tool of one version: the message says what can help (not --to, which cannot).
+    await platform.forge.deployTool({ name: 'lonely', source: adderTool('x', 'lonely'), testInput: { a: 1, b: 2 } });
+    const lonely = await platform.forge.rollbackTool('lonely');
+    expect(lonely).toMatchObject({ status: 'rejected', message: '"lonely" has only v1, nothing to roll back to; deploy a changed version, or delete the tool' });
+
     const missing = await platform.forge.rollbackTool('adder', { toVersion: 9 });
     expect(missing).toMatchObject({ status: 'rejected' });
     expect(missing.message).toMatch(/no version 9; stored versions: 1, 2/);
