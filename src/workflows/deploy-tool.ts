@@ -100,8 +100,11 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     });
   } catch (err) {
     const rejection = rejectionOf(err);
+    // A compile error is found inside the validate step: validate passed, compile failed (not "✗ validate").
+    const failedAt = rejection && (DEPLOY_STAGES as readonly string[]).includes(rejection.stage) ? (rejection.stage as typeof stage) : stage;
+    if (failedAt !== stage) progress.done(stage);
     // The Web UI's stage lines say why too, not only the run's failure message.
-    progress.failed(stage, rejection ? `${rejection.verdict}: ${oneLine(rejection.message, 200)}` : undefined);
+    progress.failed(failedAt, rejection ? `${rejection.verdict}: ${oneLine(rejection.message, 200)}` : undefined);
     if (rejection) {
       const result = finish({
         status: 'rejected',

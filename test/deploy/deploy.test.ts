@@ -88,9 +88,18 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     const broken = await platform.forge.deployTool({ name: 'syntax_error', source: fixture('syntax_error'), testInput: {} });
     expect(broken).toMatchObject({ status: 'rejected', verdict: 'failed', diagnostics: { stage: 'compile' } });
     expect(broken.diagnostics.compileErrors?.[0].location).toMatchObject({ line: 5, column: 36 });
+    // The stage lines agree with the verdict: validate passed, compile failed, the rest never ran.
+    expect(broken.diagnostics.stages.map((s) => [s.name, s.status])).toEqual([
+      ['validate', 'done'],
+      ['compile', 'failed'],
+      ['test', 'skipped'],
+      ['commit', 'skipped'],
+      ['notify', 'skipped'],
+    ]);
     const builtin = await platform.forge.deployTool({ name: 'shell', source: adderTool('x', 'shell'), testInput: {} });
     expect(builtin).toMatchObject({ status: 'rejected', verdict: 'refused', diagnostics: { stage: 'validate' } });
     expect(builtin.diagnostics.message).toMatch(/built-in/);
+    expect(builtin.diagnostics.stages[0]).toMatchObject({ name: 'validate', status: 'failed' });
   });
 
   test('invalid input is refused by the client before anything starts', async () => {
