@@ -7,6 +7,7 @@ import { migrateBench } from './migrate';
 import { recoveryBench } from './recovery';
 import { promotionWorktreeBench } from './promotion-worktree';
 import { promotionBench } from './promotion';
+import { reverifyBench } from './reverify';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench];

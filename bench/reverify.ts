@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import type { ReverifySummary } from '../src/contract/reverify-runs';
+import { createReverifyStore } from '../src/db';
+import { runSandbox, SandboxPool } from '../src/sandbox';
+import { startBenchPlatform } from './platform';
+import { seedActiveTools, type SeedTool } from './reverify-seed';
+import { percentile, round, statsRow, timeMs } from './stats';
+import type { Bench } from './types';
+
+/** CPU milliseconds of this process and of its children that ended (the sandboxes' processes), from /proc. */
+function cpuNow(): { self: number; children: number } {
+  const own = process.cpuUsage();
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+  // After the state field: cutime and cstime are the 14th and 15th (clock ticks, 100 a second on Linux).
+  const children = ((Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+  return { self: (own.user + own.system) / 1000, children };
+}
+
+const SANDBOX_RUNS = Number(process.env.BENCH_RUNS ?? 30);
+
+const zodTool = (name: string): SeedTool => ({
+  name,
+  testInput: { celsius: 1 },
+  source: `import { z } from 'zod';
+export default {
+  name: '${name}',
+  description: 'Converts Celsius to Fahrenheit.',
+  inputSchema: z.object({ celsius: z.number() }),
+  async execute(input: { celsius: number }) { return { fahrenheit: input.celsius * 9 / 5 + 32 }; },
+};`,
+});
+
+/**
+ * Re-verification of 100 and then 500 active zod tools (issue 12): the wall time of one ReverifyToolsWorkflow run,
+ * client start to summary, against the ideal of N × the sandbox's p50 / the sandbox concurrency (every slot busy with
+ * tests back to back, nothing else). The sandbox p50 is runSandbox of the same tool from a pool of spares, as the
+ * worker runs it, measured here before the runs. The tools are stored as a deployment's commit stores them.
+ */
+export const reverifyBench: Bench = {
+  name: 'reverify',
+  description: 're-verification of 100 and 500 tools against N × sandbox p50 / concurrency',
+  async run() {
+    const platform = await startBenchPlatform('reverify');
+    const { config, workers, forge, database } = platform;
+    const pool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
+    try {
+      const probe = zodTool('probe');
+      const sandboxRun = async () => {
+        const v = await runSandbox({ name: probe.name, source: probe.source, input: probe.testInput, limits: config.sandbox.limits }, { pool });
+        if (v.status !== 'passed') throw new Error(`the probe tool did not pass: ${v.status} ${v.error ?? ''}`);
+      };
+      for (let i = 0; i < 3; i++) await sandboxRun();
+      const sandbox: number[] = [];
+      for (let i = 0; i < SANDBOX_RUNS; i++) sandbox.push(await timeMs(sandboxRun));
+      const p50 = percentile(sandbox, 50);
+      console.log(statsRow('sandbox test (from a spare)', sandbox));
+      const concurrency = config.sandbox.concurrency;
+      console.log(`sandbox concurrency ${concurrency}, tests in flight per run ${config.reverify.parallelism}`);
+
+      const tools = Array.from({ length: 500 }, (_, i) => zodTool(`tool_${String(i).padStart(3, '0')}`));
+      const figures: Record<string, number> = { reverify_sandbox_p50_ms: round(p50, 1) };
+      let seeded = 0;
+      for (const n of [100, 500]) {
+        await seedActiveTools(workers.store, tools.slice(seeded, n));
+        seeded = n;
+        const cpuBefore = cpuNow();
+        const start = performance.now();
+        const handle = await forge.temporal.workflow.start('reverifyToolsWorkflow', {
+          taskQueue: config.taskQueues.control,
+          workflowId: `tool-reverify/bench-${n}-${Date.now()}`,
+          args: [{ trigger: 'now', builtin: false }],
+        });
+        const summary = (await handle.result()) as ReverifySummary;
+        const wallMs = performance.now() - start;
+        const cpu = cpuNow();
+        const [selfCpu, childCpu] = [cpu.self - cpuBefore.self, cpu.children - cpuBefore.children];
+        if (summary.counts.tested !== n || summary.counts.passed !== n) throw new Error(`the run of ${n} tested ${summary.counts.tested}, passed ${summary.counts.passed}`);
+        const idealMs = (n * p50) / concurrency;
+        const ratio = round(wallMs / idealMs);
+        const rows = await createReverifyStore(database).rowsOfRun(summary.runKey);
+        console.log(statsRow(`  sandbox time of each test (${n})`, rows.map((r) => r.durationMs)));
+        console.log(`${n} tools: ${round(wallMs / 1000, 1)} s in ${summary.counts.batches} batch(es); ideal ${round(idealMs / 1000, 1)} s; wall / ideal ${ratio}×${n === 500 ? '  (goal ≤ 1.3×)' : ''}`);
+        // Where the two cores went: this process (the workers, PGlite, the client) and its children (the sandboxes).
+        console.log(
+          `  CPU: workers' process ${round(selfCpu / 1000, 1)} s (${round(selfCpu / n, 1)} ms a tool), sandboxes ${round(childCpu / 1000, 1)} s (${round(childCpu / n, 1)} ms a tool); ` +
+            `${round((selfCpu + childCpu) / (wallMs * concurrency) * 100)}% of ${concurrency} cores over the run`,
+        );
+        figures[`reverify_${n}_vs_ideal`] = ratio;
+        figures[`reverify_${n}_wall_ms`] = Math.round(wallMs);
+      }
+      return figures;
+    } finally {
+      await pool?.close();
+      await platform.stop();
+    }
+  },
+};
