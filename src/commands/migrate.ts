@@ -36,8 +36,11 @@ function describeMigration(r: MigrateSchemaResult): string {
     case 'alreadyApplied':
       return `${r.name} was already applied at ${r.appliedAt}; nothing changed.`;
     case 'rejected': {
-      const lines = [`${r.name} was rejected: ${r.message}`];
-      for (const s of r.statements?.filter((v) => !v.accepted) ?? []) {
+      const refused = r.statements?.filter((v) => !v.accepted) ?? [];
+      // With the refused statements listed below, the header does not repeat the first one's message.
+      const head = refused.length > 0 && !r.problem ? `${refused.length} of ${r.statements!.length} statement(s) refused by the schema policy; nothing ran` : r.message;
+      const lines = [`${r.name} was rejected: ${head}`];
+      for (const s of refused) {
         const where = s.location ? `line ${s.location.line}, column ${s.location.column}` : `statement ${s.index}`;
         lines.push(`  [${s.index}] ${s.kind} at ${where} (${s.rule}): ${s.message ?? ''}`);
       }

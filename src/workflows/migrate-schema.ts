@@ -2,6 +2,7 @@ import { isCancellation, upsertSearchAttributes, workflowInfo } from '@temporali
 import { applyMigrationStep, migrationSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
 import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from '../contract/migration-runs';
+import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
 import { refused } from './refusal';
 import { runToTheEnd } from './run-to-the-end';
@@ -75,7 +76,8 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
   } catch (err) {
     const verdict = migrationVerdictOf(err);
     if (verdict?.kind === 'rejected') {
-      progress.failed(stage, verdict.rejection.message);
+      // The stage line says what refused it; the result's message and statements say the rest (once, not thrice).
+      progress.failed(stage, oneLine(verdict.rejection.message.split('; nothing ran.')[0], 160));
       const { reason, message, statements, problem, existingChecksum } = verdict.rejection;
       return refused(finish({ status: 'rejected', reason, message, statements, problem, existingChecksum }), message);
     }

@@ -160,6 +160,12 @@ describe('schema through the CLI', () => {
     expect(refused.code).toBe(1);
     expect(refused.json).toMatchObject({ status: 'rejected', name: 'cli_drop' });
     expect(refused.json.statements).toEqual([expect.objectContaining({ accepted: false })]);
+    // Without --json: the refused statement's reason is said once, with where it is (not three times over).
+    const human = await runForge(['migrate', '--name', 'cli_drop', file('drop.sql', 'DROP TABLE agent_cli_notes;\n')], { env: childEnv });
+    expect(human.code).toBe(1);
+    const reason = (refused.json.statements as { message: string }[])[0].message;
+    expect((human.stdout + human.stderr).split(reason).length - 1).toBe(1);
+    expect(human.stdout).toMatch(/^cli_drop was rejected: 1 of 1 statement\(s\) refused by the schema policy; nothing ran\n {2}\[0\] DropStmt at line 1, column 1 \(drop-forbidden\): /);
 
     const viaStdin = await runForgeJson(['migrate', '--name', 'cli_idx', '-'], {
       env: childEnv,
