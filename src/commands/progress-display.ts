@@ -2,12 +2,26 @@ import type { RunProgress, StageRecord } from '../contract/run-progress';
 
 const ICON: Record<StageRecord['status'], string> = { pending: ' ', running: '…', done: '✓', failed: '✗', skipped: '-' };
 
+/** How often a stage still running says so (an agent or a CI log otherwise sees nothing for minutes of tests). */
+export const STILL_RUNNING_EVERY_MS = 5_000;
+
 /**
  * Live progress of a run on stderr: one line per stage as it starts and as it ends, so the output reads the same in a
- * terminal and in a CI log (nothing is redrawn), while stdout stays free for the result.
+ * terminal and in a CI log (nothing is redrawn), while stdout stays free for the result. A stage that runs long
+ * says it is still running every {@link STILL_RUNNING_EVERY_MS}, with the time since it was first seen running.
  */
-export function progressPrinter(write: (line: string) => void = (l) => process.stderr.write(`${l}\n`)) {
+export function progressPrinter(write: (line: string) => void = (l) => process.stderr.write(`${l}\n`), everyMs = STILL_RUNNING_EVERY_MS) {
   const shown = new Map<string, StageRecord['status']>();
+  let timer: NodeJS.Timeout | undefined;
+  const watch = (name: string) => {
+    clearInterval(timer);
+    const since = Date.now();
+    timer = setInterval(() => {
+      if (shown.get(name) !== 'running') return clearInterval(timer);
+      write(`  ${ICON.running} ${name} still running (${Math.round((Date.now() - since) / 1000)} s)`);
+    }, everyMs);
+    timer.unref(); // never what keeps the CLI from exiting
+  };
   return (progress: RunProgress) => {
     for (const stage of progress.stages) {
       if (stage.status === 'pending' || shown.get(stage.name) === stage.status) continue;
@@ -15,6 +29,8 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
       shown.set(stage.name, stage.status);
       const took = stage.durationMs !== undefined ? ` (${stage.durationMs} ms)` : '';
       write(`  ${ICON[stage.status]} ${stage.name}${took}${stage.summary ? `: ${stage.summary}` : ''}`);
+      if (stage.status === 'running') watch(stage.name);
     }
+    if (![...shown.values()].includes('running')) clearInterval(timer);
   };
 }
