@@ -3,17 +3,20 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# The lock file is written where the registry serves only this platform's optional binaries, so npm ci may call it
+# out of sync; npm install then installs the same locked versions (as .ci/run does).
+RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund --no-save
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bench ./bench
+COPY scripts ./scripts
 RUN npm run build
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund --no-save) && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 # Plain-JS entries run from src/: the sandbox's harness (nothing in the child compiles TypeScript) and the thread
