@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ForgeClient } from '../../../src/client';
 import type { ReverifySummary } from '../../../src/contract/reverify-runs';
+import { git, promotionLeftovers, promotionPaths, seedRepository } from './promotion';
 import type { RunResult, RunSpace, Scenario } from './scenarios';
 
 /**
@@ -127,4 +128,63 @@ export const reverifyScenario: Scenario = {
   },
   /** Every sandbox test the run ran, in order: a test run twice shows. */
   state: async () => ({ testsRun: readFileSync(runLog, 'utf8').split('\n').filter(Boolean) }),
+};
+
+/**
+ * The built-in branch's part of a run (issue 12), in the full matrix only: no tools, and a fresh copy of
+ * examples/agent-repo as FORGE_BUILTIN_REPO, whose head every stage passes. A kill at any step of it (the promotion's
+ * own steps, run by ReverifyToolsWorkflow) must end with the same report, the repository untouched, and no worktree,
+ * run branch or stage directory left.
+ */
+export const reverifyBuiltinScenario: Scenario = {
+  workflowType: 'reverifyToolsWorkflow',
+  label: 're-verify the built-in branch (every stage passes)',
+  points: [
+    'planBranchCheck.before',
+    'planBranchCheck.after',
+    'prepareWorkspace.before',
+    'prepareWorkspace.after',
+    // The first verifyStage is the compile stage: before it, and after it passed.
+    'verifyStage.before',
+    'verifyStage.after',
+    'cleanupPromotion.before',
+    'cleanupPromotion.after',
+  ],
+  env(home) {
+    const { repo, worktreeRoot } = promotionPaths(home);
+    return { FORGE_BUILTIN_REPO: repo, FORGE_PROMOTE_WORKTREE_ROOT: worktreeRoot };
+  },
+  setup: (_forge, space) => seedRepository(promotionPaths(space.home).repo),
+  run: async (forge, space) => {
+    const handle = await forge.temporal.workflow.start('reverifyToolsWorkflow', {
+      taskQueue: space.env.FORGE_TASK_QUEUE_CONTROL!,
+      workflowId: `tool-reverify/chaos-builtin-${path.basename(space.home)}`,
+      workflowTaskTimeout: '2 seconds',
+      args: [{ trigger: 'now' }],
+    });
+    const summary = (await handle.result()) as ReverifySummary;
+    if (summary.builtin?.status !== 'passed') throw new Error(`the built-in branch did not pass as the scenario says: ${JSON.stringify(summary.builtin)}`);
+    return summary as unknown as RunResult;
+  },
+  outcome(r, _run, space) {
+    const b = (r as unknown as ReverifySummary).builtin!;
+    return {
+      status: b.status,
+      repo: b.repo.split(space.home).join('<home>'),
+      branch: b.branch,
+      // The base commit is made with a fixed date (seedRepository): the same id in every run.
+      commit: b.commit,
+      stages: b.stages.map((st) => [st.name, st.status, st.exitCode, (st.commands ?? []).map((c) => c.argv.join(' '))]),
+      counts: (r as unknown as ReverifySummary).counts,
+    };
+  },
+  async state(space) {
+    const { repo } = promotionPaths(space.home);
+    return {
+      branches: (await git(repo, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/heads')).split('\n'),
+      reflog: (await git(repo, 'reflog', 'show', '--format=%H %gs', 'refs/heads/main')).split('\n'),
+      status: await git(repo, 'status', '--porcelain', '--untracked-files=all'),
+    };
+  },
+  leftovers: promotionLeftovers,
 };

@@ -1,7 +1,7 @@
 import type { ForgeClient } from '../../../src/client';
 import type { LiveProcess } from './end-state';
 import { movedBranchPromotionScenario, promotionScenario } from './promotion';
-import { reverifyScenario } from './reverify';
+import { reverifyBuiltinScenario, reverifyScenario } from './reverify';
 
 /**
  * One workflow of the matrix: what exists before the run (made by an unarmed worker), the run itself, and the part
@@ -132,4 +132,5 @@ export const SCENARIOS: Scenario[] = [
   promotionScenario,
   movedBranchPromotionScenario,
   reverifyScenario,
+  reverifyBuiltinScenario,
 ];
