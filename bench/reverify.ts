@@ -51,14 +51,18 @@ export const reverifyBench: Bench = {
       };
       for (let i = 0; i < 3; i++) await sandboxRun();
       const sandbox: number[] = [];
+      const probeCpu = cpuNow();
       for (let i = 0; i < SANDBOX_RUNS; i++) sandbox.push(await timeMs(sandboxRun));
+      // What one sandbox run costs the process that starts it (the process start, the pool, the IPC), without Temporal.
+      const probeSelf = (cpuNow().self - probeCpu.self) / SANDBOX_RUNS;
       const p50 = percentile(sandbox, 50);
       console.log(statsRow('sandbox test (from a spare)', sandbox));
+      console.log(`  CPU of this process per sandbox run, alone: ${round(probeSelf, 1)} ms`);
       const concurrency = config.sandbox.concurrency;
       console.log(`sandbox concurrency ${concurrency}, tests in flight per run ${config.reverify.parallelism}`);
 
       const tools = Array.from({ length: 500 }, (_, i) => zodTool(`tool_${String(i).padStart(3, '0')}`));
-      const figures: Record<string, number> = { reverify_sandbox_p50_ms: round(p50, 1) };
+      const figures: Record<string, number> = { reverify_sandbox_p50_ms: round(p50, 1), reverify_sandbox_starter_cpu_ms: round(probeSelf, 1) };
       let seeded = 0;
       for (const n of [100, 500]) {
         await seedActiveTools(workers.store, tools.slice(seeded, n));
