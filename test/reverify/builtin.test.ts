@@ -89,6 +89,25 @@ describe('re-verification of the built-in branch', () => {
     expect(description.searchAttributes.ForgeOutcome).toEqual(['failures']);
   }, 300_000);
 
+  test('a plan on the head that does not validate: a failure at plan, reported; a detached HEAD: skipped', async () => {
+    await writeFile(path.join(repo, 'forge.verify.json'), '{ "version": 2 }\n');
+    await git(repo, 'commit', '-q', '-am', 'by hand: a broken plan');
+    const before = await repositoryState();
+    const broken = (await reverify('plan')).builtin!;
+    expect(broken).toMatchObject({ status: 'failed', commit: before.head, stages: [], failure: { category: 'refused', stage: 'plan', command: [], exitCode: null } });
+    expect(broken.reason).toMatch(/forge\.verify\.json/);
+    expect(await repositoryState()).toEqual({ ...before, leftovers: [], rootEntries: [] });
+
+    await git(repo, 'checkout', '-q', '--detach');
+    try {
+      const detached = (await reverify('detached')).builtin!;
+      expect(detached).toMatchObject({ status: 'skipped', stages: [] });
+      expect(detached.reason).toMatch(/detached/);
+    } finally {
+      await git(repo, 'checkout', '-q', 'main');
+    }
+  }, 120_000);
+
   test('no repository: reported as skipped, the tools still re-verified', async () => {
     renameSync(repo, `${repo}.away`);
     try {
