@@ -8,6 +8,7 @@ import { recoveryBench } from './recovery';
 import { promotionWorktreeBench } from './promotion-worktree';
 import { promotionBench } from './promotion';
 import { reverifyBench } from './reverify';
+import { cliBench } from './cli';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench];

@@ -3,11 +3,9 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ExitCode, UsageError } from './commands/exit-codes';
 import { drainOutput, printError, printResult } from './commands/output';
-import { ForgeInputError } from './contract/errors';
-import { ConfigError } from './config';
+import { ConfigError, ForgeInputError, PlatformUnreachableError } from './contract/errors';
 import { DevServerError, TemporalBinaryNotFoundError } from './platform/errors';
-import { PlatformUnreachableError } from './contract/errors';
-import { sandboxCleanupsDone } from './sandbox';
+import { waitBeforeExit } from './commands/at-exit';
 import { registerCall } from './commands/call';
 import { registerDelete } from './commands/delete';
 import { registerDeploy } from './commands/deploy';
@@ -79,7 +77,7 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     // bin/forge.js exits once this resolves and the output is drained: what sandbox runs left to clean up after their
     // verdicts goes first.
-    await sandboxCleanupsDone();
+    await waitBeforeExit();
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -19,7 +19,8 @@ import { FailureType } from './contract/failures';
 import { ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
 import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
 import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
-import { FORGE_KINDS, type ForgeKind } from './contract/kinds';
+import { FORGE_KINDS, RUN_STATUSES, type ForgeKind } from './contract/kinds';
+export { RUN_STATUSES } from './contract/kinds';
 import { MAX_DEPLOY_SOURCE_BYTES, MAX_MIGRATION_SQL_BYTES } from './contract/limits';
 import { MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
 import type { RunProgress, StageRecord } from './contract/run-progress';
@@ -135,7 +136,6 @@ export interface RunHandle<R> {
 export type DeployHandle = RunHandle<DeployToolResult>;
 
 /** The execution statuses `listRuns` filters on, as an operator types them. */
-export const RUN_STATUSES = ['running', 'completed', 'failed', 'canceled', 'terminated', 'timed_out'] as const;
 const VISIBILITY_STATUS: Record<(typeof RUN_STATUSES)[number], string> = {
   running: 'Running',
   completed: 'Completed',

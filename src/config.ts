@@ -4,6 +4,10 @@ import { z } from 'zod';
 import { parseFaultPoints, type FaultPoint } from './contract/fault-points';
 import { MAX_UID_BASE, SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from './contract/limits';
 import { FORGE_OPERATION_NAMES, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
+import { ConfigError } from './contract/errors';
+
+// Lives with the other error classes (contract/errors), which the CLI loads without zod; re-exported here.
+export { ConfigError };
 
 /**
  * Forge's own configuration, read once from the environment and validated: the only reader of the environment. The
@@ -100,18 +104,11 @@ export interface ForgeConfig {
      */
     parallelism: number;
   };
-}
-
-/** Thrown when an environment variable Forge reads has a value it cannot use; `variable` names it. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(
-    message: string,
-    readonly variable: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
+  /**
+   * `forge mcp --http`: the bearer token every request must carry (FORGE_MCP_TOKEN). Unset: the HTTP transport refuses
+   * to start (stdio needs none: whoever starts the process already holds it).
+   */
+  mcp: { token?: string };
 }
 
 /**
@@ -178,6 +175,10 @@ const interval = z
     return Number(n) * INTERVAL_UNITS_MS[(unit ?? 'ms') as keyof typeof INTERVAL_UNITS_MS];
   })
   .pipe(z.number().int().min(1_000, 'must be at least 1s').max(366 * 86_400_000, 'must be at most 366d'));
+const mcpToken = z
+  .string()
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces (it travels in an Authorization header)')
+  .min(16, 'must be at least 16 characters (e.g. `openssl rand -hex 32`)');
 const databaseUrl = z.string().refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), {
   message: 'must be a postgres:// or postgresql:// URL',
 });
@@ -221,6 +222,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_API_ADDRESS',
   'FORGE_REVERIFY_INTERVAL',
   'FORGE_REVERIFY_PARALLELISM',
+  'FORGE_MCP_TOKEN',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
@@ -332,5 +334,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h'),
       parallelism: read(env, 'FORGE_REVERIFY_PARALLELISM', int(1, 4096), String(sandboxConcurrency * 2)),
     },
+    mcp: { token: readOptional(env, 'FORGE_MCP_TOKEN', mcpToken) },
   };
 }

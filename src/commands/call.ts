@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config';
-import { ToolRegistry } from '../registry';
+import type * as ConfigModule from '../config';
+import type * as RegistryModule from '../registry';
+import type * as SandboxModule from '../sandbox';
+import { beforeExit } from './at-exit';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 import { parseJsonOption } from './read-input';
@@ -18,6 +20,13 @@ export function registerCall(program: Command): void {
     .option('--json', 'print one JSON object')
     .action(async (name: string, opts: { input: string; json?: boolean }) => {
       const input = parseJsonOption('--input', opts.input);
+      // Loaded when the command runs (see at-exit.ts); the tool's run may leave its cleanup to finish before exit.
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { loadConfig } = require('../config') as typeof ConfigModule;
+      const { ToolRegistry } = require('../registry') as typeof RegistryModule;
+      const { sandboxCleanupsDone } = require('../sandbox') as typeof SandboxModule;
+      /* eslint-enable @typescript-eslint/no-require-imports */
+      beforeExit(sandboxCleanupsDone);
       const config = loadConfig();
       const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
       try {

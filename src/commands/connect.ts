@@ -1,10 +1,15 @@
 import { connect as tcpConnect } from 'node:net';
-import { ForgeClient } from '../client';
+import type * as ClientModule from '../client';
+import type { ForgeClient } from '../client';
 import { PlatformUnreachableError } from '../contract/errors';
-import { resolveTemporalConnection, toPlatformError } from '../platform/temporal-connection';
+import type * as ConnectionModule from '../platform/temporal-connection';
 
 /** Connects the SDK for one CLI command and closes it afterwards, whatever happens. */
 export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>): Promise<T> {
+  // Loaded here, not at the top: the SDK and gRPC are ~0.4 s of start-up that --help, --version, lint-sql and
+  // sandbox never need.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { ForgeClient } = require('../client') as typeof ClientModule;
   await failFastWhenRefused();
   let said = 0;
   const client = await ForgeClient.connect({
@@ -32,6 +37,8 @@ export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>
 async function failFastWhenRefused(): Promise<void> {
   // Through a proxy the direct port says nothing about reachability.
   if (['grpc_proxy', 'https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].some((v) => process.env[v])) return;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { resolveTemporalConnection, toPlatformError } = require('../platform/temporal-connection') as typeof ConnectionModule;
   const { address } = resolveTemporalConnection();
   const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);
   if (!match) return;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { RUN_STATUSES, type ForgeClient, type RunSummary } from '../client';
-import { FORGE_KINDS } from '../contract/kinds';
+import type { ForgeClient, RunSummary } from '../client';
+import { FORGE_KINDS, RUN_STATUSES } from '../contract/kinds';
 import { withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
@@ -46,7 +46,7 @@ export function registerRuns(program: Command): void {
  * (whatever it had upserted before); for a run still going, `running`, with its current stage asked through the
  * `progress` query.
  */
-async function withOutcome(forge: ForgeClient, run: RunSummary): Promise<RunRow> {
+export async function withOutcome(forge: ForgeClient, run: RunSummary): Promise<RunRow> {
   const status = run.status.toLowerCase();
   if (status === 'completed' || status === 'failed') return { ...run, outcome: run.outcome ?? status };
   if (status !== 'running') return { ...run, outcome: status === 'cancelled' ? 'canceled' : status };

@@ -1,8 +1,10 @@
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { isToolName, toolNameMessage } from '../contract/tool-name';
-import { runSandbox, type SandboxVerdict } from '../sandbox';
-import { loadConfig } from '../config';
+import type * as ConfigModule from '../config';
+import type { SandboxVerdict } from '../sandbox';
+import type * as SandboxModule from '../sandbox';
+import { beforeExit } from './at-exit';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { parseJsonOption, readInputFile } from './read-input';
@@ -23,6 +25,12 @@ export function registerSandbox(program: Command): void {
       }
       const input = parseJsonOption('--test-input', opts.testInput);
       const source = await readInputFile(file);
+      // Loaded when the command runs (see at-exit.ts); the run's cleanup may finish after its verdict.
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { runSandbox, sandboxCleanupsDone } = require('../sandbox') as typeof SandboxModule;
+      const { loadConfig } = require('../config') as typeof ConfigModule;
+      /* eslint-enable @typescript-eslint/no-require-imports */
+      beforeExit(sandboxCleanupsDone);
       const verdict = await runSandbox({ name, source, input, limits: loadConfig().sandbox.limits });
       printResult(!!opts.json, verdict, () => describeVerdict(name, verdict));
       process.exitCode = verdict.status === 'passed' ? ExitCode.ok : ExitCode.refused;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import path from 'node:path';
-import { loadConfig } from '../config';
-import { seedAgentRepo } from '../platform/agent-repo';
+import type * as ConfigModule from '../config';
+import type * as AgentRepoModule from '../platform/agent-repo';
 import type * as RunWorkers from './run-workers';
 
 /**
@@ -15,6 +15,8 @@ export function registerUp(program: Command): void {
     .description('Start the embedded platform: Temporal dev server + Web UI, database, workers (Ctrl-C stops it all)')
     .action(async () => {
       const config = loadConfig();
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { seedAgentRepo } = require('../platform/agent-repo') as typeof AgentRepoModule;
       // With TEMPORAL_ADDRESS set, use that Temporal (CLI.md) instead of starting the dev server.
       const embeddedTemporal = !process.env.TEMPORAL_ADDRESS;
       // The default agent repository is seeded from examples/agent-repo the first time, so `forge promote` works at once.
@@ -40,6 +42,12 @@ export function registerUp(program: Command): void {
       const { runUntilSignal } = workerSide();
       await runUntilSignal(loadConfig(), false, (p) => process.stdout.write(`Forge workers are running against ${p.address}. Press Ctrl-C to stop.\n`));
     });
+}
+
+/** Forge's configuration (zod and the schemas: ~90 ms), read only by the commands that need it. */
+function loadConfig(): ConfigModule.ForgeConfig {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('../config') as typeof ConfigModule).loadConfig();
 }
 
 /** The worker side, required only when `up` or `worker` runs (see run-workers.ts for why). */

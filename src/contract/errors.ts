@@ -45,3 +45,15 @@ export class ScheduleMissingError extends Error {
     super(`there is no "${scheduleId}" schedule yet: it is created when the platform starts (forge up, or forge worker)`, options);
   }
 }
+
+/** Thrown when an environment variable Forge reads has a value it cannot use; `variable` names it. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    message: string,
+    readonly variable: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -61,6 +61,11 @@ describe('the import graph', () => {
     // doubled its start-up (issue 10; test/cli/offline.test.ts runs twelve at once).
     const loaded = modulesLoadedBy(path.join('dist', 'src', 'cli.js'));
     expect(loaded.filter((f) => /node_modules\/(@temporalio\/worker|@temporalio\/core-bridge|rxjs)\//.test(f) || /^dist\/src\/(worker|platform\/run-platform)\.js$/.test(f))).toEqual([]);
+    // Nor, before a command runs, the SDK, gRPC, zod, the parser or the sandbox: `forge --version` and `--help` load
+    // commander and the command definitions only (issue 14: an agent shelling out to forge pays start-up every call;
+    // `npm run bench -- cli` measures it).
+    const heavy = loaded.filter((f) => /node_modules\/(@temporalio|@grpc|zod|drizzle-orm|libpg-query|esbuild)\//.test(f) || /^dist\/src\/(client|config|sandbox|policy|registry|db)(\/|\.js$)/.test(f));
+    expect(heavy).toEqual([]);
   });
 
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
