@@ -11,6 +11,7 @@ import { registerDelete } from './commands/delete';
 import { registerDeploy } from './commands/deploy';
 import { registerLintSql } from './commands/lint-sql';
 import { registerMigrate } from './commands/migrate';
+import { registerMcp } from './commands/mcp';
 import { registerMigrations } from './commands/migrations';
 import { registerPromote } from './commands/promote';
 import { registerReverify } from './commands/reverify';
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerPromote(program);
   registerRuns(program);
   registerReverify(program);
+  registerMcp(program);
   return program;
 }
 

@@ -1,0 +1,377 @@
+import { z } from 'zod';
+import type { ForgeClient, ProgressListener } from '../client';
+import { FORGE_KINDS, RUN_STATUSES } from '../contract/kinds';
+import type { DeployToolResult } from '../contract/tool-runs';
+import type { MigrateSchemaResult } from '../contract/migration-runs';
+import type { PromoteBuiltinResult } from '../contract/promotion-runs';
+import type * as Policy from '../policy';
+import type { ToolRegistry } from '../registry';
+import { withOutcome } from '../commands/runs';
+
+/** What an operation needs: the platform (connected on first use) and this process's registry. */
+export interface OperationContext {
+  forge(): Promise<ForgeClient>;
+  registry: ToolRegistry;
+  /** Told each change of a long run's progress when the MCP client asked for progress; undefined otherwise. */
+  onProgress?: ProgressListener;
+  signal: AbortSignal;
+}
+
+/** An operation's answer: the structured content (matching its output schema), one short line, and whether it was refused. */
+export interface OperationResult {
+  structured: Record<string, unknown>;
+  text: string;
+  isError: boolean;
+}
+
+/** The MCP tool annotations (spec 2025-06-18): hints a client shows or acts on, so they must be honest. */
+export interface Annotations {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** One of Forge's operations as an MCP tool; the schemas are Forge's zod, turned into JSON Schema by the server. */
+export interface Operation {
+  name: string;
+  description: string;
+  input: z.ZodObject;
+  output: z.ZodObject;
+  annotations: Annotations;
+  run(args: unknown, ctx: OperationContext): Promise<OperationResult>;
+}
+
+function operation<I extends z.ZodObject>(def: {
+  name: string;
+  description: string;
+  input: I;
+  output: z.ZodObject;
+  annotations: Annotations;
+  run(args: z.output<I>, ctx: OperationContext): Promise<OperationResult>;
+}): Operation {
+  return def as Operation;
+}
+
+// Outputs are loose objects: a field Forge adds later must not make an MCP client's validation reject the result.
+const stageRecord = z.looseObject({ name: z.string(), status: z.string(), durationMs: z.number().optional(), summary: z.string().optional() });
+const location = z.looseObject({ line: z.number(), column: z.number().optional(), file: z.string().optional() });
+const toolName = z.string().describe('the tool name: 1-64 characters of a-z, 0-9 and _, starting with a letter');
+const readOnly = (title: string): Annotations => ({ title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+
+/** Forge's operations, in the order a client lists them. */
+export const OPERATIONS: Operation[] = [
+  operation({
+    name: 'deploy_tool',
+    description:
+      'Deploy a tool: a TypeScript module exporting {name, description, inputSchema (zod), execute} is compiled, tested in a ' +
+      'bounded sandbox with testInput, persisted as a new version and made active, so it appears as an MCP tool of its own. ' +
+      'A rejection says the stage (validate, compile, test), the verdict, a message and, for compile errors, the location. ' +
+      'The same content deploys once (idempotent).',
+    input: z.object({
+      name: toolName,
+      source: z.string().describe('the TypeScript module (TOOL_CONTRACT.md)'),
+      testInput: z.unknown().optional().describe('the input the test run calls execute with (default {})'),
+      description: z.string().max(2000).optional().describe("stored with the version; default: the module's own description"),
+    }),
+    output: z.looseObject({
+      status: z.enum(['active', 'rejected']),
+      name: z.string(),
+      version: z.number().int().optional(),
+      previousVersion: z.number().int().optional(),
+      unchanged: z.boolean().optional(),
+      workflowId: z.string(),
+      verdict: z.string().describe('the sandbox verdict (passed, failed, invalid, timeout, oom, crashed, output_limit) or refused'),
+      stage: z.string().describe('the stage that decided: validate, compile, test, commit or notify'),
+      message: z.string(),
+      location: location.optional().describe('where a compile error is'),
+      diagnostics: z.looseObject({ stages: z.array(stageRecord) }),
+    }),
+    annotations: { title: 'Deploy a tool', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    async run(args, ctx) {
+      const forge = await ctx.forge();
+      const result = await forge.deployTool({ ...args, testInput: args.testInput ?? {} }, { onProgress: ctx.onProgress });
+      // Answer once this process's registry serves the new version, so the client's next tools/list has it.
+      if (result.status === 'active' && result.version !== undefined) await settle(ctx.registry.waitFor(result.name, result.version));
+      return deployAnswer(result);
+    },
+  }),
+  operation({
+    name: 'rollback_tool',
+    description:
+      'Make an earlier version of a tool active again (default: the newest version older than the active one). Refused, ' +
+      'with the reason, when there is no such version.',
+    input: z.object({ name: toolName, toVersion: z.number().int().positive().optional().describe('the version to make active') }),
+    output: z.looseObject({
+      status: z.enum(['active', 'rejected']),
+      name: z.string(),
+      version: z.number().int().optional(),
+      previousVersion: z.number().int().optional(),
+      workflowId: z.string(),
+      message: z.string(),
+    }),
+    // Without toVersion each call moves one version further back.
+    annotations: { title: 'Roll a tool back', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    async run(args, ctx) {
+      const forge = await ctx.forge();
+      const result = await forge.rollbackTool(args.name, { toVersion: args.toVersion });
+      if (result.status === 'active' && result.version !== undefined) await settle(ctx.registry.waitFor(result.name, result.version));
+      return { structured: { ...result }, text: result.message, isError: result.status !== 'active' };
+    },
+  }),
+  operation({
+    name: 'delete_tool',
+    description: 'Deactivate a tool and remove all its versions (it disappears from the MCP tool list).',
+    input: z.object({ name: toolName }),
+    output: z.looseObject({
+      status: z.enum(['deleted', 'rejected']),
+      name: z.string(),
+      previousVersion: z.number().int().optional(),
+      removedVersions: z.number().int().optional(),
+      workflowId: z.string(),
+      message: z.string(),
+    }),
+    annotations: { title: 'Delete a tool', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async run(args, ctx) {
+      const forge = await ctx.forge();
+      const result = await forge.deleteTool(args.name);
+      if (result.status === 'deleted') await settle(ctx.registry.waitFor(result.name, (t) => t === undefined));
+      return { structured: { ...result }, text: result.message, isError: result.status !== 'deleted' };
+    },
+  }),
+  operation({
+    name: 'list_tools',
+    description: 'The agent-authored tools Forge holds: active version, status (active, degraded, quarantined), description.',
+    input: z.object({}),
+    output: z.looseObject({
+      tools: z.array(
+        z.looseObject({
+          name: z.string(),
+          activeVersion: z.number().int().nullable(),
+          status: z.string(),
+          updatedAt: z.string(),
+          description: z.string().optional(),
+          versions: z.number().int(),
+        }),
+      ),
+    }),
+    annotations: readOnly('List tools'),
+    async run(_args, ctx) {
+      const result = await (await ctx.forge()).listTools();
+      const text = result.tools.length === 0 ? 'No tools yet.' : result.tools.map((t) => `${t.name} v${t.activeVersion ?? '-'} ${t.status}`).join('\n');
+      return { structured: { ...result }, text, isError: false };
+    },
+  }),
+  operation({
+    name: 'call_tool',
+    description:
+      "Call an active tool's current version by name, in a bounded sandbox process (as every agent tool listed here is " +
+      'called): {ok, output} or {ok: false, status, error}.',
+    input: z.object({ name: toolName, input: z.unknown().optional().describe('the input (default {})') }),
+    output: z.looseObject({
+      ok: z.boolean(),
+      name: z.string(),
+      version: z.number().int().optional(),
+      output: z.unknown().optional(),
+      status: z.string().optional().describe('why it failed: a sandbox verdict, not_found, unavailable or closed'),
+      error: z.string().optional(),
+      durationMs: z.number(),
+    }),
+    // It runs whatever the agent deployed: nothing is known of what that does.
+    annotations: { title: 'Call a tool', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    async run(args, ctx) {
+      const result = await ctx.registry.invoke(args.name, args.input ?? {}, { signal: ctx.signal });
+      const structured = result.ok
+        ? { ok: true, name: result.name, version: result.version, output: result.output, durationMs: result.durationMs }
+        : { ok: false, name: result.name, version: result.version, status: result.status, error: result.error, durationMs: result.durationMs };
+      return { structured, text: result.ok ? JSON.stringify(result.output) : `${result.name}: ${result.status}: ${result.error}`, isError: !result.ok };
+    },
+  }),
+  operation({
+    name: 'lint_sql',
+    description: 'Judge a migration against the schema policy (no database touched): each statement accepted or not, with its rule, message and location.',
+    input: z.object({ sql: z.string(), schema: z.string().optional().describe('the schema migrations may touch (default public)') }),
+    output: z.looseObject({
+      accepted: z.boolean(),
+      statements: z.array(
+        z.looseObject({ index: z.number().int(), kind: z.string(), accepted: z.boolean(), rule: z.string().optional(), message: z.string().optional(), location: location.optional() }),
+      ),
+      problem: z.looseObject({ rule: z.string(), message: z.string() }).optional(),
+    }),
+    annotations: readOnly('Check SQL against the schema policy'),
+    async run(args) {
+      // The policy parser (WebAssembly) loads on the first lint, not when the server starts.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { checkMigration } = require('../policy') as typeof Policy;
+      const report = await checkMigration(args.sql, { schema: args.schema ?? 'public' });
+      const refused = report.statements.filter((s) => !s.accepted);
+      const text = report.accepted
+        ? `accepted (${report.statements.length} statement(s))`
+        : report.problem
+          ? `rejected (${report.problem.rule}): ${report.problem.message}`
+          : `rejected: ${refused.map((s) => `[${s.index}]${s.location ? ` line ${s.location.line}` : ''} ${s.rule}: ${s.message ?? ''}`).join('; ') || 'no statement'}`;
+      return { structured: { ...report }, text, isError: !report.accepted };
+    },
+  }),
+  operation({
+    name: 'migrate_schema',
+    description:
+      "Apply a schema migration: checked by the schema policy, then applied in one transaction with its tracking row. A " +
+      'name is applied once (again: alreadyApplied). A refusal or failure says why and where (line, column).',
+    input: z.object({ name: z.string().describe("the migration's name, e.g. 0003_user_stars"), sql: z.string() }),
+    output: z.looseObject({
+      status: z.enum(['applied', 'alreadyApplied', 'rejected', 'failed']),
+      name: z.string(),
+      checksum: z.string(),
+      workflowId: z.string(),
+      message: z.string(),
+      stage: z.string().optional(),
+      location: location.optional(),
+    }),
+    annotations: { title: 'Migrate the schema', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    async run(args, ctx) {
+      const result = await (await ctx.forge()).migrateSchema(args, { onProgress: ctx.onProgress });
+      return migrationAnswer(result);
+    },
+  }),
+  operation({
+    name: 'list_migrations',
+    description: 'The applied schema migrations, oldest first.',
+    input: z.object({}),
+    output: z.looseObject({ migrations: z.array(z.looseObject({ name: z.string(), checksum: z.string(), appliedAt: z.string() })) }),
+    annotations: readOnly('List migrations'),
+    async run(_args, ctx) {
+      const result = await (await ctx.forge()).listMigrations();
+      return { structured: { ...result }, text: `${result.migrations.length} migration(s) applied`, isError: false };
+    },
+  }),
+  operation({
+    name: 'list_runs',
+    description: "Recent Forge runs (deployments, migrations, promotions, re-verifications), newest first, with each run's outcome and stage.",
+    input: z.object({
+      kind: z.enum(FORGE_KINDS).optional(),
+      status: z.enum(RUN_STATUSES).optional(),
+      limit: z.number().int().min(1).max(1000).optional().describe('default 20'),
+    }),
+    output: z.looseObject({
+      runs: z.array(z.looseObject({ workflowId: z.string(), status: z.string(), outcome: z.string(), kind: z.string().optional(), stage: z.string().optional(), startTime: z.string() })),
+    }),
+    annotations: readOnly('List runs'),
+    async run(args, ctx) {
+      const forge = await ctx.forge();
+      const listed = await forge.listRuns(args);
+      const runs = await Promise.all(listed.map((run) => withOutcome(forge, run)));
+      return { structured: { runs }, text: runs.map((r) => `${r.workflowId} ${r.outcome}`).join('\n') || 'No runs match.', isError: false };
+    },
+  }),
+  operation({
+    name: 'get_run',
+    description: 'Everything Forge knows of one run by its workflow ID: status, stage, live progress, and its result or failure.',
+    input: z.object({ workflowId: z.string().min(1) }),
+    output: z.looseObject({ workflowId: z.string(), status: z.string(), type: z.string(), stage: z.string().optional(), outcome: z.string().optional() }),
+    annotations: readOnly('Show a run'),
+    async run(args, ctx) {
+      const info = await (await ctx.forge()).getRun(args.workflowId);
+      return { structured: { ...info }, text: `${info.workflowId}: ${info.status}${info.outcome ? ` (${info.outcome})` : ''}${info.stage ? ` at ${info.stage}` : ''}`, isError: false };
+    },
+  }),
+  operation({
+    name: 'promote_builtin',
+    description:
+      "Promote a change to the agent's own built-in code: the files are committed in an ephemeral worktree, compiled, " +
+      "tested and smoke-started there, and only then fast-forwarded onto the branch. dryRun verifies without merging. A " +
+      'rejection says the stage, the category, the reason and the file:line locations the tools printed.',
+    input: z.object({
+      changes: z.array(z.object({ path: z.string().describe('relative to the repository'), content: z.string() })).min(1),
+      repo: z.string().optional().describe("the repository (default: the configured agent repository)"),
+      branch: z.string().optional(),
+      message: z.string().optional().describe('the commit message'),
+      dryRun: z.boolean().optional(),
+    }),
+    output: z.looseObject({
+      status: z.enum(['promoted', 'rejected', 'verified']),
+      workflowId: z.string(),
+      baseCommit: z.string(),
+      mergedCommit: z.string().optional(),
+      message: z.string(),
+      stage: z.string().optional(),
+      location: location.optional(),
+      diagnostics: z.looseObject({}),
+    }),
+    annotations: { title: 'Promote a built-in change', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    async run(args, ctx) {
+      const result = await (await ctx.forge()).promoteBuiltin({ ...args, dryRun: args.dryRun ?? false }, { onProgress: ctx.onProgress });
+      return promotionAnswer(result);
+    },
+  }),
+  operation({
+    name: 'reverify',
+    description:
+      "The re-verification schedule: `show` it (default), `pause` or `resume` it, or run it `now` and wait for the summary " +
+      '(every active tool tested again; what fails twice is degraded to an earlier version or quarantined).',
+    input: z.object({ action: z.enum(['show', 'now', 'pause', 'resume']).optional() }),
+    output: z.looseObject({ action: z.string(), schedule: z.looseObject({}).optional(), summary: z.looseObject({}).optional() }),
+    // `now` may quarantine tools.
+    annotations: { title: 'Re-verify tools', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    async run(args, ctx) {
+      const forge = await ctx.forge();
+      const action = args.action ?? 'show';
+      if (action === 'now') {
+        const summary = await forge.reverifyNow({ onProgress: ctx.onProgress });
+        const text = `re-verified ${summary.counts.tested} tool(s): ${summary.counts.passed} passed, ${summary.counts.failed} failed; quarantined: ${summary.quarantined.join(', ') || 'none'}`;
+        return { structured: { action, summary: { ...summary } }, text, isError: false };
+      }
+      const schedule = action === 'pause' ? await forge.pauseReverify() : action === 'resume' ? await forge.resumeReverify() : await forge.reverifySchedule();
+      return { structured: { action, schedule: { ...schedule } }, text: `schedule ${schedule.scheduleId}: ${schedule.paused ? 'paused' : 'active'}`, isError: false };
+    },
+  }),
+];
+
+/** Waits for this process's registry to catch up; a registry that does not (another host's directory) only delays. */
+async function settle(wait: Promise<unknown>): Promise<void> {
+  await wait.catch(() => undefined);
+}
+
+function deployAnswer(r: DeployToolResult): OperationResult {
+  const d = r.diagnostics;
+  const first = d.compileErrors?.find((e) => e.location)?.location;
+  const structured = {
+    ...r,
+    stage: d.stage,
+    message: d.message,
+    ...(first ? { location: { file: first.file, line: first.line, column: first.column } } : {}),
+  };
+  const text =
+    r.status === 'active'
+      ? r.unchanged
+        ? `${r.name} v${r.version} is already active with this content; nothing changed.`
+        : `${r.name} v${r.version} is active${r.previousVersion !== undefined ? ` (was v${r.previousVersion})` : ''}.`
+      : `${r.name} was rejected at ${d.stage} (${r.verdict}): ${d.message}`;
+  return { structured, text, isError: r.status !== 'active' };
+}
+
+function migrationAnswer(r: MigrateSchemaResult): OperationResult {
+  const refused = r.statements?.find((s) => !s.accepted);
+  const where = r.error?.line !== undefined ? { line: r.error.line, column: r.error.column } : (refused?.location ?? r.problem?.location);
+  const failedStage = r.stages.find((s) => s.status === 'failed')?.name;
+  const structured = {
+    ...r,
+    ...(failedStage ? { stage: failedStage } : {}),
+    ...(where ? { location: { line: where.line, column: where.column } } : {}),
+  };
+  return { structured, text: `${r.name}: ${r.status}: ${r.message}`, isError: r.status === 'rejected' || r.status === 'failed' };
+}
+
+function promotionAnswer(r: PromoteBuiltinResult): OperationResult {
+  const failure = r.diagnostics.failure;
+  const failed = r.diagnostics.stages.find((s) => s.status !== 'pass' && s.status !== 'skipped');
+  const first = failed?.locations?.[0];
+  const structured = {
+    ...r,
+    ...(failure ? { stage: failure.stage, category: failure.category } : {}),
+    ...(first ? { location: { file: first.file, line: first.line, column: first.column, message: first.message } } : {}),
+  };
+  const text = r.status === 'rejected' ? `rejected at ${failure?.stage ?? 'an unknown step'} (${failure?.category ?? 'infra'}): ${r.message}` : `${r.status}: ${r.message}`;
+  return { structured, text, isError: r.status === 'rejected' };
+}
