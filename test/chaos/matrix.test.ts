@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { useTemporal } from '../helpers/platform';
 import { brokenCell, judgeCell, runScenario, type CellReport, type RunRecord } from './matrix/cell';
+import { removeReverifyPackage } from './matrix/reverify';
 import { SCENARIOS } from './matrix/scenarios';
 
 /**
@@ -20,6 +21,7 @@ const temporal = useTemporal();
 const reports: CellReport[] = [];
 
 afterAll(() => {
+  removeReverifyPackage();
   if (process.env.FORGE_CHAOS_REPORT) writeFileSync(process.env.FORGE_CHAOS_REPORT, JSON.stringify(reports, null, 2));
 });
 

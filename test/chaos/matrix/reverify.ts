@@ -25,17 +25,24 @@ import type { RunResult, RunSpace, Scenario } from './scenarios';
  * after it (the run not resuming from what it recorded) shows as one more line.
  */
 
-const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-chaos-reverify-'));
-process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-const lib = path.join(dir, 'lib.mjs');
-const runLog = path.join(dir, 'runs.log');
+let made: string | undefined;
+/** The directory, made at the first setup (importing the matrix makes nothing); removed by {@link removeReverifyPackage}. */
+const dir = () => (made ??= mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-chaos-reverify-')));
+const lib = () => path.join(dir(), 'lib.mjs');
+const runLog = () => path.join(dir(), 'runs.log');
+
+/** Removes the package and the log (the matrix calls it after its last cell). */
+export function removeReverifyPackage(): void {
+  if (made) rmSync(made, { recursive: true, force: true });
+  made = undefined;
+}
 
 const LIB_V1 = 'export function scale(n) { return n * 2; }\nexport const offset = 7;\n';
 const LIB_V2 = '// 2.0: scale() is now multiply()\nexport function multiply(n, by = 2) { return n * by; }\nexport const offset = 7;\n';
 
 /** A tool; `uses` says which export of the package it imports (none: a pure tool). Its test logs that it ran. */
 function tool(name: string, variant: string, uses?: 'scale' | 'offset'): string {
-  const imp = uses ? `import { ${uses} } from ${JSON.stringify(lib)};\n` : '';
+  const imp = uses ? `import { ${uses} } from ${JSON.stringify(lib())};\n` : '';
   const value = uses === 'scale' ? 'scale(n)' : uses === 'offset' ? 'n + offset' : 'n + 1';
   return `${imp}import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -44,7 +51,7 @@ export default {
   description: 'a tool of the re-verification chaos scenario (${variant})',
   inputSchema: z.object({ n: z.number() }),
   async execute({ n }: { n: number }) {
-    appendFileSync(${JSON.stringify(runLog)}, '${name} ${variant}\\n');
+    appendFileSync(${JSON.stringify(runLog())}, '${name} ${variant}\\n');
     await new Promise((r) => setTimeout(r, 100));
     return { value: ${value}, variant: '${variant}' };
   },
@@ -60,12 +67,12 @@ const TOOLS: Record<string, ('scale' | 'offset' | undefined)[]> = {
 };
 
 async function setup(forge: ForgeClient): Promise<void> {
-  writeFileSync(lib, LIB_V1);
-  writeFileSync(runLog, '');
+  writeFileSync(lib(), LIB_V1);
+  writeFileSync(runLog(), '');
   // The sandbox runs each test as a user of its own: the package must be readable and the log writable by it.
-  chmodSync(dir, 0o755);
-  chmodSync(lib, 0o644);
-  chmodSync(runLog, 0o666);
+  chmodSync(dir(), 0o755);
+  chmodSync(lib(), 0o644);
+  chmodSync(runLog(), 0o666);
   for (const [name, versions] of Object.entries(TOOLS)) {
     for (const [i, uses] of versions.entries()) {
       const r = await forge.deployTool({ name, source: tool(name, `v${i + 1}`, uses), testInput: { n: 3 } });
@@ -73,8 +80,8 @@ async function setup(forge: ForgeClient): Promise<void> {
     }
   }
   // The package's 2.0 lands; only the run's tests are logged from here on.
-  writeFileSync(lib, LIB_V2);
-  writeFileSync(runLog, '');
+  writeFileSync(lib(), LIB_V2);
+  writeFileSync(runLog(), '');
 }
 
 async function run(forge: ForgeClient, space: RunSpace): Promise<RunResult> {
@@ -127,7 +134,7 @@ export const reverifyScenario: Scenario = {
     };
   },
   /** Every sandbox test the run ran, in order: a test run twice shows. */
-  state: async () => ({ testsRun: readFileSync(runLog, 'utf8').split('\n').filter(Boolean) }),
+  state: async () => ({ testsRun: readFileSync(runLog(), 'utf8').split('\n').filter(Boolean) }),
 };
 
 /**
