@@ -64,7 +64,12 @@ describe('the import graph', () => {
     // Nor, before a command runs, the SDK, gRPC, zod, the parser or the sandbox: `forge --version` and `--help` load
     // commander and the command definitions only (issue 14: an agent shelling out to forge pays start-up every call;
     // `npm run bench -- cli` measures it).
-    const heavy = loaded.filter((f) => /node_modules\/(@temporalio|@grpc|zod|drizzle-orm|libpg-query|esbuild)\//.test(f) || /^dist\/src\/(client|config|sandbox|policy|registry|db)(\/|\.js$)/.test(f));
+    // The MCP SDK (and src/mcp) load only when `forge mcp` runs.
+    const heavy = loaded.filter(
+      (f) =>
+        /node_modules\/(@temporalio|@grpc|zod|drizzle-orm|libpg-query|esbuild|@modelcontextprotocol)\//.test(f) ||
+        /^dist\/src\/(client|config|sandbox|policy|registry|db|mcp)(\/|\.js$)/.test(f),
+    );
     expect(heavy).toEqual([]);
   });
 

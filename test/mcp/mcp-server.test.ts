@@ -1,9 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { findFreePort } from '../../src/platform/free-port';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 import { cliEnv, FORGE_BIN, ROOT, runCommand } from '../cli/run-cli';
@@ -186,6 +190,57 @@ describe('forge mcp over stdio', () => {
     await gone;
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('adder_stdio');
   }, 180_000);
+
+  test('reverify now quarantines a tool whose package broke: the summary says so, list_changed, and the tool is gone', async () => {
+    // A package the tool imports, readable by the sandbox's own user; then it changes under the deployed tool.
+    const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-mcp-pkg-'));
+    chmodSync(dir, 0o755);
+    const lib = path.join(dir, 'lib.mjs');
+    writeFileSync(lib, 'export function scale(n) { return n * 2; }\n', { mode: 0o644 });
+    try {
+      const source = `import { scale } from ${JSON.stringify(lib)};
+import { z } from 'zod';
+export default {
+  name: 'rots_mcp',
+  description: 'Scales n by a package that is about to break.',
+  inputSchema: z.object({ n: z.number() }),
+  async execute({ n }: { n: number }) { return { value: scale(n) }; },
+};
+`;
+      const deployed = await client.callTool({ name: 'deploy_tool', arguments: { name: 'rots_mcp', source, testInput: { n: 3 } } }, undefined, { timeout: 120_000 });
+      expect(structured(deployed)).toMatchObject({ status: 'active', version: 1 });
+      writeFileSync(lib, 'export function multiply(n, by = 2) { return n * by; }\n');
+
+      const changes = watchListChanged(client);
+      const quarantined = changes.next();
+      const run = await client.callTool({ name: 'reverify', arguments: { action: 'now' } }, undefined, { timeout: 300_000 });
+      expect(run.isError).toBeFalsy();
+      expect(structured(run)).toMatchObject({ action: 'now', summary: { quarantined: expect.arrayContaining(['rots_mcp']) } });
+      await quarantined;
+      expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('rots_mcp');
+      const listed = structured(await client.callTool({ name: 'list_tools', arguments: {} })).tools as { name: string; status: string }[];
+      expect(listed).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'rots_mcp', status: 'quarantined' })]));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 360_000);
+});
+
+describe('forge mcp with the platform out of reach', () => {
+  test('an operation answers a tool error saying the platform cannot be reached; the server stays up', async () => {
+    const client = new Client({ name: 'forge-test-offline', version: '0.0.0' });
+    const env = cliEnv({ ...platform.childEnv, TEMPORAL_ADDRESS: `127.0.0.1:${await findFreePort()}` });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [FORGE_BIN, 'mcp'], env: env as Record<string, string>, cwd: ROOT, stderr: 'ignore' }));
+    try {
+      const result = await client.callTool({ name: 'list_tools', arguments: {} }, undefined, { timeout: 60_000 });
+      expect(result.isError).toBe(true);
+      expect(JSON.stringify(result.content)).toMatch(/reach|unreachable/i);
+      // Work that needs no Temporal still answers.
+      expect(structured(await client.callTool({ name: 'lint_sql', arguments: { sql: 'CREATE TABLE agent_notes (id int);' } }))).toMatchObject({ accepted: true });
+    } finally {
+      await client.close();
+    }
+  }, 90_000);
 });
 
 /** Starts `forge mcp --http --port 0` and resolves with its URL once it says where it listens. */
