@@ -409,7 +409,10 @@ export class ForgeClient {
       lastRun = { workflowId: last.action.workflow.workflowId, startedAt: last.takenAt.toISOString(), status };
       if (status === 'COMPLETED') {
         const summary = await this.call(() => run.result() as Promise<ReverifySummary>).catch(() => undefined);
-        if (summary) lastRun.summary = { quarantined: summary.quarantined, degraded: summary.degraded, flaky: summary.flaky, counts: summary.counts };
+        if (summary) {
+          const { quarantined, degraded, flaky, counts, builtin } = summary;
+          lastRun.summary = { quarantined, degraded, flaky, counts, ...(builtin ? { builtin } : {}) };
+        }
       }
     }
     return {

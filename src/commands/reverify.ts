@@ -75,7 +75,9 @@ function describeSchedule(i: ReverifyScheduleInfo): string {
   const last = i.lastRun
     ? `${i.lastRun.workflowId} at ${i.lastRun.startedAt}: ${i.lastRun.status}${
         i.lastRun.summary
-          ? ` (${i.lastRun.summary.counts.tested} tested, ${i.lastRun.summary.quarantined.length} quarantined, ${i.lastRun.summary.degraded.length} degraded, ${i.lastRun.summary.flaky.length} flaky)`
+          ? ` (${i.lastRun.summary.counts.tested} tested, ${i.lastRun.summary.quarantined.length} quarantined, ${i.lastRun.summary.degraded.length} degraded, ${i.lastRun.summary.flaky.length} flaky${
+              i.lastRun.summary.builtin ? `; built-in branch ${i.lastRun.summary.builtin.status}` : ''
+            })`
           : ''
       }`
     : 'none yet';

@@ -106,7 +106,7 @@ export interface ReverifyScheduleInfo {
     workflowId: string;
     startedAt: string;
     status: string;
-    summary?: Pick<ReverifySummary, 'quarantined' | 'degraded' | 'flaky' | 'counts'>;
+    summary?: Pick<ReverifySummary, 'quarantined' | 'degraded' | 'flaky' | 'counts' | 'builtin'>;
   };
   running: string[];
 }

@@ -98,17 +98,22 @@ async function endedCancelled(result: Promise<unknown>): Promise<boolean> {
 
 let env: TestWorkflowEnvironment;
 let platform: TestPlatform;
+let builtinRepo: Awaited<ReturnType<typeof agentRepo>> | undefined;
 const recorded: string[] = [];
 
 beforeAll(async () => {
   // The rejected and failed shapes make activities fail on purpose: only the SDK's errors are worth printing here.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   env = await startTemporal();
-  platform = await startTestPlatform(env);
+  // The built-in repository re-verification checks (a copy of examples/agent-repo), so its steps are recorded too.
+  builtinRepo = await agentRepo();
+  await symlink(FORGE_NODE_MODULES, path.join(builtinRepo.repo, 'node_modules'), 'dir');
+  platform = await startTestPlatform(env, 'pglite', { env: { FORGE_BUILTIN_REPO: builtinRepo.repo } });
 }, 120_000);
 
 afterAll(async () => {
   await platform?.teardown();
+  await builtinRepo?.dispose();
   await env?.teardown();
   if (recorded.length > 0) process.stdout.write(`\nrecorded ${recorded.length} histories in ${path.relative(process.cwd(), dir)}/:\n  ${recorded.join('\n  ')}\n`);
 });
@@ -304,6 +309,7 @@ test('records the re-verification shapes (continued as new; quarantined, degrade
     const summary = (await handle.result()) as { quarantined: string[]; degraded: string[]; counts: { batches: number } };
     expect(summary).toMatchObject({ quarantined: ['rv_quarantined'], degraded: ['rv_degrades'] });
     expect(summary.counts.batches).toBeGreaterThanOrEqual(2);
+    expect(summary).toMatchObject({ builtin: expect.objectContaining({ status: 'passed' }) });
     // The first run (its batch acted on, then continued as new) and the last (the summary).
     await save('reverify-continued', handle.workflowId, handle.firstExecutionRunId);
     await save('reverify-summarized', handle.workflowId);
