@@ -69,13 +69,16 @@ export class ForgeMcp {
       const op = this.operations.get(name);
       if (!op) return callAgentTool(this.registry, name, args, extra.signal);
       const token = _meta?.progressToken;
-      const onProgress =
+      const progress =
         token === undefined
           ? undefined
           : progressNotifier((progress, message) =>
               extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } }),
             );
-      return this.callOperation(op, args, { forge: () => this.forge(), registry: this.registry, onProgress, signal: extra.signal });
+      const result = await this.callOperation(op, args, { forge: () => this.forge(), registry: this.registry, onProgress: progress?.listener, signal: extra.signal });
+      // The last stages are reported as the run ends: they must reach the client before the result, after which it stops listening.
+      await progress?.flush();
+      return result;
     });
     this.servers.add(server);
     server.onclose = () => this.servers.delete(server);
@@ -155,12 +158,18 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
  * Turns a run's progress (ForgeClient's onProgress) into MCP progress notifications: `progress` only ever increases, as
  * the spec requires, and the message says which stage is where ("test running", "compile done (84 ms)").
  */
-function progressNotifier(send: (progress: number, message: string) => Promise<void>): (p: RunProgress) => void {
+function progressNotifier(send: (progress: number, message: string) => Promise<void>) {
   let sent = 0;
-  return (p) => {
-    const current = p.stages.find((s) => s.status === 'running') ?? [...p.stages].reverse().find((s) => s.status !== 'pending');
-    const done = p.stages.filter((s) => s.status === 'done' || s.status === 'skipped').length;
-    const what = current ? `${current.name} ${current.status}${current.durationMs !== undefined ? ` (${current.durationMs} ms)` : ''}` : p.stage;
-    void send(++sent, `${p.kind} ${p.subject}: ${what} [${done}/${p.stages.length} stages done]`).catch(() => undefined);
+  // Sent one after another, in order; a notification that fails (the client went away) is dropped.
+  let chain: Promise<void> = Promise.resolve();
+  return {
+    listener(p: RunProgress): void {
+      const current = p.stages.find((s) => s.status === 'running') ?? [...p.stages].reverse().find((s) => s.status !== 'pending');
+      const done = p.stages.filter((s) => s.status === 'done' || s.status === 'skipped').length;
+      const what = current ? `${current.name} ${current.status}${current.durationMs !== undefined ? ` (${current.durationMs} ms)` : ''}` : p.stage;
+      const n = ++sent;
+      chain = chain.then(() => send(n, `${p.kind} ${p.subject}: ${what} [${done}/${p.stages.length} stages done]`)).catch(() => undefined);
+    },
+    flush: (): Promise<void> => chain,
   };
 }

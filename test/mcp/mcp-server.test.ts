@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { seedAgentRepo } from '../../src/platform/agent-repo';
 import { findFreePort } from '../../src/platform/free-port';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
@@ -182,6 +183,30 @@ describe('forge mcp over stdio', () => {
     expect(JSON.stringify(invalid.content)).toMatch(/kind/);
   }, 120_000);
 
+  test('migrate_schema applies once (again: alreadyApplied), list_migrations lists it; a refused one says where', async () => {
+    const sql = 'CREATE TABLE agent_mcp_notes (id bigint PRIMARY KEY, body text);';
+    const progress: Progress[] = [];
+    const applied = await client.callTool({ name: 'migrate_schema', arguments: { name: '0001_mcp_notes', sql } }, undefined, {
+      onprogress: (p) => progress.push(p),
+      timeout: 120_000,
+    });
+    expect(applied.isError).toBeFalsy();
+    expect(structured(applied)).toMatchObject({ status: 'applied', name: '0001_mcp_notes', workflowId: 'schema-migrate/0001_mcp_notes' });
+    expect(progress.length).toBeGreaterThan(0);
+    const again = await client.callTool({ name: 'migrate_schema', arguments: { name: '0001_mcp_notes', sql } }, undefined, { timeout: 120_000 });
+    expect(structured(again)).toMatchObject({ status: 'alreadyApplied' });
+    const listed = structured(await client.callTool({ name: 'list_migrations', arguments: {} })).migrations as { name: string }[];
+    expect(listed.map((m) => m.name)).toContain('0001_mcp_notes');
+
+    const refused = await client.callTool(
+      { name: 'migrate_schema', arguments: { name: '0002_mcp_drop', sql: 'CREATE TABLE agent_ok (id int);\nDROP TABLE agent_mcp_notes;' } },
+      undefined,
+      { timeout: 120_000 },
+    );
+    expect(refused.isError).toBe(true);
+    expect(structured(refused)).toMatchObject({ status: 'rejected', message: expect.any(String), location: { line: 2 } });
+  }, 300_000);
+
   test('delete_tool removes the tool from the list, with list_changed', async () => {
     const changes = watchListChanged(client);
     const gone = changes.next();
@@ -223,6 +248,45 @@ export default {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  }, 360_000);
+});
+
+describe('forge mcp: promote_builtin', () => {
+  let client: Client;
+
+  beforeAll(async () => {
+    // The agent repository `forge up` seeds, where this platform's promotions go by default.
+    await seedAgentRepo({ target: platform.config.promotion.repo, identity: platform.config.promotion.identity });
+    client = new Client({ name: 'forge-test-promote', version: '0.0.0' });
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [FORGE_BIN, 'mcp'], env: cliEnv(platform.childEnv) as Record<string, string>, cwd: ROOT, stderr: 'inherit' }),
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  test('a change that does not compile: rejected at compile with the file and line, progress on the way, nothing merged', async () => {
+    const original = readFileSync(path.join(ROOT, 'examples', 'agent-repo', 'src', 'tools', 'sum.ts'), 'utf8');
+    const content = `${original.trimEnd()}\nexport const broken: number = 'not a number';\n`;
+    const line = content.trimEnd().split('\n').length;
+    const progress: Progress[] = [];
+    const result = await client.callTool(
+      { name: 'promote_builtin', arguments: { changes: [{ path: 'src/tools/sum.ts', content }], dryRun: true } },
+      undefined,
+      { onprogress: (p) => progress.push(p), timeout: 300_000 },
+    );
+    expect(result.isError).toBe(true);
+    expect(structured(result)).toMatchObject({
+      status: 'rejected',
+      stage: 'compile',
+      category: 'compile',
+      location: { file: expect.stringContaining('src/tools/sum.ts'), line },
+      workflowId: expect.stringMatching(/^builtin-promote\//),
+    });
+    expect(structured(result).mergedCommit).toBeUndefined();
+    expect(progress.map((p) => p.message).join('\n')).toMatch(/compile/);
   }, 360_000);
 });
 
