@@ -15,6 +15,7 @@ interface Cell {
   consistent: boolean;
   recoveryMs?: number;
   readyToEndMs?: number;
+  costMs?: number;
 }
 
 /**
@@ -52,6 +53,8 @@ export const recoveryBench: Bench = {
         recovery_after_worker_kill_p95_ms: round(percentile(recovery, 95), 0),
         recovery_worker_start_p50_ms: round(percentile(start, 50), 0),
         recovery_vs_goal_p50: round(p50 / GOAL_MS),
+        // What the kill cost each run over its uninterrupted twin (waits and work redone; not the steps still to run).
+        recovery_cost_p50_ms: round(percentile(timed.map((c) => c.costMs ?? 0), 50), 0),
         ...(promotion.length > 0 ? { promotion_recovery_after_worker_kill_p50_ms: round(percentile(promotion, 50), 0) } : {}),
       };
     } finally {

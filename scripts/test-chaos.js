@@ -40,7 +40,7 @@ const width = Math.max(...cells.map((c) => c.workflowType.length), 10);
 const pointWidth = Math.max(...cells.map((c) => c.point.length), 10);
 for (const c of cells) {
   const verdict = c.consistent ? 'consistent' : `NOT consistent: ${c.reason}`;
-  const recovery = c.recoveryMs !== undefined ? `  recovery ${c.recoveryMs} ms` : '';
+  const recovery = c.recoveryMs !== undefined ? `  recovery ${c.recoveryMs} ms, cost ${c.costMs} ms` : '';
   lines.push(`  ${c.workflowType.padEnd(width)}  ${c.point.padEnd(pointWidth)}  ${verdict}${recovery}`);
 }
 // Issue 9's figure: p50 over every cell of the matrix. Beside it the promotion cells apart, whose recovery also counts
@@ -54,6 +54,10 @@ if (allRecoveries.length > 0) {
   lines.push('', `recovery_after_worker_kill_p50_ms: ${p50(allRecoveries)} (over ${allRecoveries.length} cells; goal <= 3000)`);
 }
 if (runRecoveries.length > 0) lines.push(`  tool and migration cells: ${p50(runRecoveries)} (over ${runRecoveries.length})`);
+// What a kill cost each run: its start-to-result time over the uninterrupted run's (the waits, and work done again),
+// without the steps still to run that the recovery time above also counts.
+const costs = timedCells.map((c) => c.costMs).filter((v) => typeof v === 'number');
+if (costs.length > 0) lines.push(`recovery_cost_p50_ms: ${p50(costs)} (the run's time over the uninterrupted run's, over ${costs.length} cells)`);
 if (promotionRecoveries.length > 0) {
   lines.push(`  promotion_recovery_after_worker_kill_p50_ms: ${p50(promotionRecoveries)} (over ${promotionRecoveries.length}; the stages still to run included)`);
 }

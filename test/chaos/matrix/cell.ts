@@ -22,6 +22,8 @@ export interface RunRecord {
   recoveryMs?: number;
   /** From the fresh worker saying it polls to the run's result (only with a fault). */
   readyToEndMs?: number;
+  /** From the run's start to its result, with or without a fault. */
+  runMs: number;
 }
 
 /** One cell of the matrix: a scenario, a fault point, and whether the end state matched the uninterrupted run. */
@@ -33,6 +35,8 @@ export interface CellReport {
   reason?: string;
   recoveryMs?: number;
   readyToEndMs?: number;
+  /** What the kill cost the run: its start-to-result time over the uninterrupted run's (work redone and waits). */
+  costMs?: number;
 }
 
 const STEP_TIMEOUT_MS = 90_000;
@@ -101,13 +105,16 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
     await within(STEP_TIMEOUT_MS, 'the setup', scenario.setup(forge, space));
     let result: Promise<RunResult>;
     let restartedAt: number | undefined;
+    let runStartedAt = 0;
     let readyAt: number | undefined;
     let survivors: Promise<string[]> = Promise.resolve([]);
     const external = point === undefined ? undefined : scenario.externalKills?.[point];
     if (point === undefined) {
+      runStartedAt = performance.now();
       result = scenario.run(forge, space);
     } else if (external) {
       const target = worker;
+      runStartedAt = performance.now();
       result = scenario.run(forge, space);
       const first = await within(
         STEP_TIMEOUT_MS,
@@ -130,6 +137,7 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
       await stopWorker(worker);
       worker = await startForgeWorker({ ...env, FORGE_FAULT_KILL_AT: `${scenario.workflowType}:${point}` });
       const armed = worker;
+      runStartedAt = performance.now();
       result = scenario.run(forge, space);
       const first = await within(
         STEP_TIMEOUT_MS,
@@ -157,6 +165,7 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
       leftovers: [...leftoversIn(sandboxTmp), ...((await scenario.leftovers?.(space)) ?? [])],
       recoveryMs: restartedAt === undefined ? undefined : Math.round(endedAt - restartedAt),
       readyToEndMs: readyAt === undefined ? undefined : Math.round(endedAt - readyAt),
+      runMs: Math.round(endedAt - runStartedAt),
     };
   } finally {
     if (worker) await stopWorker(worker);
@@ -166,7 +175,14 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
 
 /** The cell's verdict: the faulted run against the uninterrupted one. */
 export function judgeCell(scenario: Scenario, point: string, baseline: RunRecord, faulted: RunRecord): CellReport {
-  const base = { workflowType: scenario.workflowType, scenario: scenario.label, point, recoveryMs: faulted.recoveryMs, readyToEndMs: faulted.readyToEndMs };
+  const base = {
+    workflowType: scenario.workflowType,
+    scenario: scenario.label,
+    point,
+    recoveryMs: faulted.recoveryMs,
+    readyToEndMs: faulted.readyToEndMs,
+    costMs: faulted.runMs - baseline.runMs,
+  };
   const a = JSON.stringify(baseline.outcome);
   const b = JSON.stringify(faulted.outcome);
   const reason =
