@@ -15,6 +15,8 @@ export interface HttpServeOptions {
   port: number;
   /** Every request must carry `Authorization: Bearer <token>`. */
   token: string;
+  /** A session no request has used for this long is closed (a client that went away without DELETE). Default 30 min. */
+  idleSessionMs?: number;
 }
 
 export interface HttpMcpServer {
@@ -28,7 +30,17 @@ export interface HttpMcpServer {
  */
 export async function serveHttp(mcp: ForgeMcp, options: HttpServeOptions): Promise<HttpMcpServer> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  /** When each session was last used; a session with a request or stream open (open > 0) is in use, however long. */
+  const lastSeen = new Map<string, number>();
+  const open = new Map<string, number>();
   const expected = digest(options.token);
+  const idleMs = options.idleSessionMs ?? 30 * 60_000;
+  const sweep = setInterval(() => {
+    for (const [id, at] of lastSeen) {
+      if (!open.get(id) && Date.now() - at > idleMs) void sessions.get(id)?.close().catch(() => undefined);
+    }
+  }, Math.min(idleMs, 60_000));
+  sweep.unref();
   let allowedHosts: Set<string> | undefined;
 
   const http = createServer((req, res) => {
@@ -52,17 +64,33 @@ export async function serveHttp(mcp: ForgeMcp, options: HttpServeOptions): Promi
     if (body instanceof Error) return reply(res, 400, jsonRpcError(-32700, `parse error: ${body.message}`));
     const sessionId = req.headers['mcp-session-id'];
     const existing = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
-    if (existing) return existing.handleRequest(req, res, body);
+    if (existing) {
+      const id = sessionId as string;
+      // The standalone GET stream (where list_changed travels) stays open while a client listens: that is use too.
+      open.set(id, (open.get(id) ?? 0) + 1);
+      res.once('close', () => {
+        if (!sessions.has(id)) return;
+        open.set(id, Math.max(0, (open.get(id) ?? 1) - 1));
+        lastSeen.set(id, Date.now());
+      });
+      return existing.handleRequest(req, res, body);
+    }
     if (sessionId !== undefined || req.method !== 'POST' || !isInitializeRequest(body)) {
       // An unknown session (the server restarted, or the session was closed) is 404, which tells a client to start anew.
       return reply(res, sessionId !== undefined ? 404 : 400, jsonRpcError(-32000, sessionId !== undefined ? 'unknown session' : 'no session: send initialize first'));
     }
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, transport),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport);
+        lastSeen.set(id, Date.now());
+      },
     });
     transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
+      if (!transport.sessionId) return;
+      sessions.delete(transport.sessionId);
+      lastSeen.delete(transport.sessionId);
+      open.delete(transport.sessionId);
     };
     await mcp.createServer().connect(transport);
     await transport.handleRequest(req, res, body);
@@ -78,6 +106,7 @@ export async function serveHttp(mcp: ForgeMcp, options: HttpServeOptions): Promi
   return {
     url: `http://${shownHost}:${port}${MCP_HTTP_PATH}`,
     async close() {
+      clearInterval(sweep);
       await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));

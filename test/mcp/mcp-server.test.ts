@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -360,6 +361,22 @@ describe('forge mcp --http', () => {
     const right = await fetch(server.url, { method: 'POST', headers: { ...headers, Authorization: `Bearer ${TOKEN}` }, body: initialize });
     expect(right.status).toBe(200);
     await right.body?.cancel();
+  });
+
+  test('a request naming another Host (DNS rebinding from a web page) is refused with 403, even with the token', async () => {
+    const { port } = new URL(server.url);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { Host: `evil.example:${port}`, Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        },
+      );
+      req.once('error', reject);
+      req.end('{}');
+    });
+    expect(status).toBe(403);
   });
 
   test('deploy_tool → list_changed → the new tool is listed and callable → rollback_tool → list_changed', async () => {
