@@ -65,8 +65,10 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'deploy_tool',
     description:
-      'Deploy a tool: a TypeScript module exporting {name, description, inputSchema (zod), execute} is compiled, tested in a ' +
-      'bounded sandbox with testInput, persisted as a new version and made active, so it appears as an MCP tool of its own. ' +
+      'Deploy a tool: a TypeScript module is compiled, tested in a bounded sandbox with testInput, persisted as a new ' +
+      'version and made active, so it appears as an MCP tool of its own. The module: `import { z } from \'zod\'; export ' +
+      "default { name: 'my_tool' /* equal to the name deployed */, description: '...', inputSchema: z.object({ n: " +
+      'z.number() }), async execute(input, signal) { return { ... } /* JSON */ } };` (any installed package may be imported). ' +
       'A rejection says the stage (validate, compile, test), the verdict, a message and, for compile errors, the location. ' +
       'The same content deploys once (idempotent).',
     input: z.object({
