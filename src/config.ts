@@ -99,6 +99,11 @@ export interface ForgeConfig {
     /** How often the schedule runs (FORGE_REVERIFY_INTERVAL: `90s`, `30m`, `1h`, `1d` or milliseconds; default 1h). */
     intervalMs: number;
     /**
+     * Whether this platform creates or updates the schedule at start (FORGE_REVERIFY_INTERVAL=off: it leaves the
+     * schedule alone, e.g. a worker that must not retarget the namespace-wide schedule to its own task queue).
+     */
+    schedule: boolean;
+    /**
      * Tests a run keeps in flight (FORGE_REVERIFY_PARALLELISM; default twice FORGE_SANDBOX_CONCURRENCY, which keeps the
      * sandbox queue fed while results travel back). 1 makes a run strictly one test after another.
      */
@@ -331,7 +336,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     metrics: readMetrics(env),
     readApi: nonEmpty(env.FORGE_API_ADDRESS)?.toLowerCase() === 'off' ? {} : { address: read(env, 'FORGE_API_ADDRESS', metricsAddress, '127.0.0.1:0') },
     reverify: {
-      intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h'),
+      ...(nonEmpty(env.FORGE_REVERIFY_INTERVAL)?.toLowerCase() === 'off'
+        ? { intervalMs: read({}, 'FORGE_REVERIFY_INTERVAL', interval, '1h'), schedule: false }
+        : { intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h'), schedule: true }),
       parallelism: read(env, 'FORGE_REVERIFY_PARALLELISM', int(1, 4096), String(sandboxConcurrency * 2)),
     },
     mcp: { token: readOptional(env, 'FORGE_MCP_TOKEN', mcpToken) },

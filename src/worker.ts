@@ -195,7 +195,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A stage is a process tree of compilers and test runners: as many at once as sandbox runs.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
     });
-    if (options.reverifySchedule !== false) {
+    if (options.reverifySchedule !== false && !config.reverify.schedule) {
+      log('forge: FORGE_REVERIFY_INTERVAL=off: the forge-reverify schedule is left as it is');
+    } else if (options.reverifySchedule !== false) {
       // Not fatal: the workers serve deployments without it, and the next start tries again.
       await ensureReverifySchedule(new Client({ connection, namespace }), config).then(
         (done) => log(`forge: schedule forge-reverify ${done} (every ${config.reverify.intervalMs / 1000} s)`),

@@ -1,73 +1,32 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { findFreePort } from '../../src/platform/free-port';
-import { processesMarkedWith } from '../helpers/processes';
 import { createServer } from 'node:net';
-import { cliEnv, FORGE_BIN, ROOT, runForge, runForgeJson, TOOL_FIXTURES } from './run-cli';
+import path from 'node:path';
+import { startForgeUp, type ForgeUp } from './forge-up';
+import { cliEnv, runForge, runForgeJson, TOOL_FIXTURES } from './run-cli';
 
 /**
  * What an operator sees of a running `forge up`: its terminal (one line per run outcome, no stack for a verdict),
  * `forge runs`, and the Prometheus endpoint at FORGE_METRICS_ADDRESS.
  * One platform for the whole suite (2 cores shared): the tests run in order on it.
  */
-let child: ChildProcess;
+let up: ForgeUp;
 let home: string;
-let stderr = '';
 let clientEnv: NodeJS.ProcessEnv;
 let metricsUrl: string;
 
 beforeAll(async () => {
-  home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-operator-test-'));
-  const port = await findFreePort();
-  const metricsPort = await findFreePort();
-  metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-  const env = cliEnv({
-    FORGE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-    FORGE_HOME: home,
-    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
-    FORGE_TEMPORAL_PORT: String(port),
-    FORGE_UI_PORT: String(await findFreePort()),
-  });
-  child = spawn(process.execPath, [FORGE_BIN, 'up'], { env, cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const deadline = Date.now() + 60_000;
-  while (!stdout.includes('Forge is up.')) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`forge up exited early:\n${stdout}\n${stderr}`);
-    if (Date.now() > deadline) throw new Error(`forge up did not come up in 60 s:\n${stdout}\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  clientEnv = cliEnv({ TEMPORAL_ADDRESS: `127.0.0.1:${port}`, FORGE_HOME: home, FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools') });
+  up = await startForgeUp('forge-operator-test-');
+  ({ home, clientEnv, metricsUrl } = up);
 }, 90_000);
 
-afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    process.kill(child.pid!, 'SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-    clearTimeout(timer);
-  }
-  for (const p of processesMarkedWith(home)) {
-    try {
-      process.kill(p.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  rmSync(home, { recursive: true, force: true });
-});
+afterAll(() => up?.stop());
 
 /** Waits until forge up's stderr has a line matching `pattern` (the outcome line is logged as the run ends). */
 async function stderrLine(pattern: RegExp, ms = 10_000): Promise<string> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const line = stderr.split('\n').find((l) => pattern.test(l));
+    const line = up.stderr().split('\n').find((l) => pattern.test(l));
     if (line) return line;
-    if (Date.now() > deadline) throw new Error(`no stderr line matches ${pattern}:\n${stderr}`);
+    if (Date.now() > deadline) throw new Error(`no stderr line matches ${pattern}:\n${up.stderr()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -81,20 +40,20 @@ test('a rejected deployment is one line in the forge up terminal, with no stack;
 
   const line = await stderrLine(new RegExp(`^forge: ${escape(workflowId)} `));
   expect(line).toMatch(new RegExp(`^forge: ${escape(workflowId)} rejected at test \\(${verdict}\\): .+`));
-  expect(stderr.split('\n').filter((l) => l.includes(workflowId))).toEqual([line]);
+  expect(up.stderr().split('\n').filter((l) => l.includes(workflowId))).toEqual([line]);
 
   const good = await runForgeJson(['deploy', path.join(TOOL_FIXTURES, 'celsius_to_fahrenheit.ts'), '--test-input', '{"celsius":100}'], { env: clientEnv });
   expect(good.json).toMatchObject({ status: 'active', version: 1 });
   expect(await stderrLine(new RegExp(`^forge: ${escape(good.json.workflowId as string)} `))).toContain(' active: v1 of celsius_to_fahrenheit is active');
 
   // The SDK's "Activity failed" warning and its stack are gone: a verdict is not a fault.
-  expect(stderr).not.toContain('Activity failed');
-  expect(stderr).not.toContain('Workflow failed');
-  expect(stderr).not.toMatch(/\n\s+at /);
+  expect(up.stderr()).not.toContain('Activity failed');
+  expect(up.stderr()).not.toContain('Workflow failed');
+  expect(up.stderr()).not.toMatch(/\n\s+at /);
 }, 60_000);
 
 test("/metrics: Temporal's runtime metrics and Forge's counters by outcome, verdicts by status, stage durations", async () => {
-  expect(stderr).toContain(`forge: Prometheus metrics at ${metricsUrl}`);
+  expect(up.stderr()).toContain(`forge: Prometheus metrics at ${metricsUrl}`);
   // Workflow metrics reach the exporter through the worker's sink after the activation: poll briefly.
   let text = '';
   const deadline = Date.now() + 10_000;

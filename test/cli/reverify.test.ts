@@ -1,10 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { findFreePort } from '../../src/platform/free-port';
-import { processesMarkedWith } from '../helpers/processes';
-import { cliEnv, FORGE_BIN, ROOT, runForge, runForgeJson } from './run-cli';
+import { startForgeUp, type ForgeUp } from './forge-up';
+import { runForge, runForgeJson } from './run-cli';
 
 /**
  * `forge reverify` as an operator runs it against `forge up` (its own dev server, so the namespace-wide
@@ -13,61 +10,22 @@ import { cliEnv, FORGE_BIN, ROOT, runForge, runForgeJson } from './run-cli';
  * (its branch verified, every stage passing); the quarantine counted at /metrics. The tests run in order on one
  * platform (2 cores shared).
  */
-let child: ChildProcess;
+let up: ForgeUp;
 let home: string;
-let stderr = '';
 let clientEnv: NodeJS.ProcessEnv;
 let metricsUrl: string;
 const pkg = () => path.join(home, 'pkg');
 const lib = () => path.join(pkg(), 'lib.mjs');
 
 beforeAll(async () => {
-  home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-cli-reverify-'));
-  chmodSync(home, 0o755);
-  const port = await findFreePort();
-  const metricsPort = await findFreePort();
-  metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-  const env = cliEnv({
-    FORGE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-    FORGE_HOME: home,
-    FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
-    FORGE_TEMPORAL_PORT: String(port),
-    FORGE_UI_PORT: String(await findFreePort()),
-    FORGE_REVERIFY_INTERVAL: '2h',
-  });
-  child = spawn(process.execPath, [FORGE_BIN, 'up'], { env, cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  const deadline = Date.now() + 60_000;
-  while (!stdout.includes('Forge is up.')) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`forge up exited early:\n${stdout}\n${stderr}`);
-    if (Date.now() > deadline) throw new Error(`forge up did not come up in 60 s:\n${stdout}\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  clientEnv = cliEnv({ TEMPORAL_ADDRESS: `127.0.0.1:${port}`, FORGE_HOME: home, FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools') });
+  up = await startForgeUp('forge-cli-reverify-', { FORGE_REVERIFY_INTERVAL: '2h' });
+  ({ home, clientEnv, metricsUrl } = up);
   // The package the tools import, readable by the sandbox's own user.
   mkdirSync(pkg(), { mode: 0o755 });
   writeFileSync(lib(), 'export function scale(n) { return n * 2; }\n', { mode: 0o644 });
 }, 90_000);
 
-afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    process.kill(child.pid!, 'SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-    clearTimeout(timer);
-  }
-  for (const p of processesMarkedWith(home)) {
-    try {
-      process.kill(p.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  rmSync(home, { recursive: true, force: true });
-});
+afterAll(() => up?.stop());
 
 test('forge reverify shows the schedule; --pause and --resume change it, and the text says so', async () => {
   const shown = await runForgeJson(['reverify'], { env: clientEnv });

@@ -87,6 +87,13 @@ describe('loadConfig', () => {
     expect(err.message).toContain(name);
   });
 
+  test('FORGE_REVERIFY_INTERVAL: a duration makes the schedule run that often; off leaves the schedule alone', () => {
+    expect(loadConfig({ FORGE_REVERIFY_INTERVAL: '30m' }).reverify).toMatchObject({ intervalMs: 1_800_000, schedule: true });
+    expect(loadConfig({}).reverify).toMatchObject({ intervalMs: 3_600_000, schedule: true });
+    expect(loadConfig({ FORGE_REVERIFY_INTERVAL: 'off' }).reverify).toMatchObject({ schedule: false });
+    expect(() => loadConfig({ FORGE_REVERIFY_INTERVAL: 'sometimes' })).toThrow(ConfigError);
+  });
+
   test('a bad DATABASE_URL is reported without echoing it (it may hold a password)', () => {
     const err = configError({ DATABASE_URL: 'http://user:hunter2@db/forge' });
     expect(err.message).not.toContain('hunter2');

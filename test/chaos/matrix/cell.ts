@@ -75,6 +75,9 @@ export function createCellPlatform(temporal: TestWorkflowEnvironment, scenario?:
     FORGE_TASK_QUEUE_SANDBOX: `chaos-sandbox-${suffix}`,
     // Promotions too get queues of their own (the host queue is `<this>@<host>`): no other cell's worker takes a step.
     FORGE_TASK_QUEUE_PROMOTE: `chaos-promote-${suffix}`,
+    // The namespace-wide forge-reverify schedule fires at the top of each hour: a cell's worker must not make it start
+    // runs on the cell's queue (load-with-faults once found a scheduled run's worktree in its repository at 16:00).
+    FORGE_REVERIFY_INTERVAL: 'off',
     TEMPORAL_ADDRESS: temporal.connection.options.address,
     TEMPORAL_NAMESPACE: temporal.namespace ?? 'default',
     ...scenario?.env?.(home),
