@@ -1,4 +1,5 @@
 import type { ForgeConfig } from '../config';
+import type { ForgeDatabase } from '../db';
 import { startPlatform, untilSignal } from '../platform/run-platform';
 import { installForgeRuntime } from '../platform/telemetry';
 import { ExitCode } from './exit-codes';
@@ -12,16 +13,24 @@ export async function runUntilSignal(
   config: ForgeConfig,
   embeddedTemporal: boolean,
   announce: (p: { address: string; uiUrl?: string }) => void,
+  /** The database, already opening (see up.ts): it opens in a thread of its own while this module loads. */
+  database?: Promise<ForgeDatabase>,
 ): Promise<void> {
   // Before anything creates the Runtime: the SDK's INFO chatter stays out of the terminal, one line per run outcome,
   // and the Prometheus endpoint (Temporal's metrics and Forge's) comes up with it.
-  const runtime = installForgeRuntime({ metrics: config.metrics });
+  let runtime: ReturnType<typeof installForgeRuntime>;
+  try {
+    runtime = installForgeRuntime({ metrics: config.metrics });
+  } catch (err) {
+    await database?.then((d) => d.close()).catch(() => undefined);
+    throw err;
+  }
   if (runtime.metricsAddress) process.stderr.write(`forge: Prometheus metrics at http://${runtime.metricsAddress}/metrics\n`);
   if (runtime.metricsUnavailable) {
     process.stderr.write(`forge: no metrics: ${runtime.metricsUnavailable}; set FORGE_METRICS_ADDRESS to another host:port (or off)\n`);
   }
   const signalled = untilSignal();
-  const platform = await startPlatform({ config, embeddedTemporal });
+  const platform = await startPlatform({ config, embeddedTemporal, database });
   announce(platform);
   const ended = await Promise.race([signalled.then((s) => ({ signal: s })), platform.done.then(() => ({ signal: undefined }))]).catch(
     (err: Error) => ({ signal: undefined, error: err }),

@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import type { ForgeConfig } from '../config';
-import { openDatabase } from '../db';
+import { openDatabase, type ForgeDatabase } from '../db';
 import { createForgeWorkers } from '../worker';
 import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
 import { startDevServer, type DevServer } from './dev-server';
@@ -10,6 +10,8 @@ export interface PlatformOptions {
   config: ForgeConfig;
   /** Start the embedded Temporal dev server (forge up), or connect to the configured one (forge worker). */
   embeddedTemporal: boolean;
+  /** The database, already opening (a worker restarted after a crash opens it while its modules load); else opened here. */
+  database?: Promise<ForgeDatabase>;
   log?: (line: string) => void;
 }
 
@@ -30,6 +32,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const { config } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const undo: (() => Promise<void>)[] = [];
+  let databaseTaken = false;
   const stopAll = async () => {
     for (const step of undo.reverse()) await step().catch((err: Error) => log(`forge: while stopping: ${err.message}`));
     undo.length = 0;
@@ -50,8 +53,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     });
     const db = config.database;
     log(`forge: opening the database (${db.kind === 'postgres' ? 'PostgreSQL from DATABASE_URL' : `embedded PGlite in ${db.dataDir}`}) ...`);
-    const database = await openDatabase(config);
-    undo.push(() => database.close());
+    const opening = options.database ?? openDatabase(config);
+    // Closed by the undo list from here on; should an earlier step fail, the catch below closes it.
+    undo.push(() => opening.then((d) => d.close()));
+    databaseTaken = true;
+    const database = await opening;
     await handedBack;
     const workers = await createForgeWorkers({ config, connection, namespace, database, log });
     const done = workers.run();
@@ -65,6 +71,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     return { address, uiUrl: server?.uiUrl, done, stop: stopAll };
   } catch (err) {
     await stopAll();
+    // A database opened ahead (options.database) that no step took yet is closed too.
+    if (options.database && !databaseTaken) await options.database.then((d) => d.close()).catch(() => undefined);
     throw err;
   }
 }
