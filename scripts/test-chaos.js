@@ -53,7 +53,7 @@ const promotionRecoveries = timedCells.filter((c) => c.workflowType === 'promote
 if (allRecoveries.length > 0) {
   lines.push('', `recovery_after_worker_kill_p50_ms: ${p50(allRecoveries)} (over ${allRecoveries.length} cells; goal <= 3000)`);
 }
-if (runRecoveries.length > 0) lines.push(`  tool and migration cells: ${p50(runRecoveries)} (over ${runRecoveries.length})`);
+if (runRecoveries.length > 0) lines.push(`  every cell but the promotions': ${p50(runRecoveries)} (over ${runRecoveries.length})`);
 // What a kill cost each run: its start-to-result time over the uninterrupted run's (the waits, and work done again),
 // without the steps still to run that the recovery time above also counts.
 const costs = timedCells.map((c) => c.costMs).filter((v) => typeof v === 'number');
