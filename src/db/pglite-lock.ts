@@ -1,33 +1,6 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { liveProcess } from '../platform/live-process';
 import { DatabaseOpenError } from './errors';
-
-/**
- * Whether `pid` is a process that may still hold the database. A killed worker stays a zombie until its parent reaps
- * it (a supervisor restarting it within a second or two, a shell that has not waited yet): it exists for kill(0), but
- * its memory and files are gone, so it holds nothing.
- */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else.
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  return !isZombie(pid);
-}
-
-/** Linux: state Z (zombie) or X (dead) in /proc/PID/stat; false where /proc cannot say. */
-function isZombie(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return false;
-  }
-  // "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'.
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return state === 'Z' || state === 'X';
-}
 
 /**
  * PGlite is one Postgres backend inside one process: two processes opening the same data directory would corrupt
@@ -50,7 +23,7 @@ export function lockDataDir(lockFile: string): () => void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number.parseInt(readFileSync(lockFile, 'utf8'), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
+      if (Number.isInteger(holder) && holder !== process.pid && liveProcess(holder) !== undefined) {
         throw new DatabaseOpenError(
           `The embedded database is already open in process ${holder} (${lockFile}). With PGlite only the worker ` +
             'process opens it; other processes reach state through Temporal, or set DATABASE_URL to use PostgreSQL.',

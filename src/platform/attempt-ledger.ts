@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ActivityNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import { liveProcess } from './live-process';
 
 /*
  * When a worker dies (SIGKILL, the OOM killer, a crash), Temporal learns that the activity attempts it was running are
@@ -34,26 +34,13 @@ interface AttemptRecord {
 }
 
 /**
- * A process's identity that a reused pid cannot fake: its pid and its start time (in clock ticks since boot, from
- * /proc), or undefined when it is gone or a zombie (a SIGKILLed worker its parent has not reaped yet is dead).
- * Without /proc (macOS), any live process with the pid counts as the same one: a reused pid only delays the handing
- * back to the heartbeat timeout, as without this ledger.
+ * A process's identity that a reused pid cannot fake: its pid and its start time (liveProcess), or undefined when it
+ * is gone or a zombie. Without /proc (macOS), any live process with the pid counts as the same one: a reused pid only
+ * delays the handing back to the heartbeat timeout, as without this ledger.
  */
 function processIdentity(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name, which may hold spaces and parentheses: state is the 3rd field, starttime the 22nd.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[0] === 'Z' || fields[0] === 'X' ? undefined : `${pid}.${fields[19]}`;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || process.platform === 'linux') return undefined;
-    try {
-      process.kill(pid, 0);
-      return `${pid}.0`;
-    } catch {
-      return undefined;
-    }
-  }
+  const live = liveProcess(pid);
+  return live && `${pid}.${live.startTime ?? 0}`;
 }
 
 /**

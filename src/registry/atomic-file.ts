@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { link, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { liveProcess } from '../platform/live-process';
 
 /**
  * Writes `data` to a fresh temp file beside `target` (same directory, hence the same file system, so the later
@@ -97,18 +97,7 @@ const TEMP_FILE = /^\..+\.(\d+)\.[0-9a-f]{12}\.tmp$/;
 
 /** Whether the process `pid` has ended (gone, or a zombie its parent has not reaped yet). */
 function writerEnded(pid: number): boolean {
-  if (pid === process.pid) return false;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    try {
-      process.kill(pid, 0);
-      return false;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'ESRCH';
-    }
-  }
+  return pid !== process.pid && liveProcess(pid) === undefined;
 }
 
 /**
