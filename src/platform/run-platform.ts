@@ -32,11 +32,17 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const { config } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const undo: (() => Promise<void>)[] = [];
-  let databaseTaken = false;
   const stopAll = async () => {
     for (const step of undo.reverse()) await step().catch((err: Error) => log(`forge: while stopping: ${err.message}`));
     undo.length = 0;
   };
+  // The database opens first (or is already opening: see up.ts), in its own thread, while the dev server starts and the
+  // connection is made; it is closed last, whatever fails. Its failure is reported where it is awaited below.
+  const db = config.database;
+  log(`forge: opening the database (${db.kind === 'postgres' ? 'PostgreSQL from DATABASE_URL' : `embedded PGlite in ${db.dataDir}`}) ...`);
+  const opening = options.database ?? openDatabase(config);
+  opening.catch(() => undefined);
+  undo.push(() => opening.then((d) => d.close(), () => undefined));
   try {
     let server: DevServer | undefined;
     if (options.embeddedTemporal) {
@@ -51,12 +57,6 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       if (r.attempts.length > 0) log(`forge: handed back ${r.attempts.length} attempt(s) a dead worker of this host was running: ${r.attempts.join('; ')}`);
       for (const e of r.errors) log(`forge: could not hand back ${e} (its heartbeat timeout will)`);
     });
-    const db = config.database;
-    log(`forge: opening the database (${db.kind === 'postgres' ? 'PostgreSQL from DATABASE_URL' : `embedded PGlite in ${db.dataDir}`}) ...`);
-    const opening = options.database ?? openDatabase(config);
-    // Closed by the undo list from here on; should an earlier step fail, the catch below closes it.
-    undo.push(() => opening.then((d) => d.close()));
-    databaseTaken = true;
     const database = await opening;
     await handedBack;
     const workers = await createForgeWorkers({ config, connection, namespace, database, log });
@@ -71,8 +71,6 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     return { address, uiUrl: server?.uiUrl, done, stop: stopAll };
   } catch (err) {
     await stopAll();
-    // A database opened ahead (options.database) that no step took yet is closed too.
-    if (options.database && !databaseTaken) await options.database.then((d) => d.close()).catch(() => undefined);
     throw err;
   }
 }
