@@ -3,7 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { handBackDeadWorkersAttempts } from '../../src/platform/attempt-ledger';
+import { readdir } from 'node:fs/promises';
+import { attemptsDirOf, handBackDeadWorkersAttempts } from '../../src/platform/attempt-ledger';
+import { until } from '../chaos/end-state';
+import { chaosTool } from '../chaos/matrix/scenarios';
+import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 
 /**
  * Which worker directories the hand-back treats as dead (src/platform/attempt-ledger.ts): a process that is gone, a
@@ -47,4 +51,27 @@ const startTime = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').spl
 
 test('no directory yet: nothing to hand back', async () => {
   await expect(handBackDeadWorkersAttempts(path.join(dir, 'missing'), unusedClient)).resolves.toEqual({ workers: 0, attempts: [], errors: [] });
+});
+
+describe('with a real worker and a real run', () => {
+  // The guarantee's other half: a live worker's attempts are never handed back. A hand-back of one would make
+  // Temporal start the step again while it still runs (two sandbox tests, two commits racing).
+  const temporal = useTemporal();
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform(temporal());
+  }, 120_000);
+  afterAll(() => platform?.teardown());
+
+  test('a hand-back while a live worker runs an attempt leaves it alone: the run ends on its first attempt', async () => {
+    const ledger = attemptsDirOf(platform.config.home);
+    const handle = await platform.forge.startDeployTool({ name: 'chaos_tool', source: chaosTool('live'), testInput: { ms: 2_000 } });
+    // The sandbox test's attempt is on file in this process's own directory while it runs.
+    await until(async () => (await readdir(ledger, { recursive: true }).catch(() => [] as string[])).some((f) => f.endsWith('.json')), 20_000, 'the attempt on file');
+    expect(await handBackDeadWorkersAttempts(ledger, platform.env.client)).toEqual({ workers: 0, attempts: [], errors: [] });
+    await expect(handle.result()).resolves.toMatchObject({ status: 'active', version: 1 });
+    const history = await platform.env.client.workflow.getHandle(handle.workflowId, handle.runId).fetchHistory();
+    const started = history.events!.map((e) => e.activityTaskStartedEventAttributes).filter((a) => a);
+    expect(started.map((a) => a!.attempt)).toEqual([1]);
+  }, 60_000);
 });
