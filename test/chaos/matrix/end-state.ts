@@ -17,7 +17,11 @@ export interface EndState {
   agentColumns: string[];
   /** Every file under agent-tools/ with its size (v<N>.json holds a write time, so only its size is compared). */
   agentToolsFiles: string[];
-  /** active.json's tools (name → version); its generation counts publishes, which a retry may add. */
+  /**
+   * active.json's tools (name → version). Not its generation: that follows the events' ids, and a PostgreSQL sequence
+   * skips up to 32 values after a crash (tried: a re-verification cell ended at 45 against 14), while the events
+   * themselves, compared above, happened once each.
+   */
   activeIndex: Record<string, unknown>;
   /** Re-verification's record: one row per test of a run (no durations, no row ids), and what it decided. */
   reverifyResults: string[];
