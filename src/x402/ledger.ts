@@ -165,13 +165,19 @@ export interface Ledger {
    */
   reserveOut(input: ReserveOutInput): Promise<ReserveOutResult>;
   /**
-   * Records the signed authorization's nonce on the run's row. Idempotent (the same nonce again is the row).
-   * @throws LedgerConflictError when the row has another nonce, is final without one, or another `out` row has it.
+   * Records the signed authorization's nonce on the run's row while it is `reserved`. Idempotent (the same nonce again
+   * is the row). A different nonce REPLACES the one there while the row is reserved: a sign step retried after its
+   * result was lost signs anew, and only the payload the workflow recorded is ever sent, so the last one signed is the
+   * one that can pay. Once the row is settled or failed its nonce never changes.
+   * @throws LedgerConflictError when the row is final with another nonce (or none), or another `out` row has it.
    * @throws LedgerRowNotFoundError when no row has `workflowId`.
    */
   attachNonce(workflowId: string, nonce: string): Promise<LedgerTransaction>;
-  /** reserved → settled, with the settlement's tx hash. Idempotent; see {@link LedgerTransition}. */
-  settleOut(workflowId: string, settlement: { txHash: string; payer?: string }): Promise<LedgerTransition>;
+  /**
+   * reserved → settled, with the settlement's tx hash (undefined or '' when none is known: stored as null) and the
+   * payer the facilitator reported. Idempotent; see {@link LedgerTransition}.
+   */
+  settleOut(workflowId: string, settlement: { txHash?: string; payer?: string }): Promise<LedgerTransition>;
   /** reserved → failed, with why; its amount stops counting against the budget. Idempotent; see {@link LedgerTransition}. */
   failOut(workflowId: string, reason: string): Promise<LedgerTransition>;
   /** Records a payment received: one row per nonce, idempotent on it. */
@@ -350,7 +356,7 @@ export function createLedger(database: ForgeDatabase): Ledger {
         [updated] = await txRows(
           db,
           sql`UPDATE ${txTable} SET payment_nonce = ${nonce}, updated_at = clock_timestamp()
-               WHERE workflow_id = ${workflowId} AND direction = 'out' AND status = 'reserved' AND payment_nonce IS NULL
+               WHERE workflow_id = ${workflowId} AND direction = 'out' AND status = 'reserved'
                RETURNING ${txColumns}`,
         );
       } catch (err) {
@@ -370,18 +376,17 @@ export function createLedger(database: ForgeDatabase): Ledger {
       throw new LedgerConflictError(
         row.paymentNonce === null
           ? `The payment of workflow ${workflowId} is ${row.status} without a signature; no nonce can be added to it now.`
-          : `The payment of workflow ${workflowId} was signed with nonce ${row.paymentNonce}, not ${nonce}: a run signs once.`,
+          : `The payment of workflow ${workflowId} is ${row.status} with nonce ${row.paymentNonce}; it cannot take ${nonce} now.`,
         row,
       );
     },
 
     async settleOut(workflowId, settlement) {
       nonEmpty(workflowId, 'workflowId');
-      nonEmpty(settlement.txHash, 'txHash');
       const [updated] = await txRows(
         db,
         sql`UPDATE ${txTable}
-               SET status = 'settled', tx_hash = ${settlement.txHash}, payer = coalesce(${settlement.payer ?? null}, payer),
+               SET status = 'settled', tx_hash = ${settlement.txHash || null}, payer = coalesce(${settlement.payer || null}, payer),
                    settled_at = clock_timestamp(), updated_at = clock_timestamp()
              WHERE workflow_id = ${workflowId} AND direction = 'out' AND status = 'reserved'
              RETURNING ${txColumns}`,

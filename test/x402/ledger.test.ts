@@ -149,8 +149,10 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
     await ledger.reserveOut(out(asset, 'pay/settle', 10n, 1_000n));
     const n = nonce();
     expect((await ledger.attachNonce('pay/settle', n)).paymentNonce).toBe(n);
+    // A sign step retried after its result was lost signs anew: while reserved, the last nonce is the row's.
+    const resigned = nonce();
+    expect((await ledger.attachNonce('pay/settle', resigned)).paymentNonce).toBe(resigned);
     expect((await ledger.attachNonce('pay/settle', n)).paymentNonce).toBe(n);
-    await expect(ledger.attachNonce('pay/settle', nonce())).rejects.toBeInstanceOf(LedgerConflictError);
 
     const settled = await ledger.settleOut('pay/settle', { txHash: '0xaaa', payer: BUYER });
     expect(settled).toMatchObject({ outcome: 'updated', row: { status: 'settled', txHash: '0xaaa', payer: BUYER } });
@@ -158,6 +160,12 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
     const again = await ledger.settleOut('pay/settle', { txHash: '0xbbb' });
     expect(again).toMatchObject({ outcome: 'unchanged', row: { status: 'settled', txHash: '0xaaa', settledAt: settled.row.settledAt } });
     expect(await ledger.failOut('pay/settle', 'late timeout')).toMatchObject({ outcome: 'conflict', row: { status: 'settled', reason: null } });
+    // Final: its nonce stays.
+    await expect(ledger.attachNonce('pay/settle', nonce())).rejects.toBeInstanceOf(LedgerConflictError);
+    expect((await ledger.getOut('pay/settle'))?.paymentNonce).toBe(n);
+    // A settlement known only from the chain may have no tx hash: stored as null.
+    await ledger.reserveOut(out(asset, 'pay/settle-no-hash', 10n, 1_000n));
+    expect(await ledger.settleOut('pay/settle-no-hash', { txHash: '' })).toMatchObject({ outcome: 'updated', row: { status: 'settled', txHash: null } });
 
     await ledger.reserveOut(out(asset, 'pay/fail', 10n, 1_000n));
     expect(await ledger.failOut('pay/fail', 'facilitator said invalid')).toMatchObject({
