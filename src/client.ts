@@ -28,6 +28,7 @@ import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from '.
 import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import type { DeleteToolResult, DeployToolInput, DeployToolResult, ListToolsResult, RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
+import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult } from './contract/pay-runs';
 import {
   MAX_PROMOTION_BYTES,
   MAX_PROMOTION_FILES,
@@ -371,6 +372,32 @@ export class ForgeClient {
   }
 
   /**
+   * Pays for an HTTP resource over x402 through PayWorkflow and waits: `paid` (the response, after a payment settled
+   * exactly once; amount "0" when the resource asked for none), `refused` (the spend policy or the daily budget, naming
+   * the limit and the amounts: nothing signed) or `failed` (the resource could not be paid; the reason says why).
+   * The worker signs with its own wallet: no key passes through this call.
+   */
+  async pay(url: string, options: PayOptions = {}): Promise<PayResult> {
+    const parsed = parseInput(payInputSchema, { url, ...options, onProgress: undefined }, 'pay');
+    const input: PayInput = { ...parsed, maxAmount: parsed.maxAmount === undefined ? undefined : String(parsed.maxAmount) };
+    const target = new URL(parsed.url);
+    const subject = `${target.host}${target.pathname}`;
+    const workflowId = `${PAY_WORKFLOW_PREFIX}${target.host}/${shortId()}`;
+    const handle = await this.call(() =>
+      this.temporal.workflow.start('payWorkflow', {
+        taskQueue: this.taskQueue,
+        workflowId,
+        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+        args: [input],
+        typedSearchAttributes: searchAttributes('pay', subject),
+        staticSummary: `Pay for ${input.method ?? 'GET'} ${subject}`,
+        staticDetails: [`**resource:** ${parsed.url}`, `**method:** ${input.method ?? 'GET'}`, ...(input.maxAmount ? [`**max amount:** ${input.maxAmount}`] : [])].join('\n'),
+      }),
+    );
+    return this.waitWithProgress<PayResult>(handle, options.onProgress, { kind: 'pay', subject });
+  }
+
+  /**
    * Runs re-verification now through the `forge-reverify` schedule and waits for the run's summary: every active
    * tool's stored test again, failures retested, what fails twice quarantined or degraded. A run already under way
    * (the schedule's, or another `reverifyNow`) is joined rather than doubled (the schedule's overlap policy is SKIP).
@@ -701,6 +728,27 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown, method: stri
 }
 
 /** A short, sortable suffix for run IDs that are not derived from content (time, then randomness). */
+/** What `pay` takes besides the URL. */
+export interface PayOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** The most this payment may cost, in base units (lowers the configured per-payment maximum). */
+  maxAmount?: string | bigint | number;
+  onProgress?: ProgressListener;
+}
+
+const payInputSchema = z.object({
+  url: z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL'),
+  method: z.string().regex(/^[A-Z]+$/, 'must be an HTTP method in capitals (GET, POST, ...)').optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.string().max(1024 * 1024, 'must be at most 1 MiB').optional(),
+  maxAmount: z
+    .union([z.string().regex(/^\d{1,78}$/, 'must be a whole number of base units'), z.bigint().nonnegative(), z.number().int().nonnegative()])
+    .optional(),
+  onProgress: z.undefined(),
+});
+
 function shortId(): string {
   return `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 }

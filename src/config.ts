@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -114,6 +115,43 @@ export interface ForgeConfig {
    * to start (stdio needs none: whoever starts the process already holds it).
    */
   mcp: { token?: string };
+  /** x402: paying and selling (README "Payments"). */
+  x402: X402Config;
+}
+
+/** What the worker pays and sells with. */
+export interface X402Config {
+  /**
+   * FORGE_X402_DEV=1: the worker runs the local x402 network itself (anvil, the EIP-3009 token, the official
+   * facilitator), with a funded throwaway wallet, and allows that token; the RPC, facilitator and key below are then
+   * the local network's.
+   */
+  dev: boolean;
+  /** FORGE_X402_RPC_URL: a JSON-RPC endpoint of the chain paid on (reads whether a payment settled). */
+  rpcUrl?: string;
+  /** FORGE_X402_FACILITATOR_URL: the facilitator sales settle through (a hosted one), and discovery asks. */
+  facilitatorUrl?: string;
+  /**
+   * The wallet's private key (FORGE_X402_WALLET_KEY, or the file FORGE_X402_WALLET_KEY_FILE names), read when a
+   * payment is signed. A function, so the key is in no value that could be printed or serialized with the config.
+   */
+  walletKey: () => `0x${string}` | undefined;
+  policy: {
+    /** FORGE_X402_MAX_PER_PAYMENT, base units (default 1000000: 1.00 of a 6-decimals token such as USDC). */
+    maxPerPayment: bigint;
+    /** FORGE_X402_DAILY_BUDGET, base units over any 24 hours (default 10000000). */
+    dailyBudget: bigint;
+    /** FORGE_X402_ALLOWED_PAYEES: comma list of addresses; empty, any. */
+    allowedPayees: string[];
+    /** FORGE_X402_ALLOWED_NETWORKS: comma list of CAIP-2 networks; empty, any EVM network. */
+    allowedNetworks: string[];
+    /** FORGE_X402_ALLOWED_ASSETS: comma list of token addresses; empty, none (with FORGE_X402_DEV, the local token). */
+    allowedAssets: string[];
+  };
+  /** FORGE_X402_SELL_ADDRESS: where the worker serves the tools it sells (default 127.0.0.1:0; `off`: no seller). */
+  sellAddress?: string;
+  /** FORGE_X402_PAY_TO: the address sales are paid to (default the wallet's own address). */
+  payTo?: string;
 }
 
 /**
@@ -228,6 +266,18 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_REVERIFY_INTERVAL',
   'FORGE_REVERIFY_PARALLELISM',
   'FORGE_MCP_TOKEN',
+  'FORGE_X402_DEV',
+  'FORGE_X402_RPC_URL',
+  'FORGE_X402_FACILITATOR_URL',
+  'FORGE_X402_WALLET_KEY',
+  'FORGE_X402_WALLET_KEY_FILE',
+  'FORGE_X402_MAX_PER_PAYMENT',
+  'FORGE_X402_DAILY_BUDGET',
+  'FORGE_X402_ALLOWED_PAYEES',
+  'FORGE_X402_ALLOWED_NETWORKS',
+  'FORGE_X402_ALLOWED_ASSETS',
+  'FORGE_X402_SELL_ADDRESS',
+  'FORGE_X402_PAY_TO',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
@@ -342,5 +392,65 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       parallelism: read(env, 'FORGE_REVERIFY_PARALLELISM', int(1, 4096), String(sandboxConcurrency * 2)),
     },
     mcp: { token: readOptional(env, 'FORGE_MCP_TOKEN', mcpToken) },
+    x402: readX402(env),
+  };
+}
+
+const baseUnits = z.string().regex(/^\d{1,78}$/, 'must be a whole number of base units (e.g. 1000000 for 1.00 of a 6-decimals token)').transform(BigInt);
+const evmAddress = /^0x[0-9a-fA-F]{40}$/;
+const addresses = z
+  .string()
+  .transform(commaList)
+  .pipe(z.array(z.string().regex(evmAddress, 'every entry must be a 0x address of 40 hex digits')))
+  .transform((list) => list.map((a) => a.toLowerCase()));
+const networks = z
+  .string()
+  .transform(commaList)
+  .pipe(z.array(z.string().regex(/^eip155:\d+$/, 'every entry must be an EVM network in CAIP-2 form, e.g. eip155:8453')));
+const httpUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), { message: 'must be an http:// or https:// URL' });
+const privateKey = /^0x[0-9a-fA-F]{64}$/;
+
+/** The x402 settings; the wallet key is validated now (a bad key is a start-up error) but only kept in a closure. */
+function readX402(env: NodeJS.ProcessEnv): X402Config {
+  const keyFile = readOptional(env, 'FORGE_X402_WALLET_KEY_FILE', z.string().transform((p) => path.resolve(p)));
+  const inline = nonEmpty(env.FORGE_X402_WALLET_KEY);
+  if (inline !== undefined && keyFile !== undefined) {
+    throw new ConfigError('FORGE_X402_WALLET_KEY and FORGE_X402_WALLET_KEY_FILE are both set: set one', 'FORGE_X402_WALLET_KEY');
+  }
+  let key: `0x${string}` | undefined;
+  if (inline !== undefined) {
+    if (!privateKey.test(inline)) throw new ConfigError('FORGE_X402_WALLET_KEY is invalid: must be 0x and 64 hex digits (value hidden)', 'FORGE_X402_WALLET_KEY');
+    key = inline as `0x${string}`;
+  } else if (keyFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(keyFile, 'utf8').trim();
+    } catch (err) {
+      throw new ConfigError(`FORGE_X402_WALLET_KEY_FILE=${JSON.stringify(keyFile)} cannot be read: ${(err as Error).message}`, 'FORGE_X402_WALLET_KEY_FILE');
+    }
+    if (!privateKey.test(text)) {
+      throw new ConfigError(`FORGE_X402_WALLET_KEY_FILE=${JSON.stringify(keyFile)} does not hold a key: it must be 0x and 64 hex digits (contents hidden)`, 'FORGE_X402_WALLET_KEY_FILE');
+    }
+    key = text as `0x${string}`;
+  }
+  const passthrough = parse('FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, nonEmpty(env.FORGE_SANDBOX_ENV_PASSTHROUGH) ?? '');
+  const leak = passthrough.find((name) => name === 'FORGE_X402_WALLET_KEY' || name === 'FORGE_X402_WALLET_KEY_FILE');
+  if (leak) throw new ConfigError(`FORGE_SANDBOX_ENV_PASSTHROUGH may not pass ${leak} to tools: the wallet key is the worker's alone`, 'FORGE_SANDBOX_ENV_PASSTHROUGH');
+  const sell = nonEmpty(env.FORGE_X402_SELL_ADDRESS);
+  const payTo = readOptional(env, 'FORGE_X402_PAY_TO', z.string().regex(evmAddress, 'must be a 0x address of 40 hex digits'));
+  return {
+    dev: read(env, 'FORGE_X402_DEV', z.enum(['0', '1', 'true', 'false']), '0') === '1' || env.FORGE_X402_DEV === 'true',
+    rpcUrl: readOptional(env, 'FORGE_X402_RPC_URL', httpUrl),
+    facilitatorUrl: readOptional(env, 'FORGE_X402_FACILITATOR_URL', httpUrl),
+    walletKey: () => key,
+    policy: {
+      maxPerPayment: read(env, 'FORGE_X402_MAX_PER_PAYMENT', baseUnits, '1000000'),
+      dailyBudget: read(env, 'FORGE_X402_DAILY_BUDGET', baseUnits, '10000000'),
+      allowedPayees: read(env, 'FORGE_X402_ALLOWED_PAYEES', addresses, ''),
+      allowedNetworks: read(env, 'FORGE_X402_ALLOWED_NETWORKS', networks, ''),
+      allowedAssets: read(env, 'FORGE_X402_ALLOWED_ASSETS', addresses, ''),
+    },
+    sellAddress: sell?.toLowerCase() === 'off' ? undefined : read(env, 'FORGE_X402_SELL_ADDRESS', metricsAddress, '127.0.0.1:0'),
+    payTo,
   };
 }

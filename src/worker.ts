@@ -23,6 +23,9 @@ import { materializeActiveTools, writeToolVersion } from './registry/materialize
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
+import { createPayActivities } from './activities/pay-activities';
+import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from './x402/ledger';
+import { startX402Runtime } from './x402/runtime';
 
 /** The workflow bundle `npm run build` writes beside the compiled worker (scripts/bundle-workflows.js). */
 export const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
@@ -135,6 +138,16 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     stageTmpDir: config.sandbox.limits.tmpDir,
     maxRounds: config.promotion.maxRounds,
   });
+  // x402: the wallet and the spend policy (and with FORGE_X402_DEV, the local network this worker runs).
+  const x402 = await startX402Runtime(config.x402, log);
+  const ledger = createLedger(database);
+  const payActivities = createPayActivities({
+    ledger,
+    ledgerMigration: { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL },
+    policy: x402.policy,
+    walletKey: x402.walletKey,
+    rpcUrl: x402.rpcUrl,
+  });
   // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
   const attempts = attemptsDirOf(config.home);
   const interceptors = { activity: [attemptLedger(attempts)] };
@@ -156,7 +169,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let promoteHost: Worker;
   try {
     armFaultPoints(
-      [toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities],
+      [toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities, payActivities],
       config.faultKillAt,
     );
     if (config.faultKillAt.length > 0) {
@@ -171,7 +184,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
       stickyQueueScheduleToStartTimeout: '2 seconds',
-      activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities },
+      activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities, ...payActivities },
       interceptors,
     });
     sandbox = await Worker.create({
@@ -205,6 +218,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       );
     }
   } catch (err) {
+    await x402.stop();
     await readApi?.close();
     await sandboxPool?.close();
     stopReconnectHook();
@@ -227,6 +241,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       await sandboxPool?.close();
       await sandboxCleanupsDone();
       await readApi?.close();
+      await x402.stop();
       await removeOwnAttempts(attempts).catch(() => undefined);
     })();
     return stopping;

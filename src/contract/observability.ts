@@ -22,6 +22,7 @@ export const RUN_COUNTERS: Partial<Record<ForgeKind, string>> = {
   migrate: 'forge_migrations_total',
   promote: 'forge_promotions_total',
   reverify: 'forge_reverifications_total',
+  pay: 'forge_payments_total',
 };
 
 /** Bucket boundaries (ms) for stage durations: millisecond steps up to five-minute promotion stages. */

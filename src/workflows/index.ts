@@ -8,3 +8,4 @@ export { listMigrationsWorkflow } from './list-migrations';
 export { progressQuery } from './progress';
 export { promoteBuiltinWorkflow } from './promote-builtin';
 export { reverifyToolsWorkflow } from './reverify-tools';
+export { payWorkflow } from './pay';

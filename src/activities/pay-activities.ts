@@ -1,0 +1,153 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { migrationChecksum } from '../contract/hashes';
+import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
+import type { PaymentProbe, PayRequest, SpendLimit, X402PaymentRequired, X402PaymentRequirements } from '../contract/pay-runs';
+import { choosePayment, type SpendPolicy } from '../x402/spend-policy';
+import { authorizationOnChain, probePayment, sendPaidRequest, signPayment, type PaidExchange, type SignedPayment } from '../x402/payer';
+import type { Ledger } from '../x402/ledger';
+import type { Hex } from '../x402/viem';
+
+/** What paying needs of the ledger: the outgoing rows, one per pay run. */
+export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut'>;
+
+export interface PayActivityDeps {
+  ledger: OutgoingLedger;
+  /** The migration that creates the ledger's tables. */
+  ledgerMigration: { name: string; sql: string };
+  policy: SpendPolicy;
+  /**
+   * The wallet's private key, read by the worker from its configuration when a payment is signed: it is never an
+   * input or a result of a step, so it never enters a history, a log or a tool's environment.
+   */
+  walletKey: () => Hex | undefined;
+  /** A JSON-RPC endpoint of the chains paid on, to read whether an authorization settled (absent: trust the resource). */
+  rpcUrl?: string;
+}
+
+export type ReserveOutcome =
+  | { ok: true; requirement: X402PaymentRequirements }
+  | { ok: false; limit: SpendLimit; reason: string; requirement?: X402PaymentRequirements };
+
+export interface RecordInput {
+  workflowId: string;
+  requirement: X402PaymentRequirements;
+  nonce: Hex;
+  payer: string;
+  /** What the paid request got back, or why it got nothing. */
+  exchange?: PaidExchange;
+  sendError?: string;
+}
+
+export type RecordOutcome = { status: 'paid'; txHash?: string; reason?: string } | { status: 'failed'; reason: string };
+
+/** A step that cannot succeed by retrying (no wallet configured): the run ends failed with this message. */
+const notRetryable = (message: string, type: string) => ApplicationFailure.create({ message, type, nonRetryable: true });
+
+/**
+ * PayWorkflow's steps. Each is idempotent under the workflow's retries: the reservation is keyed by the run, the
+ * signed payload lives in the run's history once signed and is the only one ever sent, and the outcome is read from
+ * the chain when the resource's answer is lost.
+ */
+export function createPayActivities(deps: PayActivityDeps) {
+  return {
+    /** Whether the ledger's tables exist; when not, the migration that creates them (the workflow applies it). */
+    async x402LedgerReady(): Promise<{ ready: true } | { ready: false; migration: MigrateSchemaWorkflowInput }> {
+      if (await deps.ledger.isReady()) return { ready: true };
+      const { name, sql } = deps.ledgerMigration;
+      return { ready: false, migration: { name, sql, checksum: migrationChecksum(sql) } };
+    },
+
+    /** The resource's answer to the unpaid request: its payment terms, or the response when it asks for none. */
+    probePayment(request: PayRequest): Promise<PaymentProbe> {
+      return probePayment(request);
+    },
+
+    /**
+     * The spend policy, then the rolling daily budget as an atomic reservation in the ledger (one row per run: a
+     * retried step finds it and counts it once). A refusal is an answer, not an error: nothing is signed.
+     */
+    async reservePayment(input: { workflowId: string; url: string; paymentRequired: X402PaymentRequired; maxAmount?: string }): Promise<ReserveOutcome> {
+      if (!deps.walletKey()) {
+        return { ok: false, limit: 'wallet', reason: 'no wallet is configured: set FORGE_X402_WALLET_KEY or FORGE_X402_WALLET_KEY_FILE on the worker (or FORGE_X402_DEV=1)' };
+      }
+      const verdict = choosePayment(input.paymentRequired.accepts, deps.policy, input.maxAmount === undefined ? undefined : BigInt(input.maxAmount));
+      if (!verdict.ok) return verdict;
+      const { requirement } = verdict;
+      const reserved = await deps.ledger.reserveOut({
+        workflowId: input.workflowId,
+        counterparty: requirement.payTo,
+        resource: input.url,
+        amount: verdict.amount,
+        asset: requirement.asset,
+        network: requirement.network,
+        dailyBudget: deps.policy.dailyBudget,
+      });
+      if (!reserved.ok) {
+        return {
+          ok: false,
+          limit: 'dailyBudget',
+          requirement,
+          reason: `the price ${reserved.amount} would take the last 24 hours' spending to ${BigInt(reserved.spentInWindow) + BigInt(reserved.amount)}, over the daily budget ${reserved.budget} (${reserved.spentInWindow} spent or reserved)`,
+        };
+      }
+      return { ok: true, requirement };
+    },
+
+    /**
+     * Signs the approved payment once and notes its nonce on the run's ledger row. A retry of this step (its result
+     * lost with a worker) signs anew and replaces the nonce: the earlier payload was never sent, since only the one
+     * in the run's history ever is.
+     */
+    async signPayment(input: { workflowId: string; paymentRequired: X402PaymentRequired; requirement: X402PaymentRequirements }): Promise<SignedPayment> {
+      const key = deps.walletKey();
+      if (!key) throw notRetryable('no wallet is configured on this worker', 'ForgeNoWallet');
+      const signed = await signPayment(key, input.paymentRequired, input.requirement);
+      await deps.ledger.attachNonce(input.workflowId, signed.nonce);
+      return signed;
+    },
+
+    /** Sends the request with the signed payment: the same payload on every try, so no retry can pay twice. */
+    sendPayment(input: { request: PayRequest; payment: Pick<SignedPayment, 'headers'> }): Promise<PaidExchange> {
+      return sendPaidRequest(input.request, input.payment);
+    },
+
+    /**
+     * Settles or fails the run's ledger row: the resource's settlement response when it sent one, otherwise the chain
+     * (did the authorization's nonce move tokens?), which also covers an answer lost with a worker or the network.
+     */
+    async recordPayment(input: RecordInput): Promise<RecordOutcome> {
+      const { workflowId, requirement, nonce, payer, exchange } = input;
+      const settlement = exchange?.settlement;
+      if (settlement?.success) {
+        await deps.ledger.settleOut(workflowId, { txHash: settlement.transaction ?? '', payer });
+        return { status: 'paid', txHash: settlement.transaction };
+      }
+      if (deps.rpcUrl) {
+        const onChain = await authorizationOnChain(deps.rpcUrl, requirement.asset, payer, nonce);
+        if (onChain.used) {
+          await deps.ledger.settleOut(workflowId, { txHash: onChain.txHash ?? '', payer });
+          const lost = !exchange
+            ? `the resource's answer was lost (${input.sendError ?? 'no response'}), but the payment settled on the chain`
+            : exchange.response.httpStatus >= 400
+              ? `the payment settled on the chain, but this try got HTTP ${exchange.response.httpStatus} (an earlier try's answer was lost)`
+              : undefined;
+          return { status: 'paid', txHash: onChain.txHash, reason: lost };
+        }
+      }
+      const reason = !exchange
+        ? `the resource could not be reached with the payment: ${input.sendError ?? 'no response'}`
+        : settlement?.errorReason
+          ? `the resource did not settle the payment: ${settlement.errorReason}`
+          : `the resource answered HTTP ${exchange.response.httpStatus} without settling the payment`;
+      await deps.ledger.failOut(workflowId, reason);
+      return { status: 'failed', reason };
+    },
+
+    /** Fails the run's ledger row when the run ends before anything was sent (the reservation is released). */
+    async releasePayment(input: { workflowId: string; reason: string }): Promise<void> {
+      await deps.ledger.failOut(input.workflowId, input.reason);
+    },
+  };
+}
+
+export type PayActivities = ReturnType<typeof createPayActivities>;

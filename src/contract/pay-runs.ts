@@ -1,0 +1,91 @@
+/**
+ * Inputs and results of PayWorkflow (CLI.md `forge pay`): plain JSON shared by the client, the activities and the
+ * workflow. Amounts are decimal strings of the asset's base units (10^-decimals), as x402's payment requirements
+ * carry them: a bigint does not survive JSON, and a float would round money.
+ */
+
+/** The HTTP request to pay for. */
+export interface PayRequest {
+  url: string;
+  /** Default GET. */
+  method?: string;
+  headers?: Record<string, string>;
+  /** The request body, as sent (e.g. JSON text). */
+  body?: string;
+}
+
+export interface PayInput extends PayRequest {
+  /** The most this one payment may cost, in base units; lowers (never raises) the configured per-payment maximum. */
+  maxAmount?: string;
+}
+
+/** The spend-policy limits a payment can be refused by (each named in the refusal with its amounts). */
+export const SPEND_LIMITS = ['maxPerPayment', 'dailyBudget', 'payee', 'network', 'asset', 'scheme', 'wallet'] as const;
+export type SpendLimit = (typeof SPEND_LIMITS)[number];
+
+/** `paid`: the response came back after a settled payment (or the resource asked for none: amount "0"). */
+export type PayStatus = 'paid' | 'refused' | 'failed';
+
+export interface PayResult {
+  status: PayStatus;
+  workflowId: string;
+  /** The resource's HTTP status, when a response came back. */
+  httpStatus?: number;
+  /** The resource's response headers (lower-case names), when a response came back. */
+  headers?: Record<string, string>;
+  /** The resource's response body as text (bounded: see `bodyTruncated`). */
+  body?: string;
+  bodyTruncated?: boolean;
+  /** What was paid (or would have been, for a refusal): base units of `asset` on `network` to `payTo`. */
+  amount?: string;
+  asset?: string;
+  network?: string;
+  payTo?: string;
+  /** The settlement transaction on the chain. */
+  txHash?: string;
+  /** For a refusal: the limit that refused it. */
+  limit?: SpendLimit;
+  /** Why it was refused or failed, or what an operator should know about a payment (e.g. its response was lost). */
+  reason?: string;
+}
+
+/** The resource's answer to the unpaid request: the terms, or (no payment asked) the response itself. */
+export type PaymentProbe =
+  | { kind: 'paymentRequired'; paymentRequired: X402PaymentRequired }
+  | { kind: 'response'; response: PaidResponse };
+
+/** An HTTP response as the workflow carries it. */
+export interface PaidResponse {
+  httpStatus: number;
+  headers: Record<string, string>;
+  body: string;
+  bodyTruncated: boolean;
+}
+
+/**
+ * x402's `PaymentRequired` (v2) as plain JSON: declared here, not imported, so the contract stays free of the x402
+ * packages (and their zod 3) for every layer that imports it.
+ */
+export interface X402PaymentRequired {
+  x402Version: number;
+  error?: string;
+  resource: { url: string; description?: string; mimeType?: string };
+  accepts: X402PaymentRequirements[];
+  extensions?: Record<string, unknown>;
+}
+
+export interface X402PaymentRequirements {
+  scheme: string;
+  network: string;
+  asset: string;
+  amount: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  extra: Record<string, unknown>;
+}
+
+/** The largest response body a pay run returns (the rest is cut, `bodyTruncated` set): it travels in history. */
+export const MAX_PAID_BODY_BYTES = 256 * 1024;
+
+/** The kinds of run PayWorkflow's ID starts with. */
+export const PAY_WORKFLOW_PREFIX = 'pay/';

@@ -1,0 +1,161 @@
+import { ApplicationFailure, executeChild, proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { PayActivities, RecordOutcome } from '../activities/pay-activities';
+import type { MigrateSchemaResult, MigrateSchemaWorkflowInput } from '../contract/migration-runs';
+import type { PaidResponse, PayInput, PayResult, X402PaymentRequirements } from '../contract/pay-runs';
+import { ForgeOutcomeKey } from '../contract/search-attributes';
+import { Progress } from './progress';
+import { refused } from './refusal';
+import { runToTheEnd } from './run-to-the-end';
+
+/** The stages of a pay run, in order. */
+export const PAY_STAGES = ['terms', 'policy', 'sign', 'send', 'record'] as const;
+
+/**
+ * Steps that read the ledger, the policy or the chain: retried without limit (a database that is down makes the run
+ * wait, then finish), each bounded well above what one takes.
+ */
+const ledgerSteps = proxyActivities<PayActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['ForgeNoWallet'] },
+});
+
+/**
+ * Steps that talk to the resource: a few tries (an HTTP exchange is bounded at 30 s), then the run decides from what
+ * it knows. Sending repeats the same signed payload, so its retries can never pay twice.
+ */
+const httpSteps = proxyActivities<PayActivities>({
+  startToCloseTimeout: '45 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 4 },
+});
+
+/**
+ * Pays for one HTTP resource over x402, exactly once, within the spend policy (CLI.md `forge pay`):
+ * terms (the unpaid request's 402) → policy (the spend policy, then an atomic reservation against the daily budget in
+ * the ledger) → sign (once; the payload is kept in this run's history) → send (that same payload on every try) →
+ * record (the settlement, from the resource's answer or else the chain: settled or failed, never left reserved).
+ *
+ * The ledger's tables are created the first time through Forge's own migration workflow (a child run), under the same
+ * schema policy as every agent migration. Ends `paid` (completed), `refused` or `failed` (ended FAILED, the result in
+ * the failure's details, as every refused Forge run). Not cancellable past signing: {@link runToTheEnd}.
+ */
+export function payWorkflow(input: PayInput): Promise<PayResult> {
+  return runToTheEnd(() => pay(input));
+}
+
+async function pay(input: PayInput): Promise<PayResult> {
+  const { workflowId } = workflowInfo();
+  const request = { url: input.url, method: input.method, headers: input.headers, body: input.body };
+  const progress = new Progress('pay', input.url, PAY_STAGES);
+  const end = (result: PayResult, at?: string): PayResult => {
+    progress.end(result.status, { at, message: result.reason ?? (result.amount ? `${result.amount} of ${result.asset} to ${result.payTo}` : undefined) });
+    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: result.status }]);
+    return result.status === 'paid' ? result : refused(result, `payment ${result.status}: ${result.reason ?? ''}`);
+  };
+
+  progress.start('terms', `${request.method ?? 'GET'} ${input.url} unpaid`);
+  await ensureLedger();
+  let probe;
+  try {
+    probe = await httpSteps.probePayment.executeWithOptions({ summary: `ask ${input.url} for its payment terms` }, [request]);
+  } catch (err) {
+    progress.failed('terms', causeOf(err));
+    return end({ status: 'failed', workflowId, reason: `could not get the payment terms: ${causeOf(err)}` });
+  }
+  if (probe.kind === 'response') {
+    progress.done('terms', `HTTP ${probe.response.httpStatus}: no payment asked`);
+    return end({ status: 'paid', workflowId, amount: '0', ...responseFields(probe.response), reason: 'the resource asked for no payment' });
+  }
+  const { paymentRequired } = probe;
+  progress.done('terms', `${paymentRequired.accepts.length} payment option(s)`);
+
+  progress.start('policy');
+  const reserved = await ledgerSteps.reservePayment.executeWithOptions({ summary: 'check the spend policy and reserve the amount' }, [
+    { workflowId, url: input.url, paymentRequired, maxAmount: input.maxAmount },
+  ]);
+  if (!reserved.ok) {
+    progress.failed('policy', reserved.reason);
+    return end({ status: 'refused', workflowId, limit: reserved.limit, reason: reserved.reason, ...termsOf(reserved.requirement) });
+  }
+  const { requirement } = reserved;
+  progress.done('policy', `${requirement.amount} reserved`);
+
+  progress.start('sign');
+  let signed;
+  try {
+    signed = await ledgerSteps.signPayment.executeWithOptions({ summary: `sign ${requirement.amount} to ${requirement.payTo}` }, [
+      { workflowId, paymentRequired, requirement },
+    ]);
+  } catch (err) {
+    const reason = `could not sign the payment: ${causeOf(err)}`;
+    progress.failed('sign', reason);
+    await ledgerSteps.releasePayment({ workflowId, reason });
+    return end({ status: 'failed', workflowId, reason, ...termsOf(requirement) });
+  }
+  progress.done('sign', `nonce ${signed.nonce.slice(0, 10)}…`);
+
+  progress.start('send', `${request.method ?? 'GET'} ${input.url} with the payment`);
+  let exchange;
+  let sendError: string | undefined;
+  try {
+    exchange = await httpSteps.sendPayment.executeWithOptions({ summary: `send the paid request to ${input.url}` }, [{ request, payment: signed }]);
+    progress.done('send', `HTTP ${exchange.response.httpStatus}`);
+  } catch (err) {
+    sendError = causeOf(err);
+    progress.failed('send', sendError);
+  }
+
+  progress.start('record');
+  const outcome: RecordOutcome = await ledgerSteps.recordPayment.executeWithOptions({ summary: 'record the settlement in the ledger' }, [
+    { workflowId, requirement, nonce: signed.nonce, payer: signed.payer, exchange, sendError },
+  ]);
+  const response = exchange ? responseFields(exchange.response) : {};
+  if (outcome.status === 'paid') {
+    progress.done('record', outcome.txHash ? `settled in ${outcome.txHash.slice(0, 12)}…` : 'settled');
+    return end({ status: 'paid', workflowId, ...termsOf(requirement), ...response, txHash: outcome.txHash, reason: outcome.reason });
+  }
+  progress.failed('record', outcome.reason);
+  return end({ status: 'failed', workflowId, ...termsOf(requirement), ...response, reason: outcome.reason }, 'send');
+}
+
+/**
+ * Creates the ledger's tables the first time payments are used: Forge's own migration workflow, as a child run under
+ * the migration's usual ID, so the agent's `forge migrations` lists it. Concurrent first payments each try; the ones
+ * that find it running wait for the tables.
+ */
+async function ensureLedger(): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const ready = await ledgerSteps.x402LedgerReady.executeWithOptions({ summary: 'is the x402 ledger there?' }, []);
+    if (ready.ready) return;
+    if (tries >= 60) throw ApplicationFailure.nonRetryable('the x402 ledger migration did not complete within a minute');
+    const migration: MigrateSchemaWorkflowInput = ready.migration;
+    try {
+      const result = await executeChild<(i: MigrateSchemaWorkflowInput) => Promise<MigrateSchemaResult>>('migrateSchemaWorkflow', {
+        workflowId: `schema-migrate/${migration.name}`,
+        args: [migration],
+        staticSummary: `Migrate schema: ${migration.name} (the x402 ledger, for the first payment)`,
+      });
+      if (result.status !== 'applied' && result.status !== 'alreadyApplied') {
+        throw ApplicationFailure.nonRetryable(`the x402 ledger migration ended ${result.status}: ${result.message}`);
+      }
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      await sleep('1 second');
+    }
+  }
+}
+
+function termsOf(requirement: X402PaymentRequirements | undefined): Pick<PayResult, 'amount' | 'asset' | 'network' | 'payTo'> {
+  return requirement ? { amount: requirement.amount, asset: requirement.asset, network: requirement.network, payTo: requirement.payTo } : {};
+}
+
+function responseFields(response: PaidResponse): Pick<PayResult, 'httpStatus' | 'headers' | 'body' | 'bodyTruncated'> {
+  return { httpStatus: response.httpStatus, headers: response.headers, body: response.body, ...(response.bodyTruncated ? { bodyTruncated: true } : {}) };
+}
+
+/** The innermost message of an activity failure (what the operator needs, not the wrapper's "Activity task failed"). */
+function causeOf(err: unknown): string {
+  let e = err as { message?: string; cause?: unknown } | undefined;
+  while (e?.cause && typeof e.cause === 'object') e = e.cause as typeof e;
+  return e?.message ?? String(err);
+}
