@@ -28,7 +28,7 @@ import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from '.
 import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import type { DeleteToolResult, DeployToolInput, DeployToolResult, ListToolsResult, RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
-import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult } from './contract/pay-runs';
+import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult, type PnlResult } from './contract/pay-runs';
 import {
   MAX_PROMOTION_BYTES,
   MAX_PROMOTION_FILES,
@@ -395,6 +395,16 @@ export class ForgeClient {
       }),
     );
     return this.waitWithProgress<PayResult>(handle, options.onProgress, { kind: 'pay', subject });
+  }
+
+  /** The x402 P&L: settled income, spend and net by tool or by UTC day, read by the worker that holds the ledger. */
+  async pnl(options: { by?: 'tool' | 'day' } = {}): Promise<PnlResult> {
+    const by = options.by ?? 'tool';
+    if (by !== 'tool' && by !== 'day') throw new ForgeInputError(`pnl: by must be "tool" or "day", not ${JSON.stringify(by)}`, [{ path: ['by'], message: 'must be tool or day' }]);
+    return (
+      (await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay)) ??
+      this.run<PnlResult>('readPnlWorkflow', `forge-query/pnl/${shortId()}`, 'query', 'pnl', [{ by }], `Read the x402 P&L by ${by}`)
+    );
   }
 
   /**

@@ -157,6 +157,8 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     readApi = await startReadApi(config.readApi.address, {
       [READ_API_PATHS.tools]: () => toolActivities.listTools(),
       [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
+      [READ_API_PATHS.pnlByTool]: () => payActivities.readPnl({ by: 'tool' }),
+      [READ_API_PATHS.pnlByDay]: () => payActivities.readPnl({ by: 'day' }),
     }).catch((err: Error) => {
       log(`forge: no read API on FORGE_API_ADDRESS=${config.readApi.address} (${err.message}); reads start a query run instead`);
       return undefined;

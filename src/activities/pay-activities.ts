@@ -1,14 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { migrationChecksum } from '../contract/hashes';
 import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
-import type { PaymentProbe, PayRequest, SpendLimit, X402PaymentRequired, X402PaymentRequirements } from '../contract/pay-runs';
+import type { PnlResult, PaymentProbe, PayRequest, SpendLimit, X402PaymentRequired, X402PaymentRequirements } from '../contract/pay-runs';
 import { choosePayment, type SpendPolicy } from '../x402/spend-policy';
 import { authorizationOnChain, probePayment, sendPaidRequest, signPayment, type PaidExchange, type SignedPayment } from '../x402/payer';
 import type { Ledger } from '../x402/ledger';
 import type { Hex } from '../x402/viem';
 
 /** What paying needs of the ledger: the outgoing rows, one per pay run. */
-export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut'>;
+export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;
 
 export interface PayActivityDeps {
   ledger: OutgoingLedger;
@@ -118,20 +118,24 @@ export function createPayActivities(deps: PayActivityDeps) {
     async recordPayment(input: RecordInput): Promise<RecordOutcome> {
       const { workflowId, requirement, nonce, payer, exchange } = input;
       const settlement = exchange?.settlement;
-      if (settlement?.success) {
-        await deps.ledger.settleOut(workflowId, { txHash: settlement.transaction ?? '', payer });
-        return { status: 'paid', txHash: settlement.transaction };
-      }
+      // The row's final status is what the run reports: a status already final (an earlier attempt of this step)
+      // is kept by the ledger, never flipped, and a conflict means the earlier decision stands.
+      const settle = async (txHash: string | undefined, reason?: string): Promise<RecordOutcome> => {
+        const { row } = await deps.ledger.settleOut(workflowId, { txHash: txHash ?? '', payer });
+        return row.status === 'settled'
+          ? { status: 'paid', txHash: row.txHash ?? txHash, reason }
+          : { status: 'failed', reason: row.reason ?? 'the ledger had already failed this payment' };
+      };
+      if (settlement?.success) return settle(settlement.transaction);
       if (deps.rpcUrl) {
         const onChain = await authorizationOnChain(deps.rpcUrl, requirement.asset, payer, nonce);
         if (onChain.used) {
-          await deps.ledger.settleOut(workflowId, { txHash: onChain.txHash ?? '', payer });
           const lost = !exchange
             ? `the resource's answer was lost (${input.sendError ?? 'no response'}), but the payment settled on the chain`
             : exchange.response.httpStatus >= 400
               ? `the payment settled on the chain, but this try got HTTP ${exchange.response.httpStatus} (an earlier try's answer was lost)`
               : undefined;
-          return { status: 'paid', txHash: onChain.txHash, reason: lost };
+          return settle(onChain.txHash, lost);
         }
       }
       const reason = !exchange
@@ -139,8 +143,14 @@ export function createPayActivities(deps: PayActivityDeps) {
         : settlement?.errorReason
           ? `the resource did not settle the payment: ${settlement.errorReason}`
           : `the resource answered HTTP ${exchange.response.httpStatus} without settling the payment`;
-      await deps.ledger.failOut(workflowId, reason);
-      return { status: 'failed', reason };
+      const { row } = await deps.ledger.failOut(workflowId, reason);
+      return row.status === 'settled' ? { status: 'paid', txHash: row.txHash ?? undefined } : { status: 'failed', reason: row.reason ?? reason };
+    },
+
+    /** The P&L from the ledger's view (empty before the first payment made the ledger). */
+    async readPnl(input: { by: 'tool' | 'day' }): Promise<PnlResult> {
+      if (!(await deps.ledger.isReady())) return { by: input.by, rows: [], totals: { income: '0', spend: '0', net: '0' }, assets: [] };
+      return { by: input.by, ...(await deps.ledger.pnl({ by: input.by })) };
     },
 
     /** Fails the run's ledger row when the run ends before anything was sent (the reservation is released). */

@@ -89,3 +89,12 @@ export const MAX_PAID_BODY_BYTES = 256 * 1024;
 
 /** The kinds of run PayWorkflow's ID starts with. */
 export const PAY_WORKFLOW_PREFIX = 'pay/';
+
+/** `forge pnl`: settled income, spend and net (decimal strings of base units), by tool or by UTC day. */
+export interface PnlResult {
+  by: 'tool' | 'day';
+  rows: Array<{ key: string; asset: string; network: string; income: string; spend: string; net: string }>;
+  /** The sum of the rows: money only when `assets` has one entry. */
+  totals: { income: string; spend: string; net: string };
+  assets: Array<{ asset: string; network: string }>;
+}

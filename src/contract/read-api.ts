@@ -14,7 +14,12 @@
 export const READ_API_IDENTITY_KEY = 'forge-api';
 
 /** The read API's paths (versioned, so an older client of a newer worker still finds what it knows). */
-export const READ_API_PATHS = { tools: '/v1/tools', migrations: '/v1/migrations' } as const;
+export const READ_API_PATHS = {
+  tools: '/v1/tools',
+  migrations: '/v1/migrations',
+  pnlByTool: '/v1/x402/pnl/tool',
+  pnlByDay: '/v1/x402/pnl/day',
+} as const;
 
 export interface ReadApiEndpoint {
   /** `http://host:port`, the address actually bound (the port the kernel chose for `:0`). */

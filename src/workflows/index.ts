@@ -9,3 +9,4 @@ export { progressQuery } from './progress';
 export { promoteBuiltinWorkflow } from './promote-builtin';
 export { reverifyToolsWorkflow } from './reverify-tools';
 export { payWorkflow } from './pay';
+export { readPnlWorkflow } from './read-pnl';
