@@ -1,7 +1,7 @@
-import { cp, mkdir, rename, rm, stat, symlink } from 'node:fs/promises';
+import { cp, mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { git } from '../git/exec';
-import { packageRoot } from '../sandbox/paths';
+import { packageRoot, projectNodeModules } from '../sandbox/paths';
 
 /** The small agent codebase shipped in examples/, the starting point of a newcomer's agent repository. */
 export function exampleAgentRepo(): string {
@@ -25,7 +25,9 @@ export async function seedAgentRepo(input: {
   await rm(staging, { recursive: true, force: true });
   try {
     await cp(input.example ?? exampleAgentRepo(), staging, { recursive: true, filter: (src) => path.basename(src) !== 'node_modules' });
-    await symlink(path.join(packageRoot(), 'node_modules'), path.join(staging, 'node_modules'), 'dir');
+    await symlink(projectNodeModules(), path.join(staging, 'node_modules'), 'dir');
+    // Written here, not copied: npm never packs a .gitignore, so an installed Forge's example has none.
+    await writeFile(path.join(staging, '.gitignore'), 'node_modules\ndist\n');
     const env = {
       GIT_AUTHOR_NAME: input.identity.name,
       GIT_AUTHOR_EMAIL: input.identity.email,

@@ -22,9 +22,13 @@ export function harnessPath(): string {
   return join(packageRoot(), 'src', 'sandbox', 'harness.cjs');
 }
 
-/** The installed packages a tool may import. */
+/**
+ * The installed packages a tool may import: the node_modules that holds Forge's own dependencies. In this checkout
+ * that is `<package>/node_modules`; with Forge installed as a dependency, npm puts them in the project's node_modules,
+ * beside Forge itself, and `<package>/node_modules` does not exist. zod (what tools import) says where it is.
+ */
 export function projectNodeModules(): string {
-  return join(packageRoot(), 'node_modules');
+  return dirname(dirname(require.resolve('zod/package.json')));
 }
 
 /**
