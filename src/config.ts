@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseFaultPoints, type FaultPoint } from './contract/fault-points';
 import { MAX_UID_BASE, SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from './contract/limits';
+import { TYPECHECK_MODES, type TypecheckMode } from './contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
 import { ConfigError } from './contract/errors';
 
@@ -117,6 +118,11 @@ export interface ForgeConfig {
   mcp: { token?: string };
   /** x402: paying and selling (README "Payments"). */
   x402: X402Config;
+  /**
+   * The typecheck stage of a deployment (FORGE_TYPECHECK): `error` (default) rejects a tool with type errors, `warn`
+   * deploys it with the errors in the result, `off` skips the checker. `forge sandbox` follows it too.
+   */
+  typecheck: TypecheckMode;
 }
 
 /** What the worker pays and sells with. */
@@ -278,6 +284,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_X402_ALLOWED_ASSETS',
   'FORGE_X402_SELL_ADDRESS',
   'FORGE_X402_PAY_TO',
+  'FORGE_TYPECHECK',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
@@ -393,6 +400,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     mcp: { token: readOptional(env, 'FORGE_MCP_TOKEN', mcpToken) },
     x402: readX402(env),
+    typecheck: read(env, 'FORGE_TYPECHECK', z.enum(TYPECHECK_MODES), 'error'),
   };
 }
 
