@@ -20,6 +20,7 @@ import { registerRuns } from './commands/runs';
 import { registerSandbox } from './commands/sandbox';
 import { registerTools } from './commands/tools';
 import { registerUp } from './commands/up';
+import { registerPay, registerPnl, registerSell, registerServices } from './commands/x402';
 
 /** Builds the `forge` program; each command lives in src/commands/<name>.ts and sets process.exitCode. */
 export function buildProgram(): Command {
@@ -43,6 +44,10 @@ export function buildProgram(): Command {
   registerRuns(program);
   registerReverify(program);
   registerMcp(program);
+  registerPay(program);
+  registerPnl(program);
+  registerSell(program);
+  registerServices(program);
   return program;
 }
 

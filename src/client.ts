@@ -28,7 +28,8 @@ import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from '.
 import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import type { DeleteToolResult, DeployToolInput, DeployToolResult, ListToolsResult, RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
-import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult, type PnlResult } from './contract/pay-runs';
+import type * as DiscoveryModule from './x402/discovery';
+import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult, type PnlResult, type SellInput, type SellResult, type ServicesResult, type X402Info } from './contract/pay-runs';
 import {
   MAX_PROMOTION_BYTES,
   MAX_PROMOTION_FILES,
@@ -397,6 +398,60 @@ export class ForgeClient {
     return this.waitWithProgress<PayResult>(handle, options.onProgress, { kind: 'pay', subject });
   }
 
+  /**
+   * Offers an active tool as a paid x402 endpoint of the worker's seller (SellToolWorkflow): `offered` with its URL and
+   * price, or `refused` (no such active tool, or a worker that cannot sell, saying why). `{stop: true}` withdraws it.
+   */
+  async sell(tool: string, options: { price?: string | bigint | number; stop?: boolean; description?: string }): Promise<SellResult> {
+    const parsed = parseInput(sellInputSchema, { tool, ...options }, 'sell');
+    const input: SellInput = { tool: parsed.tool, price: parsed.price === undefined ? undefined : String(parsed.price), stop: parsed.stop, description: parsed.description };
+    return this.run<SellResult>(
+      'sellToolWorkflow',
+      `x402-sell/${tool}/${shortId()}`,
+      'sell',
+      tool,
+      [input],
+      input.stop ? `Stop selling ${tool}` : `Sell ${tool} at ${input.price} per call`,
+      [`**tool:** ${tool}`, input.stop ? '**withdraw**' : `**price:** ${input.price} base units per call`],
+    );
+  }
+
+  /** The worker's x402 side, from its read API: its wallet address, its seller, the facilitator it uses. */
+  async x402Info(): Promise<X402Info | undefined> {
+    return this.readThroughApi<X402Info>(READ_API_PATHS.x402);
+  }
+
+  /**
+   * Services offered over x402, from the facilitator's bazaar discovery: `facilitatorUrl`, else the one the worker
+   * uses (FORGE_X402_FACILITATOR_URL, or the local network's with FORGE_X402_DEV). `query` keeps those whose
+   * description or input mention every word of it.
+   */
+  async discoverServices(options: { query?: string; facilitatorUrl?: string; network?: string; limit?: number } = {}): Promise<ServicesResult> {
+    const facilitatorUrl = options.facilitatorUrl ?? (await this.x402Info())?.facilitatorUrl ?? nonBlank(process.env.FORGE_X402_FACILITATOR_URL);
+    if (!facilitatorUrl) {
+      throw new ForgeInputError('discoverServices: no facilitator is known: pass facilitatorUrl, or set FORGE_X402_FACILITATOR_URL (or run the worker with FORGE_X402_DEV=1)', [
+        { path: ['facilitatorUrl'], message: 'required' },
+      ]);
+    }
+    // Loaded here: the x402 packages are needed by this call only, not by every program that imports the SDK.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { discoverServices } = require('./x402/discovery') as typeof DiscoveryModule;
+    const found = await discoverServices({ facilitatorUrl, query: options.query, network: options.network, limit: options.limit });
+    return {
+      facilitatorUrl,
+      services: found.services.map((s) => ({
+        url: s.url,
+        method: s.method,
+        description: s.description,
+        price: s.price,
+        asset: s.asset,
+        network: s.network,
+        payTo: s.payTo,
+        inputSchema: s.inputSchema,
+      })),
+    };
+  }
+
   /** The x402 P&L: settled income, spend and net by tool or by UTC day, read by the worker that holds the ledger. */
   async pnl(options: { by?: 'tool' | 'day' } = {}): Promise<PnlResult> {
     const by = options.by ?? 'tool';
@@ -758,6 +813,19 @@ const payInputSchema = z.object({
     .optional(),
   onProgress: z.undefined(),
 });
+
+const sellInputSchema = z
+  .object({
+    tool: z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name'),
+    price: z
+      .union([z.string().regex(/^[1-9]\d{0,77}$/, 'must be a whole number of base units, more than 0'), z.bigint().positive(), z.number().int().positive()])
+      .optional(),
+    stop: z.boolean().optional(),
+    description: z.string().max(1000).optional(),
+  })
+  .refine((v) => (v.stop ? v.price === undefined : v.price !== undefined), { message: 'give a price, or stop: true to withdraw the offer (not both)', path: ['price'] });
+
+const nonBlank = (v: string | undefined): string | undefined => (v?.trim() ? v.trim() : undefined);
 
 function shortId(): string {
   return `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;

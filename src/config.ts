@@ -158,6 +158,11 @@ export interface X402Config {
   sellAddress?: string;
   /** FORGE_X402_PAY_TO: the address sales are paid to (default the wallet's own address). */
   payTo?: string;
+  /**
+   * What sales are priced in: FORGE_X402_SELL_ASSET (a token address) on FORGE_X402_SELL_NETWORK (CAIP-2). With
+   * FORGE_X402_DEV, the local token.
+   */
+  sell: { asset?: string; network?: string };
 }
 
 /**
@@ -284,6 +289,8 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_X402_ALLOWED_ASSETS',
   'FORGE_X402_SELL_ADDRESS',
   'FORGE_X402_PAY_TO',
+  'FORGE_X402_SELL_ASSET',
+  'FORGE_X402_SELL_NETWORK',
   'FORGE_TYPECHECK',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
@@ -460,5 +467,9 @@ function readX402(env: NodeJS.ProcessEnv): X402Config {
     },
     sellAddress: sell?.toLowerCase() === 'off' ? undefined : read(env, 'FORGE_X402_SELL_ADDRESS', metricsAddress, '127.0.0.1:0'),
     payTo,
+    sell: {
+      asset: readOptional(env, 'FORGE_X402_SELL_ASSET', z.string().regex(evmAddress, 'must be a 0x token address of 40 hex digits')),
+      network: readOptional(env, 'FORGE_X402_SELL_NETWORK', z.string().regex(/^eip155:\d+$/, 'must be an EVM network in CAIP-2 form, e.g. eip155:8453')),
+    },
   };
 }

@@ -23,9 +23,7 @@ import { materializeActiveTools, writeToolVersion } from './registry/materialize
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
-import { createPayActivities } from './activities/pay-activities';
-import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from './x402/ledger';
-import { startX402Runtime } from './x402/runtime';
+import { startX402Worker } from './platform/x402-worker';
 
 /** The workflow bundle `npm run build` writes beside the compiled worker (scripts/bundle-workflows.js). */
 export const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
@@ -138,16 +136,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     stageTmpDir: config.sandbox.limits.tmpDir,
     maxRounds: config.promotion.maxRounds,
   });
-  // x402: the wallet and the spend policy (and with FORGE_X402_DEV, the local network this worker runs).
-  const x402 = await startX402Runtime(config.x402, log);
-  const ledger = createLedger(database);
-  const payActivities = createPayActivities({
-    ledger,
-    ledgerMigration: { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL },
-    policy: x402.policy,
-    walletKey: x402.walletKey,
-    rpcUrl: x402.rpcUrl,
-  });
+  // x402: the wallet and the spend policy, the seller (and with FORGE_X402_DEV, the local network this worker runs).
+  const x402 = await startX402Worker({ config, database, store, log });
+  const { payActivities, sellActivities } = x402;
   // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
   const attempts = attemptsDirOf(config.home);
   const interceptors = { activity: [attemptLedger(attempts)] };
@@ -159,6 +150,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
       [READ_API_PATHS.pnlByTool]: () => payActivities.readPnl({ by: 'tool' }),
       [READ_API_PATHS.pnlByDay]: () => payActivities.readPnl({ by: 'day' }),
+      [READ_API_PATHS.x402]: () => Promise.resolve(x402.info()),
     }).catch((err: Error) => {
       log(`forge: no read API on FORGE_API_ADDRESS=${config.readApi.address} (${err.message}); reads start a query run instead`);
       return undefined;
@@ -171,7 +163,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let promoteHost: Worker;
   try {
     armFaultPoints(
-      [toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities, payActivities],
+      [toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities, payActivities, sellActivities],
       config.faultKillAt,
     );
     if (config.faultKillAt.length > 0) {
@@ -186,7 +178,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
       stickyQueueScheduleToStartTimeout: '2 seconds',
-      activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities, ...payActivities },
+      activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities, ...payActivities, ...sellActivities },
       interceptors,
     });
     sandbox = await Worker.create({

@@ -98,3 +98,57 @@ export interface PnlResult {
   totals: { income: string; spend: string; net: string };
   assets: Array<{ asset: string; network: string }>;
 }
+
+/** `forge sell TOOL --price AMOUNT` (or `--stop`): offer an active tool as a paid endpoint, or withdraw it. */
+export interface SellInput {
+  tool: string;
+  /** Base units of the sale asset per call; absent with `stop`. */
+  price?: string;
+  /** Withdraw the offer. */
+  stop?: boolean;
+  /** What buyers read (default: the tool's own description). */
+  description?: string;
+}
+
+export interface SellResult {
+  status: 'offered' | 'withdrawn' | 'refused';
+  tool: string;
+  workflowId: string;
+  /** Where the tool is sold: POST a JSON body (its input) there, with an x402 payment. */
+  url?: string;
+  price?: string;
+  asset?: string;
+  network?: string;
+  payTo?: string;
+  reason?: string;
+  /** Sold, with something to say (e.g. its input schema could not be published as it is). */
+  warnings?: string[];
+}
+
+/** What a worker says of its x402 side (the read API's /v1/x402): where to discover, where it sells. */
+export interface X402Info {
+  /** The wallet's address (never its key). */
+  wallet?: string;
+  /** The facilitator sales settle through and discovery asks. */
+  facilitatorUrl?: string;
+  seller?: { url: string; asset: string; network: string; payTo: string };
+  /** Why this worker does not sell. */
+  sellingOff?: string;
+  /** FORGE_X402_DEV: the local network this worker runs. */
+  devNetwork?: { rpcUrl: string; chainId: number; token: string };
+}
+
+/** `forge services`: services offered over x402, as the facilitator's discovery lists them. */
+export interface ServicesResult {
+  facilitatorUrl: string;
+  services: Array<{
+    url: string;
+    method?: string;
+    description?: string;
+    price?: string;
+    asset?: string;
+    network?: string;
+    payTo?: string;
+    inputSchema?: unknown;
+  }>;
+}

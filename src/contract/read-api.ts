@@ -19,6 +19,7 @@ export const READ_API_PATHS = {
   migrations: '/v1/migrations',
   pnlByTool: '/v1/x402/pnl/tool',
   pnlByDay: '/v1/x402/pnl/day',
+  x402: '/v1/x402',
 } as const;
 
 export interface ReadApiEndpoint {

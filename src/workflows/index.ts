@@ -10,3 +10,4 @@ export { promoteBuiltinWorkflow } from './promote-builtin';
 export { reverifyToolsWorkflow } from './reverify-tools';
 export { payWorkflow } from './pay';
 export { readPnlWorkflow } from './read-pnl';
+export { sellToolWorkflow } from './sell-tool';

@@ -1,12 +1,11 @@
-import { ApplicationFailure, executeChild, proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { PayActivities, RecordOutcome } from '../activities/pay-activities';
-import type { MigrateSchemaResult, MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import type { PaidResponse, PayInput, PayResult, X402PaymentRequirements } from '../contract/pay-runs';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { Progress } from './progress';
 import { refused } from './refusal';
 import { runToTheEnd } from './run-to-the-end';
+import { ensureLedger, LEDGER_STEP } from './x402-ledger';
 
 /** The stages of a pay run, in order. */
 export const PAY_STAGES = ['terms', 'policy', 'sign', 'send', 'record'] as const;
@@ -15,10 +14,7 @@ export const PAY_STAGES = ['terms', 'policy', 'sign', 'send', 'record'] as const
  * Steps that read the ledger, the policy or the chain: retried without limit (a database that is down makes the run
  * wait, then finish), each bounded well above what one takes.
  */
-const ledgerSteps = proxyActivities<PayActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['ForgeNoWallet'] },
-});
+const ledgerSteps = proxyActivities<PayActivities>(LEDGER_STEP);
 
 /**
  * Steps that talk to the resource: a few tries (an HTTP exchange is bounded at 30 s), then the run decides from what
@@ -116,33 +112,6 @@ async function pay(input: PayInput): Promise<PayResult> {
   }
   progress.failed('record', outcome.reason);
   return end({ status: 'failed', workflowId, ...termsOf(requirement), ...response, reason: outcome.reason }, 'send');
-}
-
-/**
- * Creates the ledger's tables the first time payments are used: Forge's own migration workflow, as a child run under
- * the migration's usual ID, so the agent's `forge migrations` lists it. Concurrent first payments each try; the ones
- * that find it running wait for the tables.
- */
-async function ensureLedger(): Promise<void> {
-  for (let tries = 0; ; tries++) {
-    const ready = await ledgerSteps.x402LedgerReady.executeWithOptions({ summary: 'is the x402 ledger there?' }, []);
-    if (ready.ready) return;
-    if (tries >= 60) throw ApplicationFailure.nonRetryable('the x402 ledger migration did not complete within a minute');
-    const migration: MigrateSchemaWorkflowInput = ready.migration;
-    try {
-      const result = await executeChild<(i: MigrateSchemaWorkflowInput) => Promise<MigrateSchemaResult>>('migrateSchemaWorkflow', {
-        workflowId: `schema-migrate/${migration.name}`,
-        args: [migration],
-        staticSummary: `Migrate schema: ${migration.name} (the x402 ledger, for the first payment)`,
-      });
-      if (result.status !== 'applied' && result.status !== 'alreadyApplied') {
-        throw ApplicationFailure.nonRetryable(`the x402 ledger migration ended ${result.status}: ${result.message}`);
-      }
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      await sleep('1 second');
-    }
-  }
 }
 
 function termsOf(requirement: X402PaymentRequirements | undefined): Pick<PayResult, 'amount' | 'asset' | 'network' | 'payTo'> {

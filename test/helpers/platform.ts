@@ -134,6 +134,8 @@ export interface TestPlatformOptions {
   env?: NodeJS.ProcessEnv;
   /** The database to open instead of a fresh one of `kind` (e.g. PostgreSQL behind a proxy the test controls). */
   backend?: TestBackend;
+  /** Where the workers' progress lines go (default: nowhere). */
+  log?: (line: string) => void;
 }
 
 /** Starts workers for a suite on `env`; each suite gets fresh task queues, state directory and database. */
@@ -180,7 +182,7 @@ export async function startTestPlatform(
         namespace: env.namespace ?? 'default',
         database: platform.database,
         workflowBundle: await workflowBundle(),
-        log: () => undefined,
+        log: options.log ?? (() => undefined),
       });
       running = platform.workers.run();
     },

@@ -1,0 +1,93 @@
+import type { ForgeConfig } from '../config';
+import { createPayActivities, type PayActivities } from '../activities/pay-activities';
+import { createSellActivities, type SellActivities } from '../activities/sell-activities';
+import type { X402Info } from '../contract/pay-runs';
+import type { ForgeDatabase, ToolStore } from '../db';
+import { ToolRegistry } from '../registry';
+import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
+import { startX402Runtime } from '../x402/runtime';
+import { salesUnavailable, startSales, type Sales } from '../x402/sales';
+
+/** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
+export const OFFERS_CHANNEL = 'forge_x402_offers';
+
+/** A worker's x402 side: the steps of PayWorkflow and SellToolWorkflow, what the read API says of it, and its servers. */
+export interface X402Worker {
+  payActivities: PayActivities;
+  sellActivities: SellActivities;
+  info(): X402Info;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the x402 side of a worker: the wallet and spend policy (with FORGE_X402_DEV, the local network), and, when
+ * this worker can sell, its seller over a registry of the active tools. Selling that cannot start is logged and left
+ * off (the worker serves everything else); a refused `forge sell` then says why.
+ */
+export async function startX402Worker(input: { config: ForgeConfig; database: ForgeDatabase; store: ToolStore; log: (line: string) => void }): Promise<X402Worker> {
+  const { config, database, store, log } = input;
+  const runtime = await startX402Runtime(config.x402, log);
+  const ledger = createLedger(database);
+  let sales: Sales | undefined;
+  let registry: ToolRegistry | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
+  let off = salesUnavailable(config.x402, runtime);
+  try {
+    if (!off) {
+      registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
+      const started = await startSales({
+        config: config.x402,
+        runtime,
+        ledger,
+        registry,
+        onError: (err) => log(`forge: x402 seller: ${(err as Error)?.message ?? String(err)}`),
+      }).catch((err: Error) => {
+        off = err.message;
+        return undefined;
+      });
+      sales = started;
+      if (started) {
+        unlisten = await database.listen(OFFERS_CHANNEL, () => void started.refresh().catch(() => undefined));
+        const { routes } = await started.refresh();
+        log(`forge: selling ${routes.length} tool(s) at ${started.url}/tools/<name> (x402, ${started.asset.network}, paid to ${started.payTo})`);
+      } else {
+        log(`forge: x402 selling is off: ${off}`);
+      }
+    }
+  } catch (err) {
+    await unlisten?.().catch(() => undefined);
+    await sales?.close();
+    await registry?.close();
+    await runtime.stop();
+    throw err;
+  }
+  return {
+    payActivities: createPayActivities({
+      ledger,
+      ledgerMigration: { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL },
+      policy: runtime.policy,
+      walletKey: runtime.walletKey,
+      rpcUrl: runtime.rpcUrl,
+    }),
+    sellActivities: createSellActivities({
+      ledger,
+      tools: store,
+      sales: () => sales,
+      salesUnavailable: () => off,
+      announce: () => database.notify(OFFERS_CHANNEL, 'changed'),
+    }),
+    info: () => ({
+      wallet: runtime.address,
+      facilitatorUrl: sales?.facilitatorUrl ?? config.x402.facilitatorUrl,
+      seller: sales ? { url: sales.url, asset: sales.asset.address, network: sales.asset.network, payTo: sales.payTo } : undefined,
+      sellingOff: sales ? undefined : off,
+      devNetwork: runtime.local ? { rpcUrl: runtime.local.rpcUrl, chainId: runtime.local.chainId, token: runtime.local.token.address } : undefined,
+    }),
+    stop: async () => {
+      await unlisten?.().catch(() => undefined);
+      await sales?.close();
+      await registry?.close();
+      await runtime.stop();
+    },
+  };
+}

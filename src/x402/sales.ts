@@ -1,0 +1,176 @@
+import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
+import type { Network } from '@x402/core/types';
+import type { X402Config } from '../config';
+import type { ToolRegistry } from '../registry';
+import { startFacilitatorServer, type FacilitatorServer } from './facilitator-server';
+import type { Ledger } from './ledger';
+import type { X402Runtime } from './runtime';
+import { startSeller, type Offer, type Seller, type SellerRefresh } from './seller';
+import { viem } from './viem';
+
+/** The asset sales are priced in: a token with its EIP-712 domain (what buyers sign with). */
+export interface SaleAsset {
+  address: string;
+  name: string;
+  version: string;
+  network: Network;
+}
+
+/** The worker's selling side: its x402 resource server, and (FORGE_X402_DEV) the facilitator it settles through. */
+export interface Sales {
+  /** The seller's origin; a tool is sold at `<url>/tools/<name>`. */
+  url: string;
+  asset: SaleAsset;
+  payTo: string;
+  /** The facilitator buyers and `forge services` can ask (discovery), when this worker knows one. */
+  facilitatorUrl?: string;
+  /** Re-reads the offers and the active tools; resolves with the routes now sold. */
+  refresh(): Promise<SellerRefresh>;
+  close(): Promise<void>;
+}
+
+/** Why selling is off on this worker, or undefined when it can sell. */
+export function salesUnavailable(config: X402Config, runtime: X402Runtime): string | undefined {
+  if (!config.sellAddress) return 'FORGE_X402_SELL_ADDRESS=off';
+  if (!runtime.payTo) return 'no address to be paid at: set FORGE_X402_PAY_TO (or a wallet, FORGE_X402_WALLET_KEY)';
+  if (!runtime.local && !config.facilitatorUrl) return 'no facilitator: set FORGE_X402_FACILITATOR_URL (or FORGE_X402_DEV=1)';
+  if (!runtime.local && (!config.sell.asset || !config.sell.network)) return 'no sale asset: set FORGE_X402_SELL_ASSET and FORGE_X402_SELL_NETWORK';
+  if (!runtime.local && !runtime.rpcUrl) return "no chain to read the sale asset's EIP-712 domain from: set FORGE_X402_RPC_URL";
+  return undefined;
+}
+
+const EIP712_DOMAIN_ABI = [
+  {
+    type: 'function',
+    name: 'eip712Domain',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [
+      { name: 'fields', type: 'bytes1' },
+      { name: 'name', type: 'string' },
+      { name: 'version', type: 'string' },
+      { name: 'chainId', type: 'uint256' },
+      { name: 'verifyingContract', type: 'address' },
+      { name: 'salt', type: 'bytes32' },
+      { name: 'extensions', type: 'uint256[]' },
+    ],
+  },
+  { type: 'function', name: 'name', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
+  { type: 'function', name: 'version', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
+] as const;
+
+/** The token's EIP-712 domain name and version, from the chain (EIP-5267, else `name()` and `version()` as USDC has). */
+async function domainOf(rpcUrl: string, asset: string): Promise<{ name: string; version: string }> {
+  const client = viem.createPublicClient({ transport: viem.http(rpcUrl) });
+  const address = viem.getAddress(asset);
+  try {
+    const domain = await client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'eip712Domain' });
+    return { name: domain[1], version: domain[2] };
+  } catch {
+    const [name, version] = await Promise.all([
+      client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'name' }),
+      client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'version' }),
+    ]);
+    return { name, version };
+  }
+}
+
+/**
+ * Starts selling: the offers in the ledger, for tools that are active in `registry`, as paid routes of one x402 resource
+ * server (src/x402/seller.ts), each sale a ledger row. With the local network (FORGE_X402_DEV) the worker also serves
+ * its facilitator over HTTP, with bazaar discovery, and the seller lists its tools there.
+ */
+export async function startSales(input: {
+  config: X402Config;
+  runtime: X402Runtime;
+  ledger: Ledger;
+  registry: ToolRegistry;
+  onError: (error: unknown) => void;
+}): Promise<Sales> {
+  const { config, runtime, ledger, registry } = input;
+  let facilitatorServer: FacilitatorServer | undefined;
+  let facilitator: FacilitatorClient;
+  let asset: SaleAsset;
+  if (runtime.local) {
+    facilitatorServer = await startFacilitatorServer({ facilitator: runtime.local.facilitator });
+    facilitator = new HTTPFacilitatorClient({ url: facilitatorServer.url });
+    const { token } = runtime.local;
+    asset = { address: token.address, name: token.name, version: token.version, network: runtime.local.network };
+  } else {
+    facilitator = new HTTPFacilitatorClient({ url: config.facilitatorUrl as string });
+    const address = config.sell.asset as string;
+    asset = { address, network: config.sell.network as Network, ...(await domainOf(runtime.rpcUrl as string, address)) };
+  }
+  const facilitatorUrl = facilitatorServer?.url ?? config.facilitatorUrl;
+  const offers = async (): Promise<Offer[]> => {
+    if (!(await ledger.isReady())) return [];
+    const sold: Offer[] = [];
+    for (const offer of await ledger.listOffers()) {
+      // A tool that is gone or quarantined is not sold (its offer stays, and sells again once it is active).
+      const tool = registry.get(offer.tool);
+      if (!tool) continue;
+      const schema = tool.inputJsonSchema as Record<string, unknown> | undefined;
+      sold.push({
+        tool: offer.tool,
+        price: BigInt(offer.price),
+        asset: offer.asset,
+        assetName: asset.name,
+        assetVersion: asset.version,
+        payTo: offer.payTo,
+        description: offer.description || tool.description || `${offer.tool} (v${tool.version}), an agent-authored tool sold through Forge`,
+        inputSchema: schema && schema.type === 'object' ? schema : { type: 'object' },
+      });
+    }
+    return sold;
+  };
+  let seller: Seller;
+  try {
+    seller = await startSeller({
+      facilitator,
+      network: asset.network,
+      offers,
+      invoke: (tool, toolInput, options) => registry.invoke(tool, toolInput, options),
+      onSale: async (sale) => {
+        await ledger.recordIn({
+          nonce: sale.nonce,
+          counterparty: sale.payer,
+          resource: sale.resource,
+          tool: sale.tool,
+          amount: sale.amount,
+          asset: sale.asset,
+          network: sale.network,
+          status: sale.status,
+          txHash: sale.txHash,
+          reason: sale.reason,
+        });
+      },
+      onError: input.onError,
+      ...hostPort(config.sellAddress as string),
+      // Forge's facilitator server lists a route when told (POST /discovery/register); a hosted one that has no such
+      // endpoint lists it after its first sale, and the failed announcement is only logged.
+      discoveryUrl: facilitatorUrl,
+    });
+  } catch (err) {
+    await facilitatorServer?.close();
+    throw err;
+  }
+  // Active tools change (a deployment, a rollback, a quarantine): what is sold follows.
+  const stopFollowing = registry.onChange(() => void seller.refresh().catch(input.onError));
+  return {
+    url: seller.url,
+    asset,
+    payTo: runtime.payTo as string,
+    facilitatorUrl,
+    refresh: () => seller.refresh(),
+    close: async () => {
+      stopFollowing();
+      await seller.close();
+      await facilitatorServer?.close();
+    },
+  };
+}
+
+function hostPort(address: string): { host: string; port: number } {
+  const at = address.lastIndexOf(':');
+  return { host: address.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(at + 1)) };
+}
