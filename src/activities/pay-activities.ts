@@ -101,6 +101,11 @@ export function createPayActivities(deps: PayActivityDeps) {
     async signPayment(input: { workflowId: string; paymentRequired: X402PaymentRequired; requirement: X402PaymentRequirements }): Promise<SignedPayment> {
       const key = deps.walletKey();
       if (!key) throw notRetryable('no wallet is configured on this worker', 'ForgeNoWallet');
+      const row = await deps.ledger.getOut(input.workflowId);
+      if (row?.status !== 'reserved') {
+        // Reconciliation released it (a run stalled for over an hour): signing now could pay outside the budget.
+        throw notRetryable(`the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`, 'ForgeReservationReleased');
+      }
       const signed = await signPayment(key, input.paymentRequired, input.requirement);
       await deps.ledger.attachNonce(input.workflowId, signed.nonce);
       return signed;

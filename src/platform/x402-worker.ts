@@ -5,11 +5,15 @@ import type { X402Info } from '../contract/pay-runs';
 import type { ForgeDatabase, ToolStore } from '../db';
 import { ToolRegistry } from '../registry';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
+import { reconcileReserved } from '../x402/reconcile';
 import { startX402Runtime } from '../x402/runtime';
 import { salesUnavailable, startSales, type Sales } from '../x402/sales';
 
 /** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
 export const OFFERS_CHANNEL = 'forge_x402_offers';
+
+/** How often a worker reconciles payments left reserved. */
+const RECONCILE_EVERY_MS = 10 * 60_000;
 
 /** A worker's x402 side: the steps of PayWorkflow and SellToolWorkflow, what the read API says of it, and its servers. */
 export interface X402Worker {
@@ -61,6 +65,18 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
     await runtime.stop();
     throw err;
   }
+  // Payments left reserved by a run that ended abnormally are settled or failed from the chain: now, and every so often.
+  const reconcile = async () => {
+    if (!(await ledger.isReady())) return;
+    const report = await reconcileReserved({ ledger, payer: runtime.address, rpcUrl: runtime.rpcUrl });
+    if (report.settled + report.failed + report.undecided > 0) {
+      log(`forge: x402 reconciliation: ${report.settled} settled, ${report.failed} failed, ${report.undecided} left reserved (no chain to ask: set FORGE_X402_RPC_URL)`);
+    }
+  };
+  const sweep = () => void reconcile().catch((err: Error) => log(`forge: x402 reconciliation failed (will retry): ${err.message}`));
+  sweep();
+  const sweeper = setInterval(sweep, RECONCILE_EVERY_MS);
+  sweeper.unref();
   return {
     payActivities: createPayActivities({
       ledger,
@@ -84,6 +100,7 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
       devNetwork: runtime.local ? { rpcUrl: runtime.local.rpcUrl, chainId: runtime.local.chainId, token: runtime.local.token.address } : undefined,
     }),
     stop: async () => {
+      clearInterval(sweeper);
       await unlisten?.().catch(() => undefined);
       await sales?.close();
       await registry?.close();

@@ -1,4 +1,5 @@
 import type { SpendLimit, X402PaymentRequirements } from '../contract/pay-runs';
+import { MAX_AUTHORIZATION_SECONDS } from './reconcile';
 
 /**
  * What the agent may spend, checked before anything is signed. Amounts are base units of the asset; the per-payment
@@ -45,6 +46,10 @@ function refusalOf(requirement: X402PaymentRequirements, policy: SpendPolicy, ca
   }
   if (policy.allowedPayees.length > 0 && !policy.allowedPayees.includes(payTo.toLowerCase())) {
     return { limit: 'payee', reason: `payee ${payTo} is not allowed (FORGE_X402_ALLOWED_PAYEES)` };
+  }
+  if (!(requirement.maxTimeoutSeconds > 0 && requirement.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS)) {
+    // A signed authorization stays valid this long; reconciliation relies on its expiry to tell unpaid from lost.
+    return { limit: 'scheme', reason: `the resource asks for an authorization valid ${requirement.maxTimeoutSeconds} s; Forge signs for at most ${MAX_AUTHORIZATION_SECONDS} s` };
   }
   if (!BASE_UNITS.test(amount)) return { limit: 'scheme', reason: `the resource asks for an amount that is not a whole number of base units: "${amount}"` };
   if (BigInt(amount) > cap) {

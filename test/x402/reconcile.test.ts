@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { x402ResourceServer } from '@x402/core/server';
+import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
+import { paymentMiddleware } from '@x402/hono';
+import { createMigrationActivities } from '../../src/activities/migration-activities';
+import type { ForgeDatabase } from '../../src/db';
+import { migrationChecksum } from '../../src/policy';
+import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, type Ledger } from '../../src/x402/ledger';
+import { probePayment, sendPaidRequest, signPayment } from '../../src/x402/payer';
+import { reconcileReserved } from '../../src/x402/reconcile';
+import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
+import { backendKinds, type TestBackend } from '../db/backends';
+
+// Reconciliation of payments a crash left `reserved`: the chain decides. A real chain and seller make the three cases:
+// never signed, signed and settled (the answer lost), signed and never sent.
+
+const PRICE = 10_000n;
+const HOUR = 60 * 60_000;
+
+describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
+  let backend: TestBackend;
+  let database: ForgeDatabase;
+  let ledger: Ledger;
+  let net: LocalX402Network;
+  let wallet: LocalWallet;
+  let seller: LocalWallet;
+  let server: Server;
+  let url: string;
+
+  beforeAll(async () => {
+    backend = make();
+    database = await backend.open();
+    ledger = createLedger(database);
+    const activities = createMigrationActivities({ database, schema: database.schema, limits: { lockTimeoutMs: 2_000, statementTimeoutMs: 30_000 } });
+    const migration = { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL, checksum: migrationChecksum(LEDGER_MIGRATION_SQL) };
+    await activities.validateMigration({ ...migration, runId: 'setup' });
+    await activities.applyMigration({ ...migration, workflowId: `schema-migrate/${LEDGER_MIGRATION_NAME}`, runId: 'setup' });
+    net = await startLocalX402Network();
+    [wallet, seller] = await Promise.all([net.newWallet(1_000_000n), net.newWallet()]);
+    const resourceServer = new x402ResourceServer(net.facilitatorClient).register(net.network, new ExactEvmServerScheme());
+    const app = new Hono();
+    app.use(paymentMiddleware({ 'GET /data': { accepts: { scheme: 'exact', price: net.price(PRICE), network: net.network, payTo: seller.address } } }, resourceServer));
+    app.get('/data', (c) => c.json({ data: 1 }));
+    server = await new Promise<Server>((resolve) => {
+      const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
+    });
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/data`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await net?.stop();
+    await database?.close();
+    await backend?.dispose();
+  });
+
+  /** A reservation as PayWorkflow's policy step makes it, signed (and sent) or not, as a crash could leave it. */
+  async function reservation(stage: 'reserved' | 'signed' | 'sent'): Promise<string> {
+    const workflowId = `pay/test/${randomBytes(4).toString('hex')}`;
+    const probe = await probePayment({ url });
+    if (probe.kind !== 'paymentRequired') throw new Error('expected 402');
+    const requirement = probe.paymentRequired.accepts[0];
+    await ledger.reserveOut({ workflowId, counterparty: requirement.payTo, resource: url, amount: requirement.amount, asset: requirement.asset, network: requirement.network, dailyBudget: 10n ** 12n });
+    if (stage === 'reserved') return workflowId;
+    const signed = await signPayment(wallet.privateKey, probe.paymentRequired, requirement);
+    await ledger.attachNonce(workflowId, signed.nonce);
+    if (stage === 'sent') expect((await sendPaidRequest({ url }, signed)).response.httpStatus).toBe(200);
+    return workflowId;
+  }
+
+  test('never signed → failed; signed and settled → settled with its transaction; signed, never sent → failed; young rows are left alone', async () => {
+    const [unsigned, settled, unsent] = [await reservation('reserved'), await reservation('sent'), await reservation('signed')];
+    const young = await reservation('reserved');
+    // Nothing is old enough yet: a running pay run's row is never touched.
+    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl })).toEqual({ settled: 0, failed: 0, undecided: 0 });
+    // An hour on (the database's clock is not moved: `now` is), as a sweep then would see them.
+    const later = new Date(Date.now() + HOUR + 60_000);
+    const report = await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later });
+    expect(report).toEqual({ settled: 1, failed: 3, undecided: 0 });
+    expect(await ledger.getOut(unsigned)).toMatchObject({ status: 'failed', reason: expect.stringContaining('before it signed') });
+    expect(await ledger.getOut(settled)).toMatchObject({ status: 'settled', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(await ledger.getOut(unsent)).toMatchObject({ status: 'failed', reason: expect.stringContaining('never used') });
+    expect(await ledger.getOut(young)).toMatchObject({ status: 'failed' });
+    expect(await net.balanceOf(seller.address)).toBe(PRICE);
+    // Idempotent: nothing is left to decide.
+    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later })).toEqual({ settled: 0, failed: 0, undecided: 0 });
+  });
+
+  test('without a chain to ask, a signed reservation is left reserved (still counted against the budget), not guessed', async () => {
+    const signed = await reservation('signed');
+    const later = new Date(Date.now() + HOUR + 60_000);
+    expect(await reconcileReserved({ ledger, payer: wallet.address, now: later })).toEqual({ settled: 0, failed: 0, undecided: 1 });
+    expect(await ledger.getOut(signed)).toMatchObject({ status: 'reserved' });
+  });
+});
