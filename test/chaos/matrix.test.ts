@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { useTemporal } from '../helpers/platform';
 import { brokenCell, judgeCell, runScenario, type CellReport, type RunRecord } from './matrix/cell';
+import { stopPayNetwork } from './matrix/pay';
 import { removeReverifyPackage } from './matrix/reverify';
 import { SCENARIOS } from './matrix/scenarios';
 
@@ -20,8 +21,9 @@ const inSlice = sliceFilter(process.env.FORGE_CHAOS_SLICE);
 const temporal = useTemporal();
 const reports: CellReport[] = [];
 
-afterAll(() => {
+afterAll(async () => {
   removeReverifyPackage();
+  await stopPayNetwork();
   if (process.env.FORGE_CHAOS_REPORT) writeFileSync(process.env.FORGE_CHAOS_REPORT, JSON.stringify(reports, null, 2));
 });
 

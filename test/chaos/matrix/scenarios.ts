@@ -1,12 +1,14 @@
 import type { ForgeClient } from '../../../src/client';
 import type { LiveProcess } from './end-state';
+import { payScenario } from './pay';
 import { movedBranchPromotionScenario, promotionScenario } from './promotion';
 import { reverifyBuiltinScenario, reverifyScenario } from './reverify';
 
 /**
  * One workflow of the matrix: what exists before the run (made by an unarmed worker), the run itself, and the part
  * of its result that must not depend on whether a crash happened. Each fault point is `<activity>.<before|after>`
- * of an activity this run calls; the matrix kills the worker there. A point named in `externalKills` is not armed in
+ * of an activity this run calls, or `<workflowType>:<activity>.<before|after>` of an activity of a child run it starts
+ * (a payment's ledger migration); the matrix kills the worker there. A point named in `externalKills` is not armed in
  * the worker: the harness itself SIGKILLs the worker process when that kill's moment comes.
  */
 export interface Scenario {
@@ -24,6 +26,11 @@ export interface Scenario {
    * stage's processes run) with the processes that must die with it.
    */
   externalKills?: Record<string, (space: RunSpace) => Promise<LiveProcess[]>>;
+  /**
+   * Made before each run's platform, with or without a fault: what env() then names and the run's state is measured
+   * against (the pay scenario's chain and seller, started once, and a fresh funded buyer wallet per run).
+   */
+  prepare?(): Promise<void>;
   /** What the scenario adds to the workers' environment (paths under the cell's FORGE_HOME). */
   env?(home: string): NodeJS.ProcessEnv;
   setup(forge: ForgeClient, space: RunSpace): Promise<void>;
@@ -133,4 +140,5 @@ export const SCENARIOS: Scenario[] = [
   movedBranchPromotionScenario,
   reverifyScenario,
   reverifyBuiltinScenario,
+  payScenario,
 ];
