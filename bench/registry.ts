@@ -9,6 +9,7 @@ import { promotionWorktreeBench } from './promotion-worktree';
 import { promotionBench } from './promotion';
 import { reverifyBench } from './reverify';
 import { cliBench } from './cli';
+import { typecheckBench } from './typecheck';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench];

@@ -1,0 +1,208 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { TypeCheckError } from '../contract/sandbox-verdict';
+import { Lru } from './lru';
+import { projectNodeModules } from './paths';
+
+/** What the checker found in one tool module. */
+export interface TypecheckResult {
+  /** The errors, at most `maxErrors` of them, in the order the checker reports them. */
+  errors: TypeCheckError[];
+  /** How many more errors there were beyond those listed. */
+  truncated: number;
+  /** Wall time of this check, including the wait for the checker's thread (0 for a result served from the cache). */
+  durationMs: number;
+}
+
+export interface TypecheckerOptions {
+  /** The node_modules whose packages and @types tools are checked against (default: Forge's own dependencies'). */
+  nodeModules?: string;
+  /** Longest one check may take before its thread is ended (default 20 s: under a fast step's 30 s). */
+  timeoutMs?: number;
+  /** Most errors listed per check (default 50). */
+  maxErrors?: number;
+}
+
+/** Thrown when a check does not finish within its time limit; the checker's thread was ended (the next check starts a new one). */
+export class TypecheckTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`the type check did not finish within ${timeoutMs} ms`);
+    this.name = 'TypecheckTimeoutError';
+  }
+}
+
+/** Thrown when the checker itself failed on this module (its thread threw or died while checking it). */
+export class TypecheckCrashedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TypecheckCrashedError';
+  }
+}
+
+/** Thrown for a check that was waiting when another check's timeout ended the thread: worth trying again. */
+export class TypecheckInterruptedError extends Error {
+  constructor() {
+    super('the type checker was restarted while this check waited for it; try again');
+    this.name = 'TypecheckInterruptedError';
+  }
+}
+
+type Reply = { id: number; ok: true; errors: TypeCheckError[]; truncated: number } | { id: number; ok: false; error: string };
+
+interface Pending {
+  resolve(result: { errors: TypeCheckError[]; truncated: number }): void;
+  reject(err: Error): void;
+}
+
+/**
+ * The TypeScript checker for tool modules, warm: a worker thread (src/sandbox/typecheck-thread.cjs) that keeps one
+ * LanguageService, so the declarations of the lib, @types/node and every package a tool imported stay parsed from one
+ * check to the next, and a check of a small zod tool re-reads only the tool. A thread so that a first check (seconds
+ * for a package with large types) never stalls the caller's event loop. Checks run one at a time, in order.
+ */
+export class ToolTypechecker {
+  private thread: Worker | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private readonly cache = new Lru<{ errors: TypeCheckError[]; truncated: number }>(128);
+  private readonly nodeModules: string;
+  private readonly timeoutMs: number;
+  private readonly maxErrors: number;
+
+  constructor(options: TypecheckerOptions = {}) {
+    this.nodeModules = options.nodeModules ?? projectNodeModules();
+    this.timeoutMs = options.timeoutMs ?? 20_000;
+    this.maxErrors = options.maxErrors ?? 50;
+  }
+
+  /**
+   * The type errors of one tool module named `name` (errors are located in `<name>.ts`, as compile errors are).
+   * @throws TypecheckTimeoutError, TypecheckCrashedError (a verdict on this module), TypecheckInterruptedError (retry)
+   */
+  async check(source: string, name: string): Promise<TypecheckResult> {
+    const started = performance.now();
+    // A deployment's step may run again (a retried local activity); the same module gets the same answer.
+    const key = createHash('sha256').update(name).update('\0').update(source).digest('hex');
+    const cached = this.cache.get(key);
+    if (cached) return { ...cached, durationMs: 0 };
+    const result = await this.request(name, source);
+    this.cache.set(key, result);
+    return { ...result, durationMs: Math.round(performance.now() - started) };
+  }
+
+  /**
+   * Starts the thread and parses what every check needs (the lib, @types/node, zod's types) ahead of the first
+   * deployment. Never throws: a checker that cannot start says so on the first real check.
+   */
+  async warm(): Promise<void> {
+    // Not holding the process open: a worker (or a test) that stops before the warm-up ends need not wait for it.
+    const warmUp = "import { z } from 'zod';\nexport default { schema: z.object({ n: z.number() }) };\n";
+    await this.request('warm_up', warmUp, { hold: false }).catch(() => undefined);
+  }
+
+  /** Ends the thread (a later check starts a new one). */
+  async close(): Promise<void> {
+    const thread = this.thread;
+    this.thread = undefined;
+    for (const p of this.pending.values()) p.reject(new TypecheckInterruptedError());
+    this.pending.clear();
+    await thread?.terminate();
+  }
+
+  private request(name: string, source: string, { hold = true } = {}): Promise<{ errors: TypeCheckError[]; truncated: number }> {
+    const thread = this.started();
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      const timer: NodeJS.Timeout = setTimeout(() => {
+        // The thread is busy with this check and cannot be interrupted otherwise; the checks queued behind it are told
+        // to try again, on a new thread.
+        this.pending.delete(id);
+        reject(new TypecheckTimeoutError(this.timeoutMs));
+        void this.close();
+      }, this.timeoutMs);
+      this.pending.set(id, {
+        resolve: (r) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      });
+      // Held open only while a check is waiting: an idle checker never keeps a process (the CLI, a test) alive.
+      if (hold) thread.ref();
+      else timer.unref();
+      thread.postMessage({ id, name, source });
+    });
+  }
+
+  private settle(reply: Reply): void {
+    const p = this.pending.get(reply.id);
+    if (!p) return;
+    this.pending.delete(reply.id);
+    if (this.pending.size === 0) this.thread?.unref();
+    if (reply.ok) p.resolve({ errors: reply.errors, truncated: reply.truncated });
+    else p.reject(new TypecheckCrashedError(`the type checker failed on this module: ${reply.error.split('\n')[0]}`));
+  }
+
+  private started(): Worker {
+    if (this.thread) return this.thread;
+    const thread = new Worker(threadPath(), { workerData: { nodeModules: this.nodeModules, maxErrors: this.maxErrors } });
+    thread.unref();
+    thread.on('message', (reply: Reply) => this.settle(reply));
+    const fail = (err: Error) => {
+      if (this.thread !== thread) return;
+      this.thread = undefined;
+      // The check in flight is the one that took the thread down; the others only waited behind it.
+      const [first, ...rest] = [...this.pending.values()];
+      this.pending.clear();
+      first?.reject(new TypecheckCrashedError(`the type checker's thread died: ${err.message}`, { cause: err }));
+      for (const p of rest) p.reject(new TypecheckInterruptedError());
+    };
+    thread.on('error', fail);
+    thread.on('exit', (code) => fail(new Error(`exited with code ${code}`)));
+    this.thread = thread;
+    return thread;
+  }
+}
+
+let shared: ToolTypechecker | undefined;
+
+/** The process's checker, created on first use and kept warm for every later deployment. */
+export function sharedTypechecker(): ToolTypechecker {
+  shared ??= new ToolTypechecker();
+  return shared;
+}
+
+/** The type errors of one tool module, from the process's warm checker. */
+export function typecheckTool(source: string, name: string): Promise<TypecheckResult> {
+  return sharedTypechecker().check(source, name);
+}
+
+/**
+ * One line for a result that has errors: `the source does not type-check: calc.ts:3:9: TS2322: ... (and 2 more)`,
+ * shaped like a compile rejection's.
+ */
+export function typeErrorsMessage(result: Pick<TypecheckResult, 'errors' | 'truncated'>): string {
+  const more = result.errors.length - 1 + result.truncated;
+  return `the source does not type-check: ${result.errors[0]?.message ?? 'the checker reported errors'}${more > 0 ? ` (and ${more} more)` : ''}`;
+}
+
+/**
+ * src/sandbox/typecheck-thread.cjs: next to this file under ts-jest, and under the package root's src/ when this runs
+ * from dist/ (the build compiles .ts only).
+ */
+function threadPath(): string {
+  let dir = __dirname;
+  for (;;) {
+    const beside = join(dir, 'typecheck-thread.cjs');
+    if (existsSync(beside)) return beside;
+    const candidate = join(dir, 'src', 'sandbox', 'typecheck-thread.cjs');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) throw new Error(`No src/sandbox/typecheck-thread.cjs found above ${__dirname}.`);
+    dir = dirname(dir);
+  }
+}

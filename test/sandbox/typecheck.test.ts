@@ -1,0 +1,123 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ToolTypechecker, TypecheckTimeoutError, typeErrorsMessage } from '../../src/sandbox/typecheck';
+import { adderTool } from '../helpers/tools';
+
+const fixtures = path.join(__dirname, '..', 'fixtures', 'tools');
+const examples = path.join(__dirname, '..', '..', 'examples');
+
+/** The issue's example: a type mistake the test input never trips over. */
+const labelTool = `import { z } from 'zod';
+export default {
+  name: 'labeller',
+  inputSchema: z.object({ n: z.number() }),
+  async execute(input: { n: number }) {
+    const label: number = 'n is ' + input.n;
+    return { label };
+  },
+};
+`;
+
+describe('ToolTypechecker', () => {
+  const checker = new ToolTypechecker();
+  afterAll(() => checker.close());
+
+  test('a type error comes back with file:line:col, its TS code and the message', async () => {
+    const result = await checker.check(labelTool, 'labeller');
+    expect(result.errors).toEqual([
+      {
+        message: "labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
+        code: 'TS2322',
+        location: { file: 'labeller.ts', line: 6, column: 11, lineText: "    const label: number = 'n is ' + input.n;" },
+      },
+    ]);
+    expect(typeErrorsMessage(result)).toBe("the source does not type-check: labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.");
+  }, 60_000);
+
+  test("a tool using zod is checked against the installed zod's types", async () => {
+    expect((await checker.check(adderTool('x'), 'adder')).errors).toEqual([]);
+    // Only zod's declarations know that parse() returns { n: number }, with no `m`.
+    const misuse = `import { z } from 'zod';
+const Input = z.object({ n: z.number() });
+export default {
+  name: 'misuse',
+  inputSchema: Input,
+  async execute(input: unknown) { return { m: Input.parse(input).m }; },
+};
+`;
+    const result = await checker.check(misuse, 'misuse');
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors[0]).toMatchObject({ code: 'TS2339', location: { file: 'misuse.ts', line: 6, column: 66 } });
+    expect(result.errors[0].message).toMatch(/Property 'm' does not exist on type '\{ n: number; \}'/);
+  });
+
+  test("Node's built-ins and globals are typed; a package that is not installed is named", async () => {
+    const node = `import { createHash } from 'node:crypto';
+export default {
+  name: 'hasher',
+  async execute(input: { text: string }, signal: AbortSignal) {
+    signal.throwIfAborted();
+    return { hex: createHash('sha256').update(input.text).digest('hex'), pid: process.pid, b64: Buffer.from(input.text).toString('base64') };
+  },
+};
+`;
+    expect((await checker.check(node, 'hasher')).errors).toEqual([]);
+    const missing = await checker.check(`import nothing from 'forge-no-such-package-anywhere';\nexport default { name: 'm', execute: async () => nothing };\n`, 'm');
+    expect(missing.errors).toEqual([expect.objectContaining({ code: 'TS2307', location: expect.objectContaining({ line: 1, column: 21 }) })]);
+  });
+
+  test('what the runtime allows passes: top-level await, untyped parameters, a default import of a CommonJS module', async () => {
+    const source = `import path from 'node:path';
+const base = await Promise.resolve(path.join('a', 'b'));
+export default { name: 'lenient', async execute(input) { return { base, got: input }; } };
+`;
+    expect((await checker.check(source, 'lenient')).errors).toEqual([]);
+  });
+
+  test('every example and fixture tool that is meant to be valid type-checks', async () => {
+    const files = [
+      ...readdirSync(examples).filter((f) => f.endsWith('.ts')).map((f) => path.join(examples, f)),
+      ...readdirSync(fixtures).filter((f) => f.endsWith('.ts')).map((f) => path.join(fixtures, f)),
+    ];
+    const failing: string[] = [];
+    for (const file of files) {
+      const result = await checker.check(readFileSync(file, 'utf8'), path.basename(file, '.ts'));
+      if (result.errors.length > 0) failing.push(path.basename(file));
+    }
+    // syntax_error.ts is the compile stage's fixture: it never reaches the checker in a deployment.
+    expect(failing).toEqual(['syntax_error.ts']);
+  }, 60_000);
+
+  test('many errors are listed up to the limit and counted beyond it', async () => {
+    const small = new ToolTypechecker({ maxErrors: 2 });
+    try {
+      const source = `const a: number = 'a';\nconst b: number = 'b';\nconst c: number = 'c';\nexport default { a, b, c };\n`;
+      const result = await small.check(source, 'many');
+      expect(result.errors.map((e) => e.location?.line)).toEqual([1, 2]);
+      expect(result.truncated).toBe(1);
+      expect(typeErrorsMessage(result)).toMatch(/ \(and 2 more\)$/);
+    } finally {
+      await small.close();
+    }
+  }, 60_000);
+
+  test('a check that outlasts its limit ends the thread; the next check starts a new one', async () => {
+    // 1 ms: no first check (which parses the lib) finishes in that.
+    const hasty = new ToolTypechecker({ timeoutMs: 1 });
+    try {
+      await expect(hasty.check(labelTool, 'labeller')).rejects.toBeInstanceOf(TypecheckTimeoutError);
+      await expect(hasty.check(labelTool, 'labeller')).rejects.toBeInstanceOf(TypecheckTimeoutError);
+    } finally {
+      await hasty.close();
+    }
+  });
+
+  test('warm: a later check of a small zod tool costs little', async () => {
+    await checker.warm();
+    const times: number[] = [];
+    for (let i = 0; i < 9; i++) times.push((await checker.check(adderTool(`v${i}`), 'adder')).durationMs);
+    times.sort((a, b) => a - b);
+    // The bench measures the figure (goal 50 ms); here only that it is not a cold check of seconds.
+    expect(times[4]).toBeLessThan(500);
+  });
+});
