@@ -99,6 +99,23 @@ describe('loadConfig', () => {
     expect(err.message).not.toContain('hunter2');
   });
 
+  test('x402: a conservative spend policy by default; the wallet key validated, never shown, and kept from tools', () => {
+    const defaults = loadConfig({}).x402;
+    expect(defaults.policy).toEqual({ maxPerPayment: 1_000_000n, dailyBudget: 10_000_000n, allowedPayees: [], allowedNetworks: [], allowedAssets: [] });
+    expect(defaults.walletKey()).toBeUndefined();
+    expect(defaults.dev).toBe(false);
+    const key = `0x${'ab'.repeat(32)}`;
+    const config = loadConfig({ FORGE_X402_WALLET_KEY: key, FORGE_X402_ALLOWED_ASSETS: '0x' + 'C0'.repeat(20) });
+    expect(config.x402.walletKey()).toBe(key);
+    expect(config.x402.policy.allowedAssets).toEqual(['0x' + 'c0'.repeat(20)]);
+    const bad = configError({ FORGE_X402_WALLET_KEY: 'hunter2-not-a-key' });
+    expect(bad.variable).toBe('FORGE_X402_WALLET_KEY');
+    expect(bad.message).not.toContain('hunter2');
+    expect(configError({ FORGE_X402_WALLET_KEY: key, FORGE_X402_WALLET_KEY_FILE: '/k' }).message).toContain('set one');
+    expect(configError({ FORGE_SANDBOX_ENV_PASSTHROUGH: 'HOME,FORGE_X402_WALLET_KEY' }).message).toContain('may not pass FORGE_X402_WALLET_KEY');
+    expect(configError({ FORGE_X402_MAX_PER_PAYMENT: '0.5' }).message).toContain('whole number of base units');
+  });
+
   test('CONFIG_ENV_NAMES is exactly what loadConfig reads', () => {
     const read = new Set<string>();
     const env = new Proxy({} as NodeJS.ProcessEnv, {
