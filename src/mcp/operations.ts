@@ -328,6 +328,88 @@ export const OPERATIONS: Operation[] = [
       return { structured: { action, schedule: { ...schedule } }, text: `schedule ${schedule.scheduleId}: ${schedule.paused ? 'paused' : 'active'}`, isError: false };
     },
   }),
+  operation({
+    name: 'pay',
+    description:
+      "Pay for an HTTP resource over x402 with the platform's wallet, exactly once: the 402's terms are checked against " +
+      'the spend policy (per-payment maximum, daily budget, allowed payees, networks and assets) before anything is ' +
+      'signed. Returns the response (status, body) of a paid request, or the limit that refused it with the amounts. ' +
+      'Amounts are base units of the asset (1000000 = 1.00 of a 6-decimals token).',
+    input: z.object({
+      url: z.string().describe('the resource, http:// or https://'),
+      method: z.string().optional().describe('GET (default), POST, ...'),
+      headers: z.record(z.string(), z.string()).optional(),
+      body: z.string().optional().describe('the request body as sent, e.g. JSON text'),
+      maxAmount: z.string().regex(/^\d{1,78}$/).optional().describe('the most this payment may cost, in base units (lowers the configured maximum)'),
+    }),
+    output: z.looseObject({
+      status: z.enum(['paid', 'refused', 'failed']),
+      workflowId: z.string(),
+      httpStatus: z.number().optional(),
+      body: z.string().optional(),
+      amount: z.string().optional(),
+      asset: z.string().optional(),
+      network: z.string().optional(),
+      payTo: z.string().optional(),
+      txHash: z.string().optional(),
+      limit: z.string().optional(),
+      reason: z.string().optional(),
+    }),
+    // It spends money (not destructive of Forge's state) and reaches the outside world; a repeat pays again.
+    annotations: { title: 'Pay for a resource (x402)', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    async run(args, ctx) {
+      const { url, ...options } = args;
+      const r = await (await ctx.forge()).pay(url, { ...options, method: options.method?.toUpperCase(), onProgress: ctx.onProgress });
+      const text =
+        r.status === 'paid'
+          ? `paid ${r.amount} of ${r.asset ?? 'nothing'}${r.txHash ? ` (${r.txHash})` : ''}; HTTP ${r.httpStatus ?? 'no answer'}`
+          : r.status === 'refused'
+            ? `refused (${r.limit}): ${r.reason}`
+            : `failed: ${r.reason}`;
+      return { structured: { ...r }, text, isError: r.status !== 'paid' };
+    },
+  }),
+  operation({
+    name: 'sell_tool',
+    description:
+      'Offer an active tool as a paid x402 endpoint of the platform (price in base units per call), or withdraw it ' +
+      '(stop: true). Returns the URL buyers POST its input to; its input schema is published for discovery.',
+    input: z.object({
+      tool: toolName,
+      price: z.string().regex(/^[1-9]\d{0,77}$/).optional().describe('base units of the sale asset per call'),
+      stop: z.boolean().optional(),
+      description: z.string().optional().describe("what buyers read (default: the tool's own description)"),
+    }),
+    output: z.looseObject({ status: z.enum(['offered', 'withdrawn', 'refused']), tool: z.string(), workflowId: z.string(), url: z.string().optional(), price: z.string().optional(), reason: z.string().optional() }),
+    annotations: { title: 'Sell a tool (x402)', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    async run(args, ctx) {
+      const r = await (await ctx.forge()).sell(args.tool, { price: args.price, stop: args.stop, description: args.description });
+      const text = r.status === 'offered' ? `${r.tool} is sold at ${r.url} for ${r.price}` : r.status === 'withdrawn' ? `${r.tool} is no longer sold` : `refused: ${r.reason}`;
+      return { structured: { ...r }, text, isError: r.status === 'refused' };
+    },
+  }),
+  operation({
+    name: 'list_services',
+    description: "Services offered over x402, as the facilitator's bazaar discovery lists them, with their price and input schema; query keeps those mentioning every word.",
+    input: z.object({ query: z.string().optional(), network: z.string().optional() }),
+    output: z.looseObject({ facilitatorUrl: z.string(), services: z.array(z.looseObject({ url: z.string() })) }),
+    annotations: { ...readOnly('Discover x402 services'), openWorldHint: true },
+    async run(args, ctx) {
+      const r = await (await ctx.forge()).discoverServices(args);
+      return { structured: { ...r }, text: `${r.services.length} service(s) at ${r.facilitatorUrl}`, isError: false };
+    },
+  }),
+  operation({
+    name: 'get_pnl',
+    description: 'The x402 ledger: settled income (tools sold), spend (resources paid for) and net, by tool or by UTC day, in base units.',
+    input: z.object({ by: z.enum(['tool', 'day']).optional() }),
+    output: z.looseObject({ by: z.string(), rows: z.array(z.looseObject({ key: z.string() })), totals: z.looseObject({ income: z.string(), spend: z.string(), net: z.string() }) }),
+    annotations: readOnly('Profit and loss'),
+    async run(args, ctx) {
+      const r = await (await ctx.forge()).pnl({ by: args.by });
+      return { structured: { ...r }, text: `income ${r.totals.income}, spend ${r.totals.spend}, net ${r.totals.net}`, isError: false };
+    },
+  }),
 ];
 
 /** Waits for this process's registry to catch up; a registry that does not (another host's directory) only delays. */

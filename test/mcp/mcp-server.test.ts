@@ -49,6 +49,10 @@ const OPERATION_NAMES = [
   'get_run',
   'promote_builtin',
   'reverify',
+  'pay',
+  'sell_tool',
+  'list_services',
+  'get_pnl',
 ];
 
 /** Counts notifications/tools/list_changed; `next()` resolves at the first one after the call. */
@@ -207,6 +211,13 @@ describe('forge mcp over stdio', () => {
     expect(refused.isError).toBe(true);
     expect(structured(refused)).toMatchObject({ status: 'rejected', message: expect.any(String), location: { line: 2 } });
   }, 300_000);
+
+  test('the x402 operations answer in structured content: get_pnl before any payment, sell_tool refused (this platform sells nothing) saying why', async () => {
+    expect(structured(await client.callTool({ name: 'get_pnl', arguments: {} }))).toMatchObject({ by: 'tool', rows: [], totals: { income: '0', spend: '0', net: '0' } });
+    const sell = await client.callTool({ name: 'sell_tool', arguments: { tool: 'adder_stdio', price: '1000' } }, undefined, { timeout: 120_000 });
+    expect(sell.isError).toBe(true);
+    expect(structured(sell)).toMatchObject({ status: 'refused', reason: expect.stringContaining('does not sell') });
+  }, 120_000);
 
   test('delete_tool removes the tool from the list, with list_changed', async () => {
     const changes = watchListChanged(client);
