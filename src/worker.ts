@@ -112,6 +112,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     },
     publish,
     sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
+    typecheck: config.typecheck,
   };
   const toolSteps = createToolSteps(toolDeps);
   const toolActivities = createToolActivities(toolDeps, toolSteps);

@@ -1,6 +1,14 @@
 import type { ToolQuarantine, ToolStore, ToolVersion } from '../db';
 import { toolContentHash } from '../contract/hashes';
 import { compileTool } from '../sandbox';
+import {
+  sharedTypechecker,
+  TypecheckCrashedError,
+  TypecheckTimeoutError,
+  typeErrorsMessage,
+  type TypecheckResult,
+} from '../sandbox/typecheck';
+import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
 import type { DeployToolWorkflowInput, ListToolsResult, ToolSummary, VerdictSummary } from '../contract/tool-runs';
 import { notFound, toolRejected } from './failures';
@@ -23,6 +31,13 @@ export interface ToolActivityDeps {
   publish(): Promise<{ generation: number; tools: number }>;
   /** Where and how long this platform runs sandbox tests (the worker's configuration is the authority). */
   sandbox: { taskQueue: string; maxTimeoutMs: number };
+  /**
+   * FORGE_TYPECHECK: `error` rejects a tool with type errors at stage `typecheck`, `warn` reports them and goes on,
+   * `off` skips the checker. Default `error`. Given (as the worker does), the checker starts warming up at once.
+   */
+  typecheck?: TypecheckMode;
+  /** The checker (default: the process's warm one); tests may pass their own. */
+  typechecker?: { check(source: string, name: string): Promise<TypecheckResult>; warm?(): Promise<void> };
 }
 
 export interface ValidateResult {
@@ -33,10 +48,26 @@ export interface ValidateResult {
   unchanged: boolean;
 }
 
+/** What the typecheck stage found in a module it let through (none with `error`; any number with `warn`). */
+export interface TypecheckSummary {
+  mode: 'error' | 'warn';
+  errors: TypeCheckError[];
+  /** Errors beyond those listed. */
+  truncated: number;
+  durationMs: number;
+  /** With `warn`, why the checker gave no answer (it timed out or failed), the module going on unchecked. */
+  unchecked?: string;
+}
+
 export interface PrepareResult extends ValidateResult {
   validateMs: number;
   /** Absent when the content is unchanged (nothing to compile). */
   compile?: { compiledBytes: number; warnings: string[]; durationMs: number };
+  /**
+   * Absent when the content is unchanged, with FORGE_TYPECHECK=off, and in the histories of runs from before the
+   * stage existed (the workflow reports the stage only when this is here, so those replay alike).
+   */
+  typecheck?: TypecheckSummary;
 }
 
 export interface CommitInput {
@@ -63,6 +94,11 @@ export interface CommitResult {
  */
 export function createToolSteps(deps: ToolActivityDeps) {
   const { store } = deps;
+  const mode = deps.typecheck ?? 'error';
+  const typechecker = deps.typechecker ?? (mode === 'off' ? undefined : sharedTypechecker());
+  // The first check parses the lib, @types/node and zod's types (a second or two): done now, in the checker's thread,
+  // rather than in the first deployment.
+  if (deps.typecheck !== undefined && mode !== 'off') void typechecker?.warm?.();
   return {
     /**
      * Checks what can be checked without running anything: the name, reserved names, size, the content hash, and
@@ -100,6 +136,32 @@ export function createToolSteps(deps: ToolActivityDeps) {
         });
       }
       return { compiledBytes: Buffer.byteLength(compiled.code), warnings: compiled.warnings };
+    },
+
+    /**
+     * Runs the TypeScript checker over the module with the installed types (FORGE_TYPECHECK). With `error`, type
+     * errors are a `typecheck` rejection carrying each error's location and TS code; so is a check that times out or
+     * that the checker fails on. With `warn`, all of that is reported and the deployment goes on; with `off`, nothing
+     * runs (undefined). Idempotent (reads only); nothing to compensate.
+     */
+    async typecheckModule(input: { name: string; source: string }): Promise<TypecheckSummary | undefined> {
+      if (mode === 'off' || !typechecker) return undefined;
+      const started = performance.now();
+      let result: TypecheckResult;
+      try {
+        result = await typechecker.check(input.source, input.name);
+      } catch (err) {
+        const verdict = err instanceof TypecheckTimeoutError ? 'timeout' : err instanceof TypecheckCrashedError ? 'crashed' : undefined;
+        // Anything else (the checker was restarted under this check) is worth another try: the step is retried.
+        if (!verdict) throw err;
+        const message = `${(err as Error).message}; FORGE_TYPECHECK=warn deploys without waiting for it, =off skips it`;
+        if (mode === 'warn') return { mode, errors: [], truncated: 0, durationMs: Math.round(performance.now() - started), unchecked: message };
+        throw toolRejected({ stage: 'typecheck', verdict, message });
+      }
+      if (result.errors.length > 0 && mode === 'error') {
+        throw toolRejected({ stage: 'typecheck', verdict: 'failed', message: typeErrorsMessage(result), typeErrors: result.errors });
+      }
+      return { mode, errors: result.errors, truncated: result.truncated, durationMs: result.durationMs };
     },
 
     /**
@@ -147,9 +209,10 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
   // object by name.
   const activities = {
     /**
-     * validateDeployment then compileCheck, in one local activity: each local activity costs the workflow a few
-     * milliseconds of scheduling, a noticeable share of a deployment. Reports each step's own time for the progress
-     * view. Idempotent; nothing to compensate.
+     * validateDeployment, compileCheck then typecheckModule, in one local activity: each local activity costs the
+     * workflow a few milliseconds of scheduling, a noticeable share of a deployment, and a stage inside an existing
+     * step adds no command to the workflow's history. Reports each step's own time for the progress view.
+     * Idempotent; nothing to compensate.
      */
     async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
       const t0 = performance.now();
@@ -158,7 +221,10 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
       if (validated.unchanged) return { ...validated, validateMs };
       const t1 = performance.now();
       const compiled = await steps.compileCheck(input);
-      return { ...validated, validateMs, compile: { ...compiled, durationMs: Math.round(performance.now() - t1) } };
+      const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
+      const t2 = performance.now();
+      const typecheck = await steps.typecheckModule(input);
+      return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
     },
 
     /**

@@ -3,10 +3,13 @@
  * activities and the workflows.
  */
 import type { StageRecord } from './run-progress';
-import type { SandboxDiagnostics, SandboxStatus } from './sandbox-verdict';
+import type { SandboxDiagnostics, SandboxStatus, TypeCheckError } from './sandbox-verdict';
 
-/** The steps of a tool deployment, in order; `commit` persists the version and activates it in one transaction. */
-export const DEPLOY_STAGES = ['validate', 'compile', 'test', 'commit', 'notify'] as const;
+/**
+ * The steps of a tool deployment, in order; `typecheck` runs the TypeScript checker (FORGE_TYPECHECK), `commit`
+ * persists the version and activates it in one transaction.
+ */
+export const DEPLOY_STAGES = ['validate', 'compile', 'typecheck', 'test', 'commit', 'notify'] as const;
 export type DeployStage = (typeof DEPLOY_STAGES)[number];
 
 export interface DeployToolInput {
@@ -39,6 +42,11 @@ export interface DeployDiagnostics {
   sandbox?: VerdictSummary;
   /** Compile errors with line and column, when compiling failed. */
   compileErrors?: { message: string; location?: { file: string; line: number; column: number; lineText?: string } }[];
+  /**
+   * Type errors with location and TS code: why a run was rejected at `typecheck`, or, with FORGE_TYPECHECK=warn, what
+   * the checker found in a version that went on to deploy.
+   */
+  typeErrors?: TypeCheckError[];
   stages: StageRecord[];
 }
 
@@ -111,4 +119,5 @@ export interface ToolRejection {
   message: string;
   sandbox?: VerdictSummary;
   compileErrors?: DeployDiagnostics['compileErrors'];
+  typeErrors?: TypeCheckError[];
 }

@@ -7,12 +7,17 @@ import { refused } from './refusal';
 import { Saga } from './saga';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
+import type { TypecheckSummary } from '../activities/tool-activities';
 
 /**
- * Deploys one tool: validate → compile → test in the sandbox → commit (persist the version and activate it, one
- * transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the commit). Validate+compile and
- * commit+notify each run as one local activity (their stages are still reported apart): three steps in all, because
- * every step costs the run scheduling time that, for millisecond-long steps, would outweigh the work.
+ * Deploys one tool: validate → compile → typecheck (FORGE_TYPECHECK) → test in the sandbox → commit (persist the
+ * version and activate it, one transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the
+ * commit). Validate+compile+typecheck and commit+notify each run as one local activity (their stages are still
+ * reported apart): three steps in all, because every step costs the run scheduling time that, for millisecond-long
+ * steps, would outweigh the work.
+ *
+ * The typecheck stage is reported only when the first step's result says it ran: a history recorded before the stage
+ * existed has no such result, so it replays without the stage's search-attribute upsert, and needs no patch.
  *
  * A rejection at any step ends the run with `status: "rejected"` and the verdict (a FAILED execution whose details
  * carry that result: refusal.ts); nothing was stored, and the version active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
@@ -49,6 +54,13 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     progress.done('validate', validated.activeVersion ? `active now: v${validated.activeVersion}` : 'new tool', validated.validateMs);
     stage = 'compile';
     progress.ran('compile', validated.compile!.durationMs, `${validated.compile!.compiledBytes} bytes of JS`);
+    const typecheck = validated.typecheck;
+    if (typecheck) {
+      stage = 'typecheck';
+      progress.ran('typecheck', typecheck.durationMs, typecheckNote(typecheck));
+    }
+    // With FORGE_TYPECHECK=warn, what the checker found goes into the result of a run that deploys anyway.
+    const typeErrors = typecheck && typecheck.errors.length > 0 ? typecheck.errors : undefined;
 
     stage = 'test';
     progress.start('test');
@@ -96,13 +108,21 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
       version: committed.version,
       previousVersion: pointer.previous,
       verdict: 'passed',
-      diagnostics: { stage, message: `v${committed.version} of ${input.name} is active`, sandbox: verdict, stages: [] },
+      diagnostics: {
+        stage,
+        message: `v${committed.version} of ${input.name} is active${typecheck?.mode === 'warn' ? warnedAbout(typecheck) : ''}`,
+        sandbox: verdict,
+        ...(typeErrors ? { typeErrors } : {}),
+        stages: [],
+      },
     });
   } catch (err) {
     const rejection = rejectionOf(err);
     // A compile error is found inside the validate step: validate passed, compile failed (not "✗ validate").
     const failedAt = rejection && (DEPLOY_STAGES as readonly string[]).includes(rejection.stage) ? (rejection.stage as typeof stage) : stage;
     if (failedAt !== stage) progress.done(stage);
+    // Type errors are found inside the first step too, after its compile passed.
+    if (failedAt === 'typecheck' && stage === 'validate') progress.done('compile');
     // The Web UI's stage lines say why too, not only the run's failure message.
     progress.failed(failedAt, rejection ? `${rejection.verdict}: ${oneLine(rejection.message, 200)}` : undefined);
     if (rejection) {
@@ -114,6 +134,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
           message: rejection.message,
           sandbox: rejection.sandbox,
           compileErrors: rejection.compileErrors,
+          ...(rejection.typeErrors ? { typeErrors: rejection.typeErrors } : {}),
           stages: [],
         },
       });
@@ -125,3 +146,18 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   }
 }
 
+
+/** The typecheck stage's line in the progress view. */
+function typecheckNote(t: TypecheckSummary): string {
+  if (t.unchecked) return `not checked (${t.unchecked})`;
+  const count = t.errors.length + t.truncated;
+  return count === 0 ? 'no type errors' : `${count} type error${count === 1 ? '' : 's'} (FORGE_TYPECHECK=warn), first: ${oneLine(t.errors[0].message, 200)}`;
+}
+
+/** What a run deployed despite, with FORGE_TYPECHECK=warn: appended to its one-sentence message. */
+function warnedAbout(t: TypecheckSummary): string {
+  if (t.unchecked) return ` without a type check (${t.unchecked})`;
+  const count = t.errors.length + t.truncated;
+  if (count === 0) return '';
+  return `, with ${count} type error${count === 1 ? '' : 's'} reported (FORGE_TYPECHECK=warn; see diagnostics.typeErrors): ${t.errors[0].message}`;
+}

@@ -8,6 +8,18 @@ import { adderTool } from '../helpers/tools';
 const fixture = (name: string) => readFileSync(path.join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
 
 
+/** The issue's example: a type mistake the test input never trips over (it deployed as active before typecheck). */
+const labelTool = (name: string) => `import { z } from 'zod';
+export default {
+  name: '${name}',
+  inputSchema: z.object({ n: z.number() }),
+  async execute(input: { n: number }) {
+    const label: number = 'n is ' + input.n;
+    return { label };
+  },
+};
+`;
+
 const temporal = useTemporal();
 
 describe.each(databaseKinds())('tool deployment on %s', (kind) => {
@@ -29,6 +41,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(v1.diagnostics.stages.map((s) => [s.name, s.status])).toEqual([
       ['validate', 'done'],
       ['compile', 'done'],
+      ['typecheck', 'done'],
       ['test', 'done'],
       ['commit', 'done'],
       ['notify', 'done'],
@@ -92,6 +105,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(broken.diagnostics.stages.map((s) => [s.name, s.status])).toEqual([
       ['validate', 'done'],
       ['compile', 'failed'],
+      ['typecheck', 'skipped'],
       ['test', 'skipped'],
       ['commit', 'skipped'],
       ['notify', 'skipped'],
@@ -100,6 +114,53 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(builtin).toMatchObject({ status: 'rejected', verdict: 'refused', diagnostics: { stage: 'validate' } });
     expect(builtin.diagnostics.message).toMatch(/built-in/);
     expect(builtin.diagnostics.stages[0]).toMatchObject({ name: 'validate', status: 'failed' });
+  });
+
+  test('a type error is rejected at typecheck with file:line:col, TS2322 and the message; nothing is stored', async () => {
+    const result = await platform.forge.deployTool({ name: 'labeller', source: labelTool('labeller'), testInput: { n: 1 } });
+    expect(result).toMatchObject({ status: 'rejected', name: 'labeller', verdict: 'failed', diagnostics: { stage: 'typecheck' } });
+    expect(result.diagnostics.message).toBe(
+      "the source does not type-check: labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
+    );
+    expect(result.diagnostics.typeErrors).toEqual([
+      {
+        message: "labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
+        code: 'TS2322',
+        location: { file: 'labeller.ts', line: 6, column: 11, lineText: "    const label: number = 'n is ' + input.n;" },
+      },
+    ]);
+    // Compile passed, the checker refused, the test never ran.
+    expect(result.diagnostics.stages.map((s) => [s.name, s.status])).toEqual([
+      ['validate', 'done'],
+      ['compile', 'done'],
+      ['typecheck', 'failed'],
+      ['test', 'skipped'],
+      ['commit', 'skipped'],
+      ['notify', 'skipped'],
+    ]);
+    expect(result.version).toBeUndefined();
+    expect(await platform.workers.store.listVersions('labeller')).toEqual([]);
+    expect(existsSync(path.join(platform.config.agentToolsDir, 'labeller'))).toBe(false);
+    // The run says so where an operator looks too.
+    expect((await platform.forge.getRun(result.workflowId)).progress?.stages.find((s) => s.name === 'typecheck')).toMatchObject({
+      status: 'failed',
+      summary: expect.stringContaining('TS2322'),
+    });
+  });
+
+  test('a tool importing zod type-checks against the installed zod: a misuse of its types is rejected', async () => {
+    const misuse = `import { z } from 'zod';
+const Input = z.object({ n: z.number() });
+export default {
+  name: 'zod_misuse',
+  inputSchema: Input,
+  async execute(input: unknown) { return { n: Input.parse(input).n.toUpperCase() }; },
+};
+`;
+    const result = await platform.forge.deployTool({ name: 'zod_misuse', source: misuse, testInput: { n: 1 } });
+    expect(result).toMatchObject({ status: 'rejected', diagnostics: { stage: 'typecheck' } });
+    expect(result.diagnostics.typeErrors?.[0]).toMatchObject({ code: 'TS2339', location: { file: 'zod_misuse.ts', line: 6 } });
+    expect(result.diagnostics.typeErrors?.[0].message).toMatch(/Property 'toUpperCase' does not exist on type 'number'/);
   });
 
   test('invalid input is refused by the client before anything starts', async () => {
@@ -197,9 +258,37 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
       expect(Date.now() - waited).toBeLessThan(5_000);
       expect(result).toMatchObject({ status: 'active', name: 'orphaned' });
       expect(seen.at(-1)).toMatchObject({ kind: 'deploy', subject: 'orphaned' });
-      expect(seen.at(-1)?.stages.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done', 'done']);
+      expect(seen.at(-1)?.stages.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done', 'done', 'done']);
     } finally {
       await platform.startWorkers();
+    }
+  });
+});
+
+describe.each([
+  ['warn', 'deploys it active with the type errors in the result'],
+  ['off', 'skips the check: it deploys active with nothing to say'],
+] as const)('FORGE_TYPECHECK=%s', (mode, what) => {
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_TYPECHECK: mode } });
+  }, 120_000);
+  afterAll(() => platform?.teardown());
+
+  test(`a tool with a type error: ${what}`, async () => {
+    const result = await platform.forge.deployTool({ name: 'labeller', source: labelTool('labeller'), testInput: { n: 1 } });
+    expect(result).toMatchObject({ status: 'active', version: 1, verdict: 'passed', diagnostics: { stage: 'notify' } });
+    const typecheck = result.diagnostics.stages.find((s) => s.name === 'typecheck');
+    if (mode === 'warn') {
+      expect(result.diagnostics.typeErrors).toEqual([
+        expect.objectContaining({ code: 'TS2322', location: expect.objectContaining({ file: 'labeller.ts', line: 6, column: 11 }) }),
+      ]);
+      expect(result.diagnostics.message).toMatch(/^v1 of labeller is active, with 1 type error reported \(FORGE_TYPECHECK=warn; .*labeller\.ts:6:11: TS2322/);
+      expect(typecheck).toMatchObject({ status: 'done', summary: expect.stringContaining('1 type error') });
+    } else {
+      expect(result.diagnostics.typeErrors).toBeUndefined();
+      expect(result.diagnostics.message).toBe('v1 of labeller is active');
+      expect(typecheck).toMatchObject({ status: 'skipped' });
     }
   });
 });

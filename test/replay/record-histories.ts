@@ -50,6 +50,15 @@ export default {
 };
 `;
 
+/** A tool with a type error its test never trips over: rejected at the typecheck stage. */
+const typeErrorTool = (name: string) => `import { z } from 'zod';
+export default {
+  name: '${name}',
+  inputSchema: z.object({ n: z.number() }),
+  async execute(input: { n: number }) { const label: number = 'n is ' + input.n; return { label }; },
+};
+`;
+
 /** The activity types of the local activities a history recorded (their markers carry them). */
 function localActivitiesOf(history: temporal.api.history.v1.IHistory): string[] {
   const types: string[] = [];
@@ -153,6 +162,7 @@ test('records one history of each released workflow shape', async () => {
   await deploy('deploy-unchanged', adderTool('a', tool), { a: 1, b: 2 }, { status: 'active', version: 1, unchanged: true });
   await deploy(undefined, adderTool('b', tool), { a: 1, b: 2 }, { status: 'active', version: 2 });
   await deploy('deploy-rejected-compile', 'export default {', {}, { status: 'rejected', diagnostics: { stage: 'compile' } });
+  await deploy('deploy-rejected-typecheck', typeErrorTool(tool), { n: 1 }, { status: 'rejected', diagnostics: { stage: 'typecheck' } });
   await deploy('deploy-rejected-test', failingTool(tool), { n: 1 }, { status: 'rejected', diagnostics: { stage: 'test' } });
 
   // Cancelled in its sandbox test: the activity is cancelled, nothing was stored, no compensation is registered yet.
