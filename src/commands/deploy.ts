@@ -32,12 +32,16 @@ export function registerDeploy(program: Command): void {
 }
 
 function describeDeploy(r: DeployToolResult): string {
+  const typeErrors = r.diagnostics.typeErrors ?? [];
   if (r.status === 'active') {
     if (r.unchanged) return `${r.name} v${r.version} is already active with this content; nothing changed.`;
-    return `${r.name} v${r.version} is active${r.previousVersion !== undefined ? ` (was v${r.previousVersion})` : ''}.`;
+    const active = `${r.name} v${r.version} is active${r.previousVersion !== undefined ? ` (was v${r.previousVersion})` : ''}.`;
+    // FORGE_TYPECHECK=warn: deployed, and what the checker found is said.
+    return typeErrors.length > 0 ? [active, 'type errors (FORGE_TYPECHECK=warn):', ...typeErrors.map((e) => `  ${e.message}`)].join('\n') : active;
   }
   const lines = [`${r.name} was rejected at ${r.diagnostics.stage} (${r.verdict}): ${r.diagnostics.message}`];
   for (const e of r.diagnostics.compileErrors?.slice(1) ?? []) lines.push(`  ${e.message}`);
+  for (const e of typeErrors.slice(1)) lines.push(`  ${e.message}`);
   if (r.diagnostics.sandbox?.stderrTail) lines.push('--- stderr (tail) ---', r.diagnostics.sandbox.stderrTail.trimEnd());
   return lines.join('\n');
 }

@@ -69,7 +69,8 @@ export const OPERATIONS: Operation[] = [
       'version and made active, so it appears as an MCP tool of its own. The module: `import { z } from \'zod\'; export ' +
       "default { name: 'my_tool' /* equal to the name deployed */, description: '...', inputSchema: z.object({ n: " +
       'z.number() }), async execute(input, signal) { return { ... } /* JSON */ } };` (any installed package may be imported). ' +
-      'A rejection says the stage (validate, compile, test), the verdict, a message and, for compile errors, the location. ' +
+      'A rejection says the stage (validate, compile, typecheck, test), the verdict, a message and, for compile and type ' +
+      'errors, the location (type errors also in diagnostics.typeErrors, each with its TS code). ' +
       'The same content deploys once (idempotent).',
     input: z.object({
       name: toolName,
@@ -85,9 +86,9 @@ export const OPERATIONS: Operation[] = [
       unchanged: z.boolean().optional(),
       workflowId: z.string(),
       verdict: z.string().describe('the sandbox verdict (passed, failed, invalid, timeout, oom, crashed, output_limit) or refused'),
-      stage: z.string().describe('the stage that decided: validate, compile, test, commit or notify'),
+      stage: z.string().describe('the stage that decided: validate, compile, typecheck, test, commit or notify'),
       message: z.string(),
-      location: location.optional().describe('where a compile error is'),
+      location: location.optional().describe('where a compile error, or the type error that rejected the tool, is'),
       diagnostics: z.looseObject({ stages: z.array(stageRecord) }),
     }),
     annotations: { title: 'Deploy a tool', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -419,7 +420,8 @@ async function settle(wait: Promise<unknown>): Promise<void> {
 
 function deployAnswer(r: DeployToolResult): OperationResult {
   const d = r.diagnostics;
-  const first = d.compileErrors?.find((e) => e.location)?.location;
+  // A type error locates a rejection only (with FORGE_TYPECHECK=warn, an active result carries them in diagnostics).
+  const first = (d.compileErrors ?? (r.status === 'rejected' ? d.typeErrors : undefined))?.find((e) => e.location)?.location;
   const structured = {
     ...r,
     stage: d.stage,

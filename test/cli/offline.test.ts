@@ -20,6 +20,20 @@ beforeAll(() => {
 export default { name: 'noisy_fail', inputSchema: z.object({}), async execute() { console.error('about to fail: marker-42'); throw new Error('nope'); } };
 `,
   );
+  // The issue's type mistake, which its test input never trips over (it ran and passed before the typecheck stage).
+  writeFileSync(
+    path.join(dir, 'labeller.ts'),
+    `import { z } from 'zod';
+export default {
+  name: 'labeller',
+  inputSchema: z.object({ n: z.number() }),
+  async execute(input: { n: number }) {
+    const label: number = 'n is ' + input.n;
+    return { label };
+  },
+};
+`,
+  );
   writeFileSync(path.join(dir, 'ok.sql'), 'CREATE TABLE agent_notes (id bigint PRIMARY KEY, body text);\nCREATE INDEX agent_notes_body ON agent_notes (body);\n');
   writeFileSync(path.join(dir, 'bad.sql'), 'CREATE TABLE agent_a (id int);\nDROP TABLE users;\n');
 });
@@ -87,6 +101,41 @@ describe('forge sandbox', () => {
     const named = await runForgeJson(['sandbox', copy, '--name', 'celsius_to_fahrenheit', '--test-input', '{"celsius":1}']);
     expect(named.code).toBe(0);
     expect(named.json.status).toBe('passed');
+  });
+
+  test('a type error: exit 1, status "failed" at phase typecheck with file:line:col, TS2322 and the message, as a deployment reports it', async () => {
+    const { code, json } = await runForgeJson(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}']);
+    expect(code).toBe(1);
+    expect(json).toMatchObject({
+      status: 'failed',
+      error: "the source does not type-check: labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
+      diagnostics: {
+        phase: 'typecheck',
+        typeErrors: [
+          {
+            message: "labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
+            code: 'TS2322',
+            location: { file: 'labeller.ts', line: 6, column: 11, lineText: "    const label: number = 'n is ' + input.n;" },
+          },
+        ],
+      },
+    });
+    expect(json.output).toBeUndefined();
+    const human = await runForge(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}']);
+    expect(human.code).toBe(1);
+    expect(human.stdout).toMatch(/^labeller: failed in \d+ ms\nthe source does not type-check: labeller\.ts:6:11: TS2322: /);
+  });
+
+  test('FORGE_TYPECHECK=warn runs the tool and reports the type errors beside its verdict; =off reports none', async () => {
+    const warn = await runForgeJson(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}'], { env: cliEnv({ FORGE_TYPECHECK: 'warn' }) });
+    expect(warn.code).toBe(0);
+    expect(warn.json).toMatchObject({ status: 'passed', output: { label: 'n is 1' }, diagnostics: { typeErrors: [expect.objectContaining({ code: 'TS2322' })] } });
+    const human = await runForge(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}'], { env: cliEnv({ FORGE_TYPECHECK: 'warn' }) });
+    expect(human.stdout).toContain('type errors (FORGE_TYPECHECK=warn):\n  labeller.ts:6:11: TS2322: ');
+    const off = await runForgeJson(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}'], { env: cliEnv({ FORGE_TYPECHECK: 'off' }) });
+    expect(off.code).toBe(0);
+    expect(off.json).toMatchObject({ status: 'passed', output: { label: 'n is 1' } });
+    expect((off.json.diagnostics as { typeErrors?: unknown } | undefined)?.typeErrors).toBeUndefined();
   });
 
   test('--test-input that is not JSON: exit 2 naming the flag; JSON error object with --json', async () => {

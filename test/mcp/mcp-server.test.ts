@@ -162,6 +162,19 @@ describe('forge mcp over stdio', () => {
     await deployListCallRollback(client, 'adder_stdio');
   }, 300_000);
 
+  test('a type error: isError at stage typecheck, with the location and the TS code an agent acts on', async () => {
+    const source = "export default {\n  name: 'mistyped',\n  async execute() { const n: number = 'one'; return { n }; },\n};\n";
+    const result = await client.callTool({ name: 'deploy_tool', arguments: { name: 'mistyped', source } }, undefined, { timeout: 120_000 });
+    expect(result.isError).toBe(true);
+    expect(structured(result)).toMatchObject({
+      status: 'rejected',
+      stage: 'typecheck',
+      verdict: 'failed',
+      location: { file: 'mistyped.ts', line: 3, column: 27 },
+      diagnostics: { typeErrors: [expect.objectContaining({ code: 'TS2322' })] },
+    });
+  }, 180_000);
+
   test('a rejected deployment: isError, with the stage, verdict, message and location an agent acts on', async () => {
     const result = await client.callTool(
       { name: 'deploy_tool', arguments: { name: 'broken', source: 'export default {\n  name: "broken",\n  oops oops\n};\n' } },
