@@ -1,11 +1,14 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { migrationChecksum } from '../contract/hashes';
 import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
-import type { PnlResult, PaymentProbe, PayRequest, SpendLimit, X402PaymentRequired, X402PaymentRequirements } from '../contract/pay-runs';
+import { PAID_ANSWER_SIGNAL, type PnlResult, type PaymentProbe, type PayRequest, type SpendLimit, type X402PaymentRequired, type X402PaymentRequirements } from '../contract/pay-runs';
 import { choosePayment, type SpendPolicy } from '../x402/spend-policy';
 import { authorizationOnChain, probePayment, sendPaidRequest, signPayment, type PaidExchange, type SignedPayment } from '../x402/payer';
 import type { Ledger } from '../x402/ledger';
 import type { Hex } from '../x402/viem';
+
+export type { PaidExchange };
 
 /** What paying needs of the ledger: the outgoing rows, one per pay run. */
 export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;
@@ -111,9 +114,15 @@ export function createPayActivities(deps: PayActivityDeps) {
       return signed;
     },
 
-    /** Sends the request with the signed payment: the same payload on every try, so no retry can pay twice. */
-    sendPayment(input: { request: PayRequest; payment: Pick<SignedPayment, 'headers'> }): Promise<PaidExchange> {
-      return sendPaidRequest(input.request, input.payment);
+    /**
+     * Sends the request with the signed payment: the same payload on every try, so no retry can pay twice. A settled
+     * answer exists only in this process until Temporal records the result, and a retry cannot get it again (the
+     * resource refuses the used payload with 402): so it is first handed to the run as a signal, which the server keeps.
+     */
+    async sendPayment(input: { request: PayRequest; payment: Pick<SignedPayment, 'headers'> }): Promise<PaidExchange> {
+      const exchange = await sendPaidRequest(input.request, input.payment);
+      if (exchange.settlement?.success) await handToRun(exchange);
+      return exchange;
     },
 
     /**
@@ -166,3 +175,17 @@ export function createPayActivities(deps: PayActivityDeps) {
 }
 
 export type PayActivities = ReturnType<typeof createPayActivities>;
+
+/**
+ * Signals the running step's own run with its settled answer. Best effort: outside a worker (a test calling the step
+ * directly) or with Temporal out of reach, the answer is still returned, as before.
+ */
+async function handToRun(exchange: PaidExchange): Promise<void> {
+  try {
+    const context = Context.current();
+    const run = context.info.workflowExecution;
+    if (run) await context.client.workflow.getHandle(run.workflowId, run.runId).signal(PAID_ANSWER_SIGNAL, exchange);
+  } catch {
+    // Nothing to do: the run then relies on this result being recorded, as it did before.
+  }
+}

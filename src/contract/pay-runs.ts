@@ -26,6 +26,12 @@ export type SpendLimit = (typeof SPEND_LIMITS)[number];
 /** `paid`: the response came back after a settled payment (or the resource asked for none: amount "0"). */
 export type PayStatus = 'paid' | 'refused' | 'failed';
 
+/**
+ * The signal by which PayWorkflow's send step hands a settled answer to its run before returning: if the worker dies
+ * before Temporal records the step, the retry's send is refused (the payload is used) and the run still has the answer.
+ */
+export const PAID_ANSWER_SIGNAL = 'forgePaidAnswer';
+
 export interface PayResult {
   status: PayStatus;
   workflowId: string;

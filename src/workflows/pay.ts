@@ -1,6 +1,6 @@
-import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { PayActivities, RecordOutcome } from '../activities/pay-activities';
-import type { PaidResponse, PayInput, PayResult, X402PaymentRequirements } from '../contract/pay-runs';
+import { defineSignal, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { PaidExchange, PayActivities, RecordOutcome } from '../activities/pay-activities';
+import { PAID_ANSWER_SIGNAL, type PaidResponse, type PayInput, type PayResult, type X402PaymentRequirements } from '../contract/pay-runs';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { Progress } from './progress';
 import { refused } from './refusal';
@@ -48,6 +48,12 @@ async function pay(input: PayInput): Promise<PayResult> {
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: result.status }]);
     return result.status === 'paid' ? result : refused(result, `payment ${result.status}: ${result.reason ?? ''}`);
   };
+
+  // The settled answer a send attempt handed over before returning (see sendPayment): the first one is what was paid for.
+  let paidAnswer: PaidExchange | undefined;
+  setHandler(defineSignal<[PaidExchange]>(PAID_ANSWER_SIGNAL), (answer) => {
+    paidAnswer ??= answer;
+  });
 
   progress.start('terms', `${request.method ?? 'GET'} ${input.url} unpaid`);
   await ensureLedger();
@@ -99,6 +105,13 @@ async function pay(input: PayInput): Promise<PayResult> {
   } catch (err) {
     sendError = causeOf(err);
     progress.failed('send', sendError);
+  }
+  // An attempt that was paid and answered, then died before Temporal recorded its result, handed the answer over; the
+  // retry that followed sent the used payload again and was refused (HTTP 402). The caller gets what it paid for.
+  if (paidAnswer && !exchange?.settlement?.success) {
+    exchange = paidAnswer;
+    sendError = undefined;
+    progress.done('send', `HTTP ${exchange.response.httpStatus} (the answer of an attempt that died before it was recorded)`);
   }
 
   progress.start('record');

@@ -3,6 +3,7 @@ import { ApplicationFailure, executeChild, proxyActivities, sleep, type Activity
 import type { PayActivities } from '../activities/pay-activities';
 import type { MigrateSchemaResult, MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import { ForgeKindKey, ForgeSubjectKey } from '../contract/search-attributes';
+import { WORKFLOW_TASK_TIMEOUT } from '../contract/workflow-task-timeout';
 
 /**
  * Steps that read or write the ledger: retried without limit (a database that is down makes the run wait, then
@@ -31,6 +32,9 @@ export async function ensureLedger(): Promise<void> {
         workflowId: `schema-migrate/${migration.name}`,
         args: [migration],
         staticSummary: `Migrate schema: ${migration.name} (the x402 ledger, for the first payment)`,
+        // As every run the client starts: a worker killed inside the child's local activities (validate, apply) holds
+        // its workflow task until this runs out, and Temporal's default of 10 s was most of such a kill's recovery.
+        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
         typedSearchAttributes: [
           { key: ForgeKindKey, value: 'migrate' },
           { key: ForgeSubjectKey, value: migration.name },
