@@ -7,10 +7,14 @@ import { createToolStore, openDatabase } from '../src/db';
 import { toolContentHash } from '../src/contract/hashes';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
+import { PreloadSet } from '../src/sandbox/preload';
 import { floorRunner } from './floor';
 import { p50p95, percentile, round, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
+import { startNoopWorkflow } from './noop';
+import { ToolRegistry } from '../src/registry';
+import { readFileSync } from 'node:fs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const BURST = Number(process.env.BENCH_BURST ?? 100);
@@ -28,19 +32,33 @@ export default {
  * Forge's direct in-process pipeline (the same steps, no Temporal), and the bare floor (fork a child that imports the
  * same compiled tool, runs it once and reports over IPC). Then a burst of deployments submitted at once.
  */
+/** Resident memory of a process, MiB (0 when it is gone). */
+function rssMib(pid: number): number {
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return kb ? Math.round(Number(kb[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 export const deployBench: Bench = {
   name: 'deploy',
   description: `tool deployment: durable vs direct vs floor (${RUNS} runs each), and a burst of ${BURST}`,
   async run() {
     // Durable: `forge up` in its own process, this process a client, as an agent uses Forge. Direct: the same steps
     // in this process, on a database of its own.
-    const { config, forge, stop } = await startPlatformProcess('deploy');
+    const { config, forge, pid, address, stop } = await startPlatformProcess('deploy');
+    const noop = await startNoopWorkflow(address);
     const directHome = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-bench-direct-'));
     const directConfig = loadConfig({ FORGE_HOME: directHome, FORGE_AGENT_TOOLS_DIR: path.join(directHome, 'agent-tools') });
     const database = await openDatabase(directConfig);
     const store = createToolStore(database);
     // The direct pipeline's sandbox step keeps spares started as the worker's does (same configuration).
-    const directPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
+    const directPool =
+      config.sandbox.spares > 0
+        ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
+        : undefined;
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
       // of the sandbox activity (which needs an activity context).
@@ -83,31 +101,53 @@ export const deployBench: Bench = {
           `process.send(await tool.execute({ celsius: 1 }));\n`,
       );
 
+      // The registry an agent holds: this process, the platform's agent-tools/, each call a bounded sandbox process.
+      const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
+      const call = async () => {
+        const r = await registry.invoke('durable_tool', { celsius: 1 });
+        if (!r.ok) throw new Error(`registry call: ${r.status} ${r.error}`);
+      };
       for (let i = 0; i < 3; i++) {
         await durable(-1 - i);
         await direct(-1 - i);
         await floor();
+        await noop.run();
+        await call();
       }
-      const samples = { durable: [] as number[], direct: [] as number[], floor: [] as number[] };
+      const samples = { durable: [] as number[], direct: [] as number[], floor: [] as number[], noop: [] as number[], registry: [] as number[] };
       for (let i = 0; i < RUNS; i++) {
         samples.durable.push(await timeMs(() => durable(i)));
         samples.direct.push(await timeMs(() => direct(i)));
         samples.floor.push(await timeMs(floor));
+        samples.noop.push(await timeMs(noop.run));
+        samples.registry.push(await timeMs(call));
       }
+      await registry.close();
       rmSync(floorDir, { recursive: true, force: true });
       console.log(statsRow('durable (client → active)', samples.durable));
       console.log(statsRow('direct in-process pipeline', samples.direct));
       console.log(statsRow('bare floor (fork+import+run)', samples.floor));
+      console.log(statsRow('no-op workflow (Temporal)', samples.noop));
+      console.log(statsRow('ToolRegistry.invoke', samples.registry));
       const vsDirect = round(percentile(samples.durable, 50) / percentile(samples.direct, 50));
       const vsFloor = round(percentile(samples.durable, 50) / percentile(samples.floor, 50));
       console.log(`durable / direct (p50): ${vsDirect}×  (target ≤ 1.25×)`);
-      console.log(`durable / floor (p50):  ${vsFloor}×  (target ≤ 1.5×)`);
+      console.log(`durable / floor (p50):  ${vsFloor}×  (goal ≤ 1.0)`);
 
+      const overhead = round((percentile(samples.durable, 50) - percentile(samples.direct, 50)) / percentile(samples.noop, 50));
+      const registryVsFloor = round(percentile(samples.registry, 50) / percentile(samples.floor, 50));
+      console.log(`(durable − direct) / no-op workflow (p50): ${overhead}  (goal ≤ 1.5)`);
+      console.log(`registry call / floor (p50): ${registryVsFloor}×  (goal ≤ 0.25)`);
+
+      const rssIdle = rssMib(pid);
+      let rssPeak = rssIdle;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMib(pid))), 100);
       const burstStart = performance.now();
       const results = await Promise.all(
         Array.from({ length: BURST }, (_, i) => forge.deployTool({ name: `burst_${i}`, source: zodTool(`burst_${i}`, i), testInput: { celsius: 1 } })),
       );
       const burstMs = performance.now() - burstStart;
+      clearInterval(sampler);
       const failed = results.filter((r) => r.status !== 'active').length;
       if (failed > 0) throw new Error(`${failed} of the burst's deployments did not become active`);
       const perSecond = round(BURST / (burstMs / 1000));
@@ -116,7 +156,16 @@ export const deployBench: Bench = {
         `burst of ${BURST} at once: ${round(burstMs / 1000, 1)} s, ${perSecond} deploys/s with sandbox concurrency ${config.sandbox.concurrency}` +
           ` (ceiling set by the floor: ~${ceiling}/s)`,
       );
+      const burstVsCeiling = round(perSecond / ceiling);
+      console.log(`burst / ceiling: ${burstVsCeiling}  (goal ≥ 1.0); forge up RSS ${rssIdle} MiB idle, ${rssPeak} MiB peak in the burst`);
       return {
+        deploy_overhead_vs_noop_workflow_p50: overhead,
+        deploy_burst_100_vs_ceiling: burstVsCeiling,
+        registry_call_vs_floor_p50: registryVsFloor,
+        ...p50p95('noop_workflow', samples.noop),
+        ...p50p95('registry_call', samples.registry),
+        worker_rss_idle_mib: rssIdle,
+        worker_rss_burst_mib: rssPeak,
         deploy_durable_vs_direct_p50: vsDirect,
         deploy_durable_vs_floor_p50: vsFloor,
         ...p50p95('deploy_durable', samples.durable),
@@ -127,6 +176,7 @@ export const deployBench: Bench = {
         deploy_sandbox_concurrency: config.sandbox.concurrency,
       };
     } finally {
+      await noop.stop();
       await stop();
       await directPool?.close();
       await database.close();

@@ -16,6 +16,8 @@ export interface BenchPlatform {
   database: ForgeDatabase;
   workers: ForgeWorkers;
   forge: ForgeClient;
+  /** The dev server's address. */
+  address: string;
   stop(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function startBenchPlatform(label: string): Promise<BenchPlatform> 
     database,
     workers,
     forge,
+    address: server.address,
     async stop() {
       await forge.close();
       await workers.shutdown();
@@ -59,7 +62,7 @@ export async function startBenchPlatform(label: string): Promise<BenchPlatform> 
  */
 export async function startPlatformProcess(
   label: string,
-): Promise<{ config: ForgeConfig; forge: ForgeClient; /** The `forge up` process. */ pid: number; stop(): Promise<void> }> {
+): Promise<{ config: ForgeConfig; forge: ForgeClient; /** The `forge up` process. */ pid: number; /** Its Temporal. */ address: string; stop(): Promise<void> }> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const home = mkdtempSync(path.join(base, `forge-bench-${label}-`));
   const [port, uiPort] = [await findFreePort(), await findFreePort()];
@@ -87,6 +90,7 @@ export async function startPlatformProcess(
     config,
     forge,
     pid: child.pid!,
+    address: `127.0.0.1:${port}`,
     async stop() {
       await forge.close();
       const exited = new Promise((r) => child.once('exit', r));

@@ -182,6 +182,8 @@ export class ForgeClient {
     private readonly promotion: { taskQueue: string; repo: string },
     private readonly address: string,
     private readonly outage: OutageOptions = {},
+    /** FORGE_X402_FACILITATOR_URL as the caller's configuration has it: where discovery asks when the worker does not say. */
+    private readonly facilitatorUrl?: string,
   ) {}
 
   /** Connects through the standard Temporal environment configuration (TEMPORAL_ADDRESS, ..., or `options`). */
@@ -194,13 +196,14 @@ export class ForgeClient {
       promotionSettings(config, options),
       resolveTemporalConnection(options).address,
       options,
+      config.x402.facilitatorUrl,
     );
   }
 
   /** Wraps an existing Temporal client (tests, or an application that already holds one). */
   static fromClient(client: Client, options: { taskQueue?: string } & OutageOptions & PromotionOptions = {}): ForgeClient {
     const config = loadConfig();
-    return new ForgeClient(client, options.taskQueue ?? config.taskQueues.control, promotionSettings(config, options), 'the configured address', options);
+    return new ForgeClient(client, options.taskQueue ?? config.taskQueues.control, promotionSettings(config, options), 'the configured address', options, config.x402.facilitatorUrl);
   }
 
   async close(): Promise<void> {
@@ -427,7 +430,7 @@ export class ForgeClient {
    * description or input mention every word of it.
    */
   async discoverServices(options: { query?: string; facilitatorUrl?: string; network?: string; limit?: number } = {}): Promise<ServicesResult> {
-    const facilitatorUrl = options.facilitatorUrl ?? (await this.x402Info())?.facilitatorUrl ?? nonBlank(process.env.FORGE_X402_FACILITATOR_URL);
+    const facilitatorUrl = options.facilitatorUrl ?? (await this.x402Info())?.facilitatorUrl ?? this.facilitatorUrl;
     if (!facilitatorUrl) {
       throw new ForgeInputError('discoverServices: no facilitator is known: pass facilitatorUrl, or set FORGE_X402_FACILITATOR_URL (or run the worker with FORGE_X402_DEV=1)', [
         { path: ['facilitatorUrl'], message: 'required' },
@@ -824,8 +827,6 @@ const sellInputSchema = z
     description: z.string().max(1000).optional(),
   })
   .refine((v) => (v.stop ? v.price === undefined : v.price !== undefined), { message: 'give a price, or stop: true to withdraw the offer (not both)', path: ['price'] });
-
-const nonBlank = (v: string | undefined): string | undefined => (v?.trim() ? v.trim() : undefined);
 
 function shortId(): string {
   return `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;

@@ -45,6 +45,12 @@ export interface ForgeConfig {
     concurrency: number;
     /** Sandbox processes a worker keeps started ahead of demand (FORGE_SANDBOX_SPARES; 0: start each on demand). */
     spares: number;
+    /**
+     * What spares load while they wait (src/sandbox/preload.ts): FORGE_SANDBOX_PRELOAD, packages always preloaded
+     * (default zod; `off`: none), and up to FORGE_SANDBOX_PRELOAD_MAX packages in all (default 8), the rest learned
+     * from what the tools run lately imported.
+     */
+    preload: { packages: string[]; max: number };
     /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this goes to the sandbox as it is. */
     limits: {
       maxTimeoutMs: number;
@@ -201,6 +207,10 @@ const toolNames = z
   .string()
   .transform(commaList)
   .pipe(z.array(z.string().regex(TOOL_NAME_PATTERN, `every name must follow the tool-name rule: ${TOOL_NAME_RULE}`)));
+const packageNames = z
+  .string()
+  .transform(commaList)
+  .pipe(z.array(z.string().regex(/^(@[a-z0-9._-]+\/)?[a-z0-9._-]+$/, 'every entry must be an npm package name (zod, @scope/pkg)')));
 const envNames = z
   .string()
   .transform(commaList)
@@ -249,6 +259,8 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_TASK_QUEUE_SANDBOX',
   'FORGE_SANDBOX_CONCURRENCY',
   'FORGE_SANDBOX_SPARES',
+  'FORGE_SANDBOX_PRELOAD',
+  'FORGE_SANDBOX_PRELOAD_MAX',
   'FORGE_SANDBOX_MAX_TIMEOUT_MS',
   'FORGE_SANDBOX_MEMORY_MB',
   'FORGE_SANDBOX_OUTPUT_BYTES',
@@ -367,6 +379,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       concurrency: sandboxConcurrency,
       // One spare per slot by default, so that as many runs as may run at once all find a started process.
       spares: read(env, 'FORGE_SANDBOX_SPARES', int(0, 1024), nonEmpty(env.FORGE_SANDBOX_CONCURRENCY) ?? String(availableParallelism())),
+      preload: {
+        packages: nonEmpty(env.FORGE_SANDBOX_PRELOAD)?.toLowerCase() === 'off' ? [] : read(env, 'FORGE_SANDBOX_PRELOAD', packageNames, 'zod'),
+        max: read(env, 'FORGE_SANDBOX_PRELOAD_MAX', int(0, 64), '8'),
+      },
       limits: {
         maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),
         memoryMb: read(env, 'FORGE_SANDBOX_MEMORY_MB', int(16, 1_048_576), '512'),

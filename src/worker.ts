@@ -22,6 +22,7 @@ import { identityWithReadApi, READ_API_PATHS } from './contract/read-api';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
+import { PreloadSet } from './sandbox/preload';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 import { startX402Worker } from './platform/x402-worker';
 
@@ -117,7 +118,10 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const toolSteps = createToolSteps(toolDeps);
   const toolActivities = createToolActivities(toolDeps, toolSteps);
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
-  const sandboxPool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
+  const sandboxPool =
+    config.sandbox.spares > 0
+      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
+      : undefined;
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool });
   const reverifyResults = createReverifyStore(database);
   const reverifySandboxActivities = createReverifySandboxActivities({ tools: store, results: reverifyResults, limits: config.sandbox.limits, pool: sandboxPool });

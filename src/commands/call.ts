@@ -28,7 +28,7 @@ export function registerCall(program: Command): void {
       /* eslint-enable @typescript-eslint/no-require-imports */
       beforeExit(sandboxCleanupsDone);
       const config = loadConfig();
-      const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
+      const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined, spares: 0 });
       try {
         const result = await registry.invoke(name, input);
         const out = result.ok

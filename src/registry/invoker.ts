@@ -1,4 +1,5 @@
 import { defaultConcurrency, resolveLimits, runSandbox, SandboxPool, type SandboxLimits, type SandboxVerdict } from '../sandbox';
+import type { PreloadSet } from '../sandbox/preload';
 
 /** One call of a loaded tool version, as the registry hands it to an {@link Invoker}. */
 export interface InvocationRequest {
@@ -37,15 +38,15 @@ export interface Invoker {
  *   rejects, `timeout`, `oom`, ...), because they are the same code path.
  * - The cost is a process start per call, tens of milliseconds (see bench/sandbox.ts for the figure beside the bare
  *   fork floor). With `spares`, that many processes are kept started ahead (a SandboxPool): a call takes one, still
- *   fresh and used once, and skips Node's start-up.
+ *   fresh and used once, and skips Node's start-up and, with `preload`, the loading of the packages tools import.
  *
  * At most `concurrency` calls run at once (default: the core count); further calls wait their turn, so a burst of
  * calls cannot fork the host to its knees.
  */
-export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; concurrency?: number; spares?: number } = {}): Invoker {
+export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; concurrency?: number; spares?: number; preload?: PreloadSet } = {}): Invoker {
   const limits = resolveLimits(options.limits);
   const slots = new Semaphore(options.concurrency ?? defaultConcurrency());
-  const pool = options.spares ? new SandboxPool(limits, options.spares) : undefined;
+  const pool = options.spares ? new SandboxPool(limits, options.spares, { preload: options.preload }) : undefined;
   return {
     close: async () => pool?.close(),
     async invoke(request) {

@@ -5,6 +5,7 @@ import { databaseSource } from './database-source';
 import { directorySource } from './directory-source';
 import { RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError } from './errors';
 import { coalesce } from './coalesce';
+import { PreloadSet } from '../sandbox/preload';
 import { childPerCallInvoker, type Invoker } from './invoker';
 import type { Snapshot, ToolSource } from './source';
 import type { ToolDescriptor } from './types';
@@ -16,10 +17,16 @@ export interface ToolRegistryOptions {
   /** Calls running at once with the default invoker (default: the core count). */
   concurrency?: number;
   /**
-   * Sandbox processes the default invoker keeps started ahead of calls, so a call skips Node's start-up (~30 ms).
-   * Each is an idle Node process (~40 MB) until a call takes it; default 0: every call starts its own.
+   * Sandbox processes the default invoker keeps started ahead of calls, so a call skips Node's start-up (~30 ms) and
+   * the loading of the packages tools import (~50 ms for zod). Each is an idle Node process (~50 MB) until a call takes
+   * it; default 1 (0: every call starts its own, as a one-shot caller such as `forge call` wants).
    */
   spares?: number;
+  /**
+   * What spares preload (default: the configuration's FORGE_SANDBOX_PRELOAD / _MAX, i.e. zod and what the tools
+   * called lately import).
+   */
+  preload?: { packages: string[]; max: number };
   /** Replaces the child-per-call invoker (a pooled runner, for instance). */
   invoker?: Invoker;
   /** Directory mode: how often active.json is checked besides fs.watch (default 500 ms). */
@@ -113,7 +120,7 @@ export class ToolRegistry {
         : databaseSource(options.database);
     const invoker =
       options.invoker ??
-      childPerCallInvoker({ limits: options.limits ?? loadConfig().sandbox.limits, concurrency: options.concurrency, spares: options.spares });
+      defaultInvoker(options);
     const onReloadError =
       options.onReloadError ??
       ((err: unknown) =>
@@ -299,4 +306,16 @@ function diff(before: Snapshot, after: Snapshot): RegistryChange {
   }
   for (const name of before.tools.keys()) if (!after.tools.has(name)) change.removed.push(name);
   return change;
+}
+
+/** The child-per-call invoker with the configuration's limits and preload where the caller gave none. */
+function defaultInvoker(options: ToolRegistryOptions): Invoker {
+  const config = options.limits && options.preload ? undefined : loadConfig().sandbox;
+  const preload = options.preload ?? (config as NonNullable<typeof config>).preload;
+  return childPerCallInvoker({
+    limits: options.limits ?? config?.limits,
+    concurrency: options.concurrency,
+    spares: options.spares ?? 1,
+    preload: new PreloadSet(preload.packages, preload.max),
+  });
 }

@@ -1,5 +1,6 @@
 import { bootHarness, disposeHarness, type BootedHarness } from './run';
 import { resolveLimits, type SandboxLimits } from './limits';
+import type { PreloadSet } from './preload';
 
 /**
  * What a harness is started with: its V8 heap, address space, process limit and user, its containment, cgroup and
@@ -31,9 +32,22 @@ export class SandboxPool {
   /** Spares handed out to runs. */
   served = 0;
 
-  constructor(limits: Partial<SandboxLimits>, readonly size: number) {
+  /**
+   * @param options.preload the packages each spare loads while it waits (src/sandbox/preload.ts), so a tool's imports
+   * of them are cache hits; none by default.
+   */
+  constructor(
+    limits: Partial<SandboxLimits>,
+    readonly size: number,
+    private readonly options: { preload?: PreloadSet } = {},
+  ) {
     this.limits = resolveLimits(limits);
     this.refill();
+  }
+
+  /** Notes what a run's module imports, for the spares started from now on. */
+  learn(code: string): void {
+    this.options.preload?.learn(code);
   }
 
   /** A started harness for a run with these limits, or undefined (none ready, or other boot-time limits). */
@@ -67,7 +81,7 @@ export class SandboxPool {
   private refill(): void {
     while (!this.closed && this.spares.length + this.booting.size < this.size) {
       const key = bootKey(this.limits);
-      const boot: Promise<void> = bootHarness(this.limits)
+      const boot: Promise<void> = bootHarness(this.limits, { preload: this.options.preload?.files() })
         .then(
           async (harness) => {
             if (this.closed) await disposeHarness(harness);

@@ -98,6 +98,7 @@ function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<Sand
 type Outcome = Omit<SandboxVerdict, 'durationMs'>;
 
 async function runInChild(request: SandboxRequest, code: RunnableModule, limits: SandboxLimits, pool?: SandboxPool): Promise<Outcome> {
+  pool?.learn(code.code);
   const spare = pool?.take(limits);
   if (spare) {
     const outcome = await runOn(spare, true, request, code, limits);
@@ -135,8 +136,11 @@ export interface BootedHarness {
   uid?: number;
 }
 
-/** Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. */
-export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness> {
+/**
+ * Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. `preload`: the
+ * ES module files it loads while it waits (a pool's spares: src/sandbox/preload.ts).
+ */
+export async function bootHarness(limits: SandboxLimits, options: { preload?: string[] } = {}): Promise<BootedHarness> {
   const root = sandboxTempRoot(limits.tmpDir);
   void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
   const dir = await mkdtemp(join(root, runDirPrefix()));
@@ -152,7 +156,7 @@ export async function bootHarness(limits: SandboxLimits): Promise<BootedHarness>
     if (uid !== undefined) await chown(dir, uid, uid);
     // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
     // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
-    const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath()];
+    const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath(), ...(options.preload ?? [])];
     // All of the run's processes together get what one of them may address.
     const memoryBytes = (limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024;
     const contained = ContainedProcess.start({

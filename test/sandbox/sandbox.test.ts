@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { containment, runSandbox, SandboxPool, sandboxCleanupsDone, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
+import { PreloadSet } from '../../src/sandbox/preload';
 import { processesMarkedWith } from '../helpers/processes';
 import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
 
@@ -46,14 +47,15 @@ async function until(condition: () => boolean, ms = 10_000): Promise<void> {
 /**
  * Runs one fixture with a fresh marker that its processes carry (environment passthrough, and the command line of the
  * fixtures that spawn), then asserts the verdict, the time bound, and that no process or temp file is left. `pooled`:
- * the run gets a harness a SandboxPool started beforehand (the pool is closed before the leftover check, since its
- * replacement spare carries the marker too; a process the run left behind is not one of the pool's).
+ * the run gets a harness a SandboxPool started beforehand, which has preloaded zod as the worker's spares do (the pool
+ * is closed before the leftover check, since its replacement spare carries the marker too; a process the run left
+ * behind is not one of the pool's).
  */
 async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   const marker = `forge-test-${randomBytes(6).toString('hex')}`;
   process.env.FORGE_TEST_MARKER = marker;
   const limits = inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits });
-  const pool = pooled ? new SandboxPool(limits, 1) : undefined;
+  const pool = pooled ? new SandboxPool(limits, 1, { preload: new PreloadSet(['zod'], 8) }) : undefined;
   if (pool) await until(() => pool.ready === 1);
   const started = Date.now();
   const verdict = await runSandbox({ name: c.name ?? c.fixture, source: c.sourceText?.() ?? source(c.fixture), input: c.input ? c.input(marker) : {}, limits }, { pool });
@@ -245,7 +247,7 @@ describe('sandbox verdicts on hostile tools', () => {
   });
 });
 
-describe('the same verdicts from a harness started ahead of the run (SandboxPool)', () => {
+describe('the same verdicts from a harness started ahead of the run, with zod preloaded (SandboxPool)', () => {
   test.each(cases.map((c) => [c.title ?? `${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
     await runCase(c, true);
   });

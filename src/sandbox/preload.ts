@@ -1,0 +1,92 @@
+import { readFileSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { projectNodeModules } from './paths';
+
+/**
+ * Which installed packages a spare sandbox process loads while it waits for its run (issue 15): importing zod costs a
+ * fresh Node ~45–70 ms, most of a small tool's run. A spare that has loaded it hands the tool the very module its
+ * `import 'zod'` resolves to (Node's ESM cache, shared with require(esm) since Node 20.19), so the tool's import is a
+ * cache hit. Nothing of isolation changes: a spare still serves one run, and the code it preloads is the installed
+ * package a tool would load anyway, loaded before any tool code exists.
+ */
+
+/** Bare package names in a compiled ES module's static imports (`import ... from 'zod'`, `import 'pkg/sub'`). */
+export function bareImports(code: string): string[] {
+  const names = new Set<string>();
+  for (const m of code.matchAll(/(?:^|[\s;])(?:import|export)\s*(?:[^'";]*?\sfrom\s*)?["']([^"'./][^"']*)["']/g)) {
+    const spec = m[1];
+    if (spec.startsWith('node:')) continue;
+    const parts = spec.split('/');
+    names.add(spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]);
+  }
+  return [...names];
+}
+
+/**
+ * The file Node's ESM loader runs for `import '<name>'` from a module beside `nodeModules`: the package's `exports`
+ * "import" (or "default") entry of ".", else `module`, else `main`; undefined when it is not installed or has no
+ * root entry. Real paths, as the loader keys its cache.
+ */
+export function esmEntryOf(name: string, nodeModules = projectNodeModules()): string | undefined {
+  try {
+    // Where a run's bare import looks first: its directory's node_modules, a link to this one (not require.resolve of
+    // `<name>/package.json`, which a package's `exports` may not allow).
+    const pkgJson = join(nodeModules, name, 'package.json');
+    const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { exports?: unknown; module?: string; main?: string };
+    const root = typeof pkg.exports === 'object' && pkg.exports !== null && !Array.isArray(pkg.exports) && '.' in pkg.exports ? (pkg.exports as Record<string, unknown>)['.'] : pkg.exports;
+    const entry = pick(root) ?? pkg.module ?? pkg.main;
+    return entry ? realpathSync(join(dirname(pkgJson), entry)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The "import" (else "node", else "default") target of an exports condition map, following nested maps. */
+function pick(target: unknown): string | undefined {
+  if (typeof target === 'string') return target;
+  if (!target || typeof target !== 'object' || Array.isArray(target)) return undefined;
+  const map = target as Record<string, unknown>;
+  for (const condition of ['import', 'node', 'default']) {
+    const found = pick(map[condition]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The packages spares preload: the configured ones, then those the tools run lately imported (most recent first),
+ * at most `max` in all; each resolved to its ES module entry, unresolvable ones left out.
+ */
+export class PreloadSet {
+  private readonly learned: string[] = [];
+  private readonly entries = new Map<string, string | undefined>();
+
+  constructor(
+    private readonly configured: string[],
+    private readonly max: number,
+  ) {}
+
+  /** Notes the bare imports of a module a run is about to load. */
+  learn(code: string): void {
+    if (this.max <= this.configured.length) return;
+    for (const name of bareImports(code)) {
+      if (this.configured.includes(name)) continue;
+      const at = this.learned.indexOf(name);
+      if (at === 0) continue;
+      if (at > 0) this.learned.splice(at, 1);
+      this.learned.unshift(name);
+    }
+    this.learned.length = Math.min(this.learned.length, this.max - this.configured.length);
+  }
+
+  /** The entry files to preload now. */
+  files(): string[] {
+    const files: string[] = [];
+    for (const name of [...this.configured, ...this.learned].slice(0, this.max)) {
+      if (!this.entries.has(name)) this.entries.set(name, esmEntryOf(name));
+      const file = this.entries.get(name);
+      if (file) files.push(file);
+    }
+    return files;
+  }
+}
