@@ -6,7 +6,8 @@
  * Named exports, not `export *`: this list is the published surface, so nothing internal (fault points, search
  * attribute keys, table names) becomes API by accident. Loading it loads the client (gRPC to Temporal) and the
  * registry with its sandbox runner, never the Temporal worker, its native bridge, PGlite, pg or x402
- * (test/sdk/package.test.ts holds it to that). `agent-forge/client` and `agent-forge/registry` load one side only.
+ * (test/sdk/package.test.ts holds it to that; startForge requires them when it is called). `agent-forge/client` and
+ * `agent-forge/registry` load one side only.
  */
 
 export {
@@ -23,6 +24,10 @@ export {
 } from './client';
 export type { TemporalConnectOptions } from './platform/temporal-connection';
 
+// Forge inside this process (client, workers, dev server and database in one program); the worker side loads only
+// when startForge is called.
+export { startForge, type EmbeddedForge, type StartForgeOptions } from './embedded';
+
 export {
   ToolRegistry,
   type InvokeFailureStatus,
@@ -38,6 +43,7 @@ export type { SandboxLimits } from './sandbox';
 
 // The errors a caller can meet, each a class to test with `instanceof`.
 export { ConfigError, ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
+export { DevServerError, TemporalBinaryNotFoundError } from './platform/errors';
 export {
   InvalidToolNameError,
   RegistryClosedError,

@@ -1,9 +1,11 @@
 import { Client } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 import type { ForgeConfig } from '../config';
 import { openDatabase, type ForgeDatabase } from '../db';
 import { createForgeWorkers } from '../worker';
 import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
 import { startDevServer, type DevServer } from './dev-server';
+import type { TemporalConnectOptions } from './temporal-connection';
 import { connectWorkerConnection } from './worker-connection';
 
 export interface PlatformOptions {
@@ -12,6 +14,8 @@ export interface PlatformOptions {
   embeddedTemporal: boolean;
   /** The database, already opening (a worker restarted after a crash opens it while its modules load); else opened here. */
   database?: Promise<ForgeDatabase>;
+  /** Where to connect without the dev server (default: the standard environment configuration of this process). */
+  temporal?: TemporalConnectOptions;
   log?: (line: string) => void;
 }
 
@@ -19,6 +23,12 @@ export interface PlatformOptions {
 export interface RunningPlatform {
   address: string;
   uiUrl?: string;
+  /**
+   * The workers' connection and its namespace. A Client built on it shares it, which is what lets a start be eager (the
+   * server hands the first workflow task straight back to this process's worker). Closed by stop(), after the workers.
+   */
+  connection: NativeConnection;
+  namespace: string;
   /** Resolves when the workers stop (after stop(), or on a fatal worker error, which it rethrows). */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -50,7 +60,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       server = await startDevServer({ home: config.home, port: config.temporal.port, uiPort: config.temporal.uiPort });
       undo.push(() => server!.stop());
     }
-    const { connection, namespace, address } = await connectWorkerConnection(server ? { address: server.address, namespace: server.namespace } : {});
+    const { connection, namespace, address } = await connectWorkerConnection(
+      server ? { ...options.temporal, address: server.address, namespace: server.namespace } : (options.temporal ?? {}),
+    );
     undo.push(() => connection.close());
     // First, while the database opens: the attempts a dead worker of this host left are retried the sooner.
     const handedBack = handBackDeadWorkersAttempts(attemptsDirOf(config.home), new Client({ connection, namespace })).then((r) => {
@@ -68,7 +80,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     log(
       `forge: workers polling ${config.taskQueues.control} and ${config.taskQueues.sandbox} (sandbox concurrency ${config.sandbox.concurrency}, ${config.sandbox.spares} spare process(es) started ahead) on ${address}, namespace ${namespace}`,
     );
-    return { address, uiUrl: server?.uiUrl, done, stop: stopAll };
+    return { address, uiUrl: server?.uiUrl, connection, namespace, done, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;

@@ -1,0 +1,97 @@
+import path from 'node:path';
+import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
+import { ForgeClient } from '../client';
+import { loadConfig } from '../config';
+import type { EmbeddedForge, StartForgeOptions } from '../embedded';
+import { ToolRegistry } from '../registry/tool-registry';
+import { seedAgentRepo } from './agent-repo';
+import { startPlatform } from './run-platform';
+import { installForgeRuntime } from './telemetry';
+
+/*
+ * The embedded platform (src/embedded.ts says what it is for): startPlatform, as `forge up` runs it, plus a client on
+ * the workers' connection and a registry over their agent-tools/ directory. Loaded only when startForge is called.
+ */
+
+/**
+ * Asks for an eager start on every workflow start. Temporal then returns the run's first workflow task in the start
+ * call's response, and the SDK hands it to this process's worker for the queue directly: no trip through the task
+ * queue's matching and the worker's long poll. A start the server cannot make eager (no slot free, a run joined through
+ * USE_EXISTING, a queue no worker here polls) is an ordinary start, so this never changes what a start does.
+ */
+const eagerStart: WorkflowClientInterceptor = {
+  startWithDetails: (input, next) => next({ ...input, options: { ...input.options, requestEagerStart: true } }),
+};
+
+/** startForge's implementation: see src/embedded.ts. */
+export async function startEmbeddedForge(options: StartForgeOptions): Promise<EmbeddedForge> {
+  const env: NodeJS.ProcessEnv = {
+    ...(options.env ?? process.env),
+    ...(options.home !== undefined ? { FORGE_HOME: options.home } : {}),
+    ...(options.agentToolsDir !== undefined ? { FORGE_AGENT_TOOLS_DIR: options.agentToolsDir } : {}),
+  };
+  const config = loadConfig(env);
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // As `forge up`: the dev server unless a Temporal is named (here or by TEMPORAL_ADDRESS).
+  const address = options.temporal?.address ?? (env.TEMPORAL_ADDRESS?.trim() || undefined);
+
+  // The process's Temporal Runtime, if none exists yet: Forge's log lines (a run's outcome, the SDK's warnings) into
+  // `log` instead of the SDK's INFO chatter on the console. Metrics only when FORGE_METRICS_ADDRESS names an address:
+  // a process has one Runtime and it outlives close(), so an endpoint it served would stay bound after Forge is gone.
+  installForgeRuntime({
+    metrics: config.metrics.configured ? config.metrics : { configured: false },
+    write: (text) => log(text.replace(/\n$/, '')),
+  });
+
+  // As `forge up`: the default agent repository is seeded the first time, so promoteBuiltin works at once.
+  if (config.promotion.repo === path.join(config.home, 'agent-repo')) {
+    await seedAgentRepo({ target: config.promotion.repo, identity: config.promotion.identity });
+  }
+  const platform = await startPlatform({
+    config,
+    embeddedTemporal: address === undefined,
+    temporal: { env, address, namespace: options.temporal?.namespace },
+    log,
+  });
+  // A failure of the workers is the program's to see through `done`; marked handled here so that it does not end
+  // the process as an unhandled rejection when the program does not look.
+  platform.done.catch((err: Error) => log(`forge: the workers stopped: ${err.message}`));
+
+  let registry: ToolRegistry;
+  try {
+    registry = await ToolRegistry.open({ ...options.registry, dir: config.agentToolsDir, limits: config.sandbox.limits });
+  } catch (err) {
+    await platform.stop();
+    throw err;
+  }
+  const temporal = new Client({
+    connection: platform.connection,
+    namespace: platform.namespace,
+    interceptors: options.eagerStart === false ? undefined : { workflow: [eagerStart] },
+  });
+  const client = ForgeClient.fromClient(temporal, {
+    taskQueue: config.taskQueues.control,
+    promotion: { taskQueue: config.taskQueues.promote, repo: config.promotion.repo },
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    // The registry first (its sandbox processes), then startPlatform's own order: workers, connection, dev server,
+    // database. The client needs no closing of its own: its connection is the workers', closed after them.
+    closing ??= (async () => {
+      await registry.close().catch((err: Error) => log(`forge: while closing the registry: ${err.message}`));
+      await platform.stop();
+    })();
+    return closing;
+  };
+  return {
+    client,
+    registry,
+    home: config.home,
+    agentToolsDir: config.agentToolsDir,
+    temporal: { address: platform.address, namespace: platform.namespace, uiUrl: platform.uiUrl, started: address === undefined },
+    done: platform.done,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
