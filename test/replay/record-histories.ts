@@ -24,6 +24,8 @@ import { sleep, stageOf, statusOf, until } from '../chaos/end-state';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { agentRepo, FORGE_NODE_MODULES } from '../git/fixture';
 import { adderTool } from '../helpers/tools';
+import { startLocalX402Network } from '../../src/x402';
+import { startFacilitatorServer } from '../../src/x402/facilitator-server';
 
 const dir = path.join(__dirname, '..', 'fixtures', 'histories');
 
@@ -327,3 +329,50 @@ test('records the re-verification shapes (continued as new; quarantined, degrade
     rmSync(markerDir, { recursive: true, force: true });
   }
 }, 120_000);
+
+test('records the x402 shapes (sell: refused, which makes the ledger through its migration child, and offered; pay: paid, refused, free; the P&L read)', async () => {
+  const net = await startLocalX402Network();
+  const facilitator = await startFacilitatorServer({ facilitator: net.facilitator });
+  const [payee, wallet] = await Promise.all([net.newWallet(), net.newWallet(10_000_000n)]);
+  const x402 = await startTestPlatform(env, 'pglite', {
+    env: {
+      FORGE_X402_WALLET_KEY: wallet.privateKey,
+      FORGE_X402_RPC_URL: net.rpcUrl,
+      FORGE_X402_ALLOWED_ASSETS: net.token.address,
+      FORGE_X402_FACILITATOR_URL: facilitator.url,
+      FORGE_X402_SELL_ASSET: net.token.address,
+      FORGE_X402_SELL_NETWORK: net.network,
+      FORGE_X402_PAY_TO: payee.address,
+      FORGE_REVERIFY_INTERVAL: 'off',
+    },
+  });
+  try {
+    const { forge } = x402;
+    expect(await forge.deployTool({ name: 'sold', source: adderTool('sold', 'sold'), testInput: { a: 1, b: 2 } })).toMatchObject({ status: 'active' });
+    const refusedSale = await forge.sell('not_active', { price: 1_000n });
+    expect(refusedSale.status).toBe('refused');
+    await save('sell-refused', refusedSale.workflowId);
+    const offered = await forge.sell('sold', { price: 25_000n });
+    expect(offered.status).toBe('offered');
+    await save('sell-offered', offered.workflowId);
+
+    const body = JSON.stringify({ a: 2, b: 3 });
+    const paid = await forge.pay(offered.url!, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(paid).toMatchObject({ status: 'paid', httpStatus: 200 });
+    await save('pay-paid', paid.workflowId);
+    const refused = await forge.pay(offered.url!, { method: 'POST', body, maxAmount: 1n });
+    expect(refused).toMatchObject({ status: 'refused', limit: 'maxPerPayment' });
+    await save('pay-refused', refused.workflowId);
+    const free = await forge.pay(`${facilitator.url}/supported`);
+    expect(free).toMatchObject({ status: 'paid', amount: '0' });
+    await save('pay-free', free.workflowId);
+
+    const pnl = await x402.env.client.workflow.start('readPnlWorkflow', { taskQueue: x402.config.taskQueues.control, workflowId: 'forge-query/pnl/replay', args: [{ by: 'tool' }] });
+    expect(JSON.stringify(await pnl.result())).toContain('"sold"');
+    await save('read-pnl', pnl.workflowId, pnl.firstExecutionRunId);
+  } finally {
+    await x402.teardown();
+    await facilitator.close();
+    await net.stop();
+  }
+}, 180_000);
