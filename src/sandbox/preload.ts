@@ -1,12 +1,13 @@
 import { readFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { projectNodeModules } from './paths';
 
 /**
  * Which installed packages a spare sandbox process loads while it waits for its run (issue 15): importing zod costs a
  * fresh Node ~45–70 ms, most of a small tool's run. A spare that has loaded it hands the tool the very module its
- * `import 'zod'` resolves to (Node's ESM cache, shared with require(esm) since Node 20.19), so the tool's import is a
- * cache hit. Nothing of isolation changes: a spare still serves one run, and the code it preloads is the installed
+ * `require('zod')` (CommonJS cache) or `import 'zod'` (Node's ESM cache, shared with require(esm) since Node 20.19)
+ * resolves to, so the tool's import is a cache hit. Nothing of isolation changes: a spare still serves one run, and the code it preloads is the installed
  * package a tool would load anyway, loaded before any tool code exists.
  */
 
@@ -54,12 +55,24 @@ function pick(target: unknown): string | undefined {
 }
 
 /**
+ * The file `require('<name>')` loads from a module beside `nodeModules` (its "require" entry), real path, as
+ * CommonJS keys its cache; undefined when it has none.
+ */
+export function cjsEntryOf(name: string, nodeModules = projectNodeModules()): string | undefined {
+  try {
+    return realpathSync(createRequire(join(nodeModules, '_')).resolve(name));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The packages spares preload: the configured ones, then those the tools run lately imported (most recent first),
  * at most `max` in all; each resolved to its ES module entry, unresolvable ones left out.
  */
 export class PreloadSet {
   private readonly learned: string[] = [];
-  private readonly entries = new Map<string, string | undefined>();
+  private readonly entries = new Map<string, string[]>();
 
   constructor(
     private readonly configured: string[],
@@ -79,13 +92,19 @@ export class PreloadSet {
     this.learned.length = Math.min(this.learned.length, this.max - this.configured.length);
   }
 
-  /** The entry files to preload now. */
+  /**
+   * The entry files to preload now: both of each package's, since a tool runs as CommonJS when the sandbox can make it
+   * so (src/sandbox/module-format.ts: its `require('zod')` loads the "require" entry) and as an ES module otherwise.
+   */
   files(): string[] {
     const files: string[] = [];
     for (const name of [...this.configured, ...this.learned].slice(0, this.max)) {
-      if (!this.entries.has(name)) this.entries.set(name, esmEntryOf(name));
-      const file = this.entries.get(name);
-      if (file) files.push(file);
+      let found = this.entries.get(name);
+      if (!found) {
+        found = [...new Set([cjsEntryOf(name), esmEntryOf(name)].filter((f): f is string => f !== undefined))];
+        this.entries.set(name, found);
+      }
+      files.push(...found);
     }
     return files;
   }

@@ -24,10 +24,11 @@ test('PreloadSet: the configured packages first, then the most recently imported
   set.learn(`import { Hono } from 'hono';`);
   set.learn(`import { serve } from '@hono/node-server';`);
   const files = set.files();
-  expect(files).toHaveLength(3);
-  expect(files[0]).toMatch(/zod\/index\.js$/);
-  expect(files[1]).toMatch(/@hono\/node-server/);
-  expect(files[2]).toMatch(/\/hono\//);
+  // Each package's CommonJS and ES module entries, the configured one first, then the latest learned.
+  expect(files.slice(0, 2)).toEqual([expect.stringMatching(/zod\/index\.cjs$/), expect.stringMatching(/zod\/index\.js$/)]);
+  expect(files.slice(2).every((f) => /@hono\/node-server|\/hono\//.test(f))).toBe(true);
+  expect(files.some((f) => /@hono\/node-server/.test(f)) && files.some((f) => /node_modules\/hono\//.test(f))).toBe(true);
+  expect(files.some((f) => /viem/.test(f))).toBe(false);
 });
 
 test('a tool run on a spare gets the preloaded module itself (evaluated once, before the run), and runs as on a fresh process', async () => {
@@ -37,24 +38,27 @@ test('a tool run on a spare gets the preloaded module itself (evaluated once, be
   chmodSync(dir, 0o755);
   const probe = path.join(dir, 'probe.mjs');
   writeFileSync(probe, 'export const argvAtLoad = process.argv.length;\n', { mode: 0o644 });
+  const cjsProbe = path.join(dir, 'probe.cjs');
+  writeFileSync(cjsProbe, 'module.exports = { argvAtLoad: process.argv.length };\n', { mode: 0o644 });
   const source = `import { z } from 'zod';
 import { argvAtLoad } from ${JSON.stringify(probe)};
+import cjs from ${JSON.stringify(cjsProbe)};
 export default {
   name: 'preloaded',
   inputSchema: z.object({ n: z.number() }),
-  async execute({ n }: { n: number }) { return { doubled: n * 2, preloaded: argvAtLoad > 2, argvNow: process.argv.length }; },
+  async execute({ n }: { n: number }) { return { doubled: n * 2, preloaded: argvAtLoad > 2, cjsPreloaded: cjs.argvAtLoad > 2, argvNow: process.argv.length }; },
 };`;
   const preload = new PreloadSet(['zod'], 4);
   const files = preload.files.bind(preload);
-  preload.files = () => [...files(), probe];
+  preload.files = () => [...files(), probe, cjsProbe];
   const pool = new SandboxPool({}, 1, { preload });
   try {
     for (let i = 0; i < 100 && pool.ready < 1; i++) await new Promise((r) => setTimeout(r, 100));
     const pooled = await runSandbox({ name: 'preloaded', source, input: { n: 21 } }, { pool });
     expect(pool.served).toBe(1);
-    expect(pooled).toMatchObject({ status: 'passed', output: { doubled: 42, preloaded: true, argvNow: 2 } });
+    expect(pooled).toMatchObject({ status: 'passed', output: { doubled: 42, preloaded: true, cjsPreloaded: true, argvNow: 2 } });
     const fresh = await runSandbox({ name: 'preloaded', source, input: { n: 21 } });
-    expect(fresh).toMatchObject({ status: 'passed', output: { doubled: 42, preloaded: false, argvNow: 2 } });
+    expect(fresh).toMatchObject({ status: 'passed', output: { doubled: 42, preloaded: false, cjsPreloaded: false, argvNow: 2 } });
   } finally {
     await pool.close();
     rmSync(dir, { recursive: true, force: true });
