@@ -80,6 +80,7 @@ export const deployBench: Bench = {
         const contentHash = toolContentHash(input);
         await steps.validateDeployment({ ...input, contentHash });
         await steps.compileCheck(input);
+        await steps.typecheckModule(input);
         const { output: _o, ...verdict } = await runSandbox(
           { name: input.name, source: input.source, input: input.testInput, limits: config.sandbox.limits },
           { pool: directPool },

@@ -72,6 +72,8 @@ export async function startPlatformProcess(
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
     FORGE_TEMPORAL_PORT: String(port),
     FORGE_UI_PORT: String(uiPort),
+    // A lever measured off and on (BENCHMARKS.md): the platform gets the bench's own setting.
+    ...(process.env.FORGE_SANDBOX_PRELOAD ? { FORGE_SANDBOX_PRELOAD: process.env.FORGE_SANDBOX_PRELOAD } : {}),
   };
   const config = loadConfig(env);
   const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'forge.js'), 'up'], { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -43,10 +43,11 @@ test('a tool run on a spare gets the preloaded module itself (evaluated once, be
   const source = `import { z } from 'zod';
 import { argvAtLoad } from ${JSON.stringify(probe)};
 import cjs from ${JSON.stringify(cjsProbe)};
+import { getPriority } from 'node:os';
 export default {
   name: 'preloaded',
   inputSchema: z.object({ n: z.number() }),
-  async execute({ n }: { n: number }) { return { doubled: n * 2, preloaded: argvAtLoad > 2, cjsPreloaded: cjs.argvAtLoad > 2, argvNow: process.argv.length }; },
+  async execute({ n }: { n: number }) { return { doubled: n * 2, preloaded: argvAtLoad > 2, cjsPreloaded: cjs.argvAtLoad > 2, argvNow: process.argv.length, priority: getPriority() }; },
 };`;
   const preload = new PreloadSet(['zod'], 4);
   const files = preload.files.bind(preload);
@@ -59,6 +60,8 @@ export default {
     expect(pooled).toMatchObject({ status: 'passed', output: { doubled: 42, preloaded: true, cjsPreloaded: true, argvNow: 2 } });
     const fresh = await runSandbox({ name: 'preloaded', source, input: { n: 21 } });
     expect(fresh).toMatchObject({ status: 'passed', output: { doubled: 42, preloaded: false, cjsPreloaded: false, argvNow: 2 } });
+    // A spare preloads at a low CPU priority, and the tool runs at the priority a fresh process has.
+    expect((pooled.output as { priority: number }).priority).toBe((fresh.output as { priority: number }).priority);
   } finally {
     await pool.close();
     rmSync(dir, { recursive: true, force: true });
