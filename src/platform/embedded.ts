@@ -35,9 +35,10 @@ export async function startEmbeddedForge(options: StartForgeOptions): Promise<Em
   // As `forge up`: the dev server unless a Temporal is named (here or by TEMPORAL_ADDRESS).
   const address = options.temporal?.address ?? (env.TEMPORAL_ADDRESS?.trim() || undefined);
 
-  // The process's Temporal Runtime, if none exists yet: Forge's log lines (a run's outcome, the SDK's warnings) into
-  // `log` instead of the SDK's INFO chatter on the console. Metrics only when FORGE_METRICS_ADDRESS names an address:
-  // a process has one Runtime and it outlives close(), so an endpoint it served would stay bound after Forge is gone.
+  // The process's Temporal Runtime, if none exists yet (the SDK shuts an idle one down, so after close() the next start
+  // installs it again): Forge's log lines (a run's outcome, the SDK's warnings) into `log` instead of the SDK's INFO
+  // chatter on the console. Metrics only when FORGE_METRICS_ADDRESS is set: unlike `forge up`, a program that embeds
+  // Forge did not ask for a listening port, and the default one may be its own or another embedded Forge's.
   installForgeRuntime({
     metrics: config.metrics.configured ? config.metrics : { configured: false },
     write: (text) => log(text.replace(/\n$/, '')),

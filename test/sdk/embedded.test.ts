@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,6 +7,8 @@ import { DevServerError, startForge, type EmbeddedForge } from '../../src/index'
 import { findFreePort, isPortFree } from '../../src/platform/free-port';
 import { helperPid } from '../../src/platform/spawner';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startTemporal } from '../helpers/platform';
 import { processesMarkedWith } from '../helpers/processes';
 import { codeBlocks, packAndInstall, ROOT, run, type ConsumerProject } from './packed-package';
 
@@ -187,6 +190,41 @@ describe('startForge: Forge embedded in the program', () => {
     const again = await startForge({ home, agentToolsDir: path.join(home, 'agent-tools'), env, log: () => undefined });
     await again.close();
     expect(newDescendants(before)).toEqual([]);
+  }, 180_000);
+});
+
+describe('startForge with a Temporal that is already running', () => {
+  let temporal: TestWorkflowEnvironment | undefined;
+  let home: string;
+
+  beforeAll(async () => {
+    home = scratchHome('forge-embedded-connect-');
+    temporal = await startTemporal();
+  }, 120_000);
+
+  afterAll(async () => {
+    await temporal?.teardown();
+    killMarked(home);
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  test('connects to it instead of starting a dev server, and leaves it running after close', async () => {
+    const before = descendants();
+    const { env } = await embeddedEnv();
+    const suffix = randomBytes(4).toString('hex');
+    // Queues of its own: the server may be one other suites share (TEMPORAL_ADDRESS).
+    Object.assign(env, { FORGE_TASK_QUEUE_CONTROL: `forge-control-${suffix}`, FORGE_TASK_QUEUE_SANDBOX: `forge-sandbox-${suffix}`, FORGE_TASK_QUEUE_PROMOTE: `forge-promote-${suffix}` });
+    const address = temporal!.connection.options.address;
+    const forge = await startForge({ home, agentToolsDir: path.join(home, 'agent-tools'), env, temporal: { address }, log: () => undefined });
+    try {
+      expect(forge.temporal).toEqual({ address, namespace: 'default', uiUrl: undefined, started: false });
+      expect(await forge.client.deployTool({ name: TOOL, source: toolSource, testInput: { celsius: 20 } })).toMatchObject({ status: 'active', version: 1 });
+    } finally {
+      await forge.close();
+    }
+    expect(newDescendants(before)).toEqual([]);
+    // Still answering: close() stopped only what this Forge started.
+    await expect(temporal!.connection.workflowService.describeNamespace({ namespace: 'default' })).resolves.toBeDefined();
   }, 180_000);
 });
 
