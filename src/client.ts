@@ -200,10 +200,23 @@ export class ForgeClient {
     );
   }
 
-  /** Wraps an existing Temporal client (tests, or an application that already holds one). */
-  static fromClient(client: Client, options: { taskQueue?: string } & OutageOptions & PromotionOptions = {}): ForgeClient {
-    const config = loadConfig();
-    return new ForgeClient(client, options.taskQueue ?? config.taskQueues.control, promotionSettings(config, options), 'the configured address', options, config.x402.facilitatorUrl);
+  /**
+   * Wraps an existing Temporal client (tests, an embedded platform, or an application that already holds one).
+   * `env`: the configuration it reads its defaults from (default process.env); `address`: how errors name the server.
+   */
+  static fromClient(
+    client: Client,
+    options: { taskQueue?: string; env?: NodeJS.ProcessEnv; address?: string } & OutageOptions & PromotionOptions = {},
+  ): ForgeClient {
+    const config = loadConfig(options.env ?? process.env);
+    return new ForgeClient(
+      client,
+      options.taskQueue ?? config.taskQueues.control,
+      promotionSettings(config, options),
+      options.address ?? 'the configured address',
+      options,
+      config.x402.facilitatorUrl,
+    );
   }
 
   async close(): Promise<void> {

@@ -71,6 +71,8 @@ export async function startEmbeddedForge(options: StartForgeOptions): Promise<Em
     interceptors: options.eagerStart === false ? undefined : { workflow: [eagerStart] },
   });
   const client = ForgeClient.fromClient(temporal, {
+    env,
+    address: platform.address,
     taskQueue: config.taskQueues.control,
     promotion: { taskQueue: config.taskQueues.promote, repo: config.promotion.repo },
   });
