@@ -24,9 +24,9 @@ export function bareImports(code: string): string[] {
 }
 
 /**
- * The file Node's ESM loader runs for `import '<name>'` from a module beside `nodeModules`: the package's `exports`
- * "import" (or "default") entry of ".", else `module`, else `main`; undefined when it is not installed or has no
- * root entry. Real paths, as the loader keys its cache.
+ * The file Node's ESM loader runs for a bare import of the package `name` from a module beside `nodeModules`: the
+ * package's `exports` "import" (or "default") entry of ".", else `module`, else `main`; undefined when it is not
+ * installed or has no root entry. Real paths, as the loader keys its cache.
  */
 export function esmEntryOf(name: string, nodeModules = projectNodeModules()): string | undefined {
   try {
@@ -55,8 +55,8 @@ function pick(target: unknown): string | undefined {
 }
 
 /**
- * The file `require('<name>')` loads from a module beside `nodeModules` (its "require" entry), real path, as
- * CommonJS keys its cache; undefined when it has none.
+ * The file a require of the package `name` loads from a module beside `nodeModules` (its "require" entry), real
+ * path, as CommonJS keys its cache; undefined when it has none.
  */
 export function cjsEntryOf(name: string, nodeModules = projectNodeModules()): string | undefined {
   try {
