@@ -14,7 +14,7 @@ export interface StartForgeOptions {
   home?: string;
   /** Where active tool versions are written and the registry loads them (default FORGE_AGENT_TOOLS_DIR, else ./agent-tools). */
   agentToolsDir?: string;
-  /** The environment Forge's configuration is read from instead of process.env (`home` and `agentToolsDir` win over it). */
+  /** The environment Forge's configuration is read from instead of the process's environment (`home` and `agentToolsDir` win over it). */
   env?: NodeJS.ProcessEnv;
   /**
    * A Temporal to connect to instead of starting the dev server. Without an address (here or TEMPORAL_ADDRESS), the

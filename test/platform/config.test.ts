@@ -138,6 +138,7 @@ describe('loadConfig', () => {
     // What may read process.env besides config.ts, and why: none of it is Forge's configuration.
     const allowed: Record<string, string> = {
       'client.ts': 'hands process.env to loadConfig (or the environment the caller gave)',
+      'platform/embedded.ts': 'the same, for startForge()',
       'platform/temporal-binary.ts': 'PATH, to find the temporal CLI',
       'commands/up.ts': "TEMPORAL_ADDRESS: Temporal's own variable (envconfig), which says whether to start a dev server",
       'commands/connect.ts': 'the proxy variables gRPC honours, which make a direct TCP probe meaningless',
