@@ -7,6 +7,7 @@ import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
 import { readInputFile } from './read-input';
+import { collect } from './repeatable';
 
 /** How often a long stage says it is still running (stderr; nothing is redrawn, so CI logs read the same). */
 const TIMER_EVERY_MS = 10_000;
@@ -58,10 +59,6 @@ export function registerPromote(program: Command): void {
       printResult(!!opts.json, result, () => describePromotion(result));
       process.exitCode = result.status === 'rejected' ? ExitCode.refused : ExitCode.ok;
     });
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
 
 /** Every TIMER_EVERY_MS, one line saying which step is running and for how long. */

@@ -4,6 +4,7 @@ import { withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
+import { collect } from './repeatable';
 
 /**
  * `forge pay URL [--method M] [--header 'K: V' ...] [--body TEXT] [--max AMOUNT] [--json]`: through PayWorkflow (CLI.md
@@ -149,8 +150,4 @@ function describeServices(r: ServicesResult, query: string | undefined): string 
       return [`${s.method ?? 'GET'} ${s.url}`, `  ${s.price ?? '?'} of ${s.asset ?? '?'} on ${s.network ?? '?'}${s.description ? ` — ${s.description}` : ''}`, ...(fields.length > 0 ? [`  input: ${fields.join(', ')}`] : [])].join('\n');
     })
     .join('\n');
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }

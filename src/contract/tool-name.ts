@@ -35,4 +35,7 @@ export const FORGE_OPERATION_NAMES = [
   'promote_builtin',
   'reverify',
   'pay',
+  'sell_tool',
+  'list_services',
+  'get_pnl',
 ] as const;

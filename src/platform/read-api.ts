@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseHostPort } from '../contract/host-port';
 import type { ReadApiEndpoint } from '../contract/read-api';
 
 /** The worker's read API (src/contract/read-api.ts says why it exists and how clients find it). */
@@ -12,9 +13,7 @@ export interface ReadApi extends ReadApiEndpoint {
  * when it cannot (the address is taken or not local), for the caller to log: the platform works without it.
  */
 export function startReadApi(address: string, routes: Record<string, () => Promise<unknown>>): Promise<ReadApi> {
-  const at = address.lastIndexOf(':');
-  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(address.slice(at + 1));
+  const { host, port } = parseHostPort(address);
   const server: Server = createServer((req, res) => {
     const reply = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });

@@ -9,6 +9,7 @@ import {
   type X402PaymentRequired,
   type X402PaymentRequirements,
 } from '../contract/pay-runs';
+import { EIP3009_TOKEN } from './contracts/artifacts';
 import { viem, viemAccounts, type Hex } from './viem';
 
 /**
@@ -149,30 +150,10 @@ export async function sendPaidRequest(request: PayRequest, payment: Pick<SignedP
   return { response, settlement };
 }
 
-const EIP3009_ABI = [
-  {
-    type: 'function',
-    name: 'authorizationState',
-    stateMutability: 'view',
-    inputs: [
-      { name: 'authorizer', type: 'address' },
-      { name: 'nonce', type: 'bytes32' },
-    ],
-    outputs: [{ name: '', type: 'bool' }],
-  },
-  {
-    type: 'event',
-    name: 'AuthorizationUsed',
-    inputs: [
-      { name: 'authorizer', type: 'address', indexed: true },
-      { name: 'nonce', type: 'bytes32', indexed: true },
-    ],
-  },
-] as const;
-
 /**
  * Whether the chain used `payer`'s authorization `nonce` on the token `asset` (the payment settled), and the
  * transaction that did, from the token's AuthorizationUsed event. The chain is the truth a lost response cannot hide.
+ * Read through the shipped token's ABI: `authorizationState` and `AuthorizationUsed` are EIP-3009's, as on USDC.
  */
 export async function authorizationOnChain(
   rpcUrl: string,
@@ -183,11 +164,11 @@ export async function authorizationOnChain(
   const client = viem.createPublicClient({ transport: viem.http(rpcUrl) });
   const token = viem.getAddress(asset);
   const authorizer = viem.getAddress(payer);
-  const used = await client.readContract({ address: token, abi: EIP3009_ABI, functionName: 'authorizationState', args: [authorizer, nonce] });
+  const used = await client.readContract({ address: token, abi: EIP3009_TOKEN.abi, functionName: 'authorizationState', args: [authorizer, nonce] });
   if (!used) return { used: false };
   const logs = await client.getContractEvents({
     address: token,
-    abi: EIP3009_ABI,
+    abi: EIP3009_TOKEN.abi,
     eventName: 'AuthorizationUsed',
     args: { authorizer, nonce },
     fromBlock: 'earliest',

@@ -1,6 +1,7 @@
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
 import type { Network } from '@x402/core/types';
 import type { X402Config } from '../config';
+import { parseHostPort } from '../contract/host-port';
 import type { ToolRegistry } from '../registry';
 import { startFacilitatorServer, type FacilitatorServer } from './facilitator-server';
 import type { Ledger } from './ledger';
@@ -145,7 +146,7 @@ export async function startSales(input: {
         });
       },
       onError: input.onError,
-      ...hostPort(config.sellAddress as string),
+      ...parseHostPort(config.sellAddress as string),
       // Forge's facilitator server lists a route when told (POST /discovery/register); a hosted one that has no such
       // endpoint lists it after its first sale, and the failed announcement is only logged.
       discoveryUrl: facilitatorUrl,
@@ -168,9 +169,4 @@ export async function startSales(input: {
       await facilitatorServer?.close();
     },
   };
-}
-
-function hostPort(address: string): { host: string; port: number } {
-  const at = address.lastIndexOf(':');
-  return { host: address.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(at + 1)) };
 }
