@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { formatFaultPoint, type FaultMoment, type FaultPoint } from '../contract/fault-points';
+import { formatFaultPoint, SALE_FAULT_SCOPE, SALE_FAULT_STEPS, type FaultMoment, type FaultPoint, type SaleFaultStep } from '../contract/fault-points';
 
 /**
  * Fault injection (src/contract/fault-points.ts says what a point is). Unarmed, the activities are left untouched:
@@ -19,7 +19,8 @@ const sigkillSelf: Killer = (point) => {
  * (commitAndPublish) that calls its single steps through their object (`steps.commitVersion`) reaches their points.
  * A point naming an activity no factory defines is an error at start-up, not a cell that silently never fires.
  */
-export function armFaultPoints<T extends object>(groups: T[], points: FaultPoint[], kill: Killer = sigkillSelf): void {
+export function armFaultPoints<T extends object>(groups: T[], allPoints: FaultPoint[], kill: Killer = sigkillSelf): void {
+  const points = allPoints.filter((p) => p.workflowType !== SALE_FAULT_SCOPE); // saleFaults() arms those
   if (points.length === 0) return;
   const known = new Set(groups.flatMap((g) => Object.keys(g)));
   for (const p of points) {
@@ -44,4 +45,25 @@ export function armFaultPoints<T extends object>(groups: T[], points: FaultPoint
       };
     }
   }
+}
+
+/** Called by the seller before and after each step of a sale; kills the process at an armed point. */
+export type SaleFaults = (step: SaleFaultStep, moment: FaultMoment) => void;
+
+/**
+ * The `sale:` points among `points`, as the hook the seller calls around its steps; undefined when none is armed.
+ * A point naming no step of a sale is an error at start-up, as for activities.
+ */
+export function saleFaults(points: FaultPoint[], kill: Killer = sigkillSelf): SaleFaults | undefined {
+  const armed = points.filter((p) => p.workflowType === SALE_FAULT_SCOPE);
+  for (const p of armed) {
+    if (!(SALE_FAULT_STEPS as readonly string[]).includes(p.activity)) {
+      throw new Error(`FORGE_FAULT_KILL_AT names ${formatFaultPoint(p)}, but a sale has no step ${p.activity}; known: ${SALE_FAULT_STEPS.join(', ')}`);
+    }
+  }
+  if (armed.length === 0) return undefined;
+  return (step, moment) => {
+    const point = armed.find((p) => p.activity === step && p.moment === moment);
+    if (point) kill(point);
+  };
 }

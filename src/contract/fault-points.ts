@@ -6,6 +6,14 @@
  */
 export type FaultMoment = 'before' | 'after';
 
+/**
+ * The seller's steps are no workflow's (a sale is an HTTP request the worker's x402 server answers): their points are
+ * `sale:<step>.<before|after>`, around the ledger writes of a sale (src/x402/sales.ts).
+ */
+export const SALE_FAULT_SCOPE = 'sale';
+export const SALE_FAULT_STEPS = ['reserveSale', 'recordSale'] as const;
+export type SaleFaultStep = (typeof SALE_FAULT_STEPS)[number];
+
 export interface FaultPoint {
   workflowType: string;
   activity: string;

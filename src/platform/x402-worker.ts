@@ -1,4 +1,5 @@
 import type { ForgeConfig } from '../config';
+import { saleFaults } from '../activities/fault-points';
 import { createPayActivities, type PayActivities } from '../activities/pay-activities';
 import { createSellActivities, type SellActivities } from '../activities/sell-activities';
 import type { X402Info } from '../contract/pay-runs';
@@ -45,6 +46,7 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
         ledger,
         registry,
         onError: (err) => log(`forge: x402 seller: ${(err as Error)?.message ?? String(err)}`),
+        checkpoint: saleFaults(config.faultKillAt),
       }).catch((err: Error) => {
         off = err.message;
         return undefined;

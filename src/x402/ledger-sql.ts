@@ -25,6 +25,8 @@ export const LEDGER_TABLES = {
 //   one nonce. Within a direction a nonce is one payment, so a second row of it is refused.
 // - workflow_id UNIQUE: one 'out' row per PayWorkflow run (NULLs are distinct, so 'in' rows without one are fine).
 // - payer: the address that signed, as the facilitator reported it (our wallet for 'out', the buyer for 'in').
+// - status 'reserved' on both sides: an 'out' row before its payment is settled, an 'in' row while the seller settles
+//   it (written before the facilitator is asked, so a crash during settlement leaves a row reconciliation finds).
 // - The CHECKs hold what the ledger's code relies on, so a row written by hand cannot break the P&L or the budget.
 // - The partial indexes serve the two hot reads: the rolling 24 h spend window and the reconciliation scan.
 // - The view counts settled rows only, on the day (UTC) they settled: a reservation or a failure moved no money.
@@ -50,7 +52,7 @@ export const LEDGER_MIGRATION_SQL = `CREATE TABLE agent_x402_transactions (
   CONSTRAINT agent_x402_transactions_status_check CHECK (status IN ('reserved', 'settled', 'failed')),
   CONSTRAINT agent_x402_transactions_amount_check CHECK (amount >= 0),
   CONSTRAINT agent_x402_transactions_key_check CHECK (
-    (direction = 'out' AND workflow_id IS NOT NULL) OR (direction = 'in' AND payment_nonce IS NOT NULL AND status <> 'reserved')
+    (direction = 'out' AND workflow_id IS NOT NULL) OR (direction = 'in' AND payment_nonce IS NOT NULL)
   ),
   CONSTRAINT agent_x402_transactions_settled_check CHECK ((status = 'settled') = (settled_at IS NOT NULL)),
   CONSTRAINT agent_x402_transactions_nonce_key UNIQUE (direction, payment_nonce),

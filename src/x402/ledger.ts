@@ -18,7 +18,10 @@ export { LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, LEDGER_TABLES } from './le
 
 /** Direction of a payment: `out` this agent paid, `in` it was paid. */
 export type LedgerDirection = 'in' | 'out';
-/** `reserved` (out only: budget held, payment not settled yet), then `settled` or `failed`, which are final. */
+/**
+ * `reserved`, then `settled` or `failed`, which are final. Out: the budget is held, the payment not settled yet. In: the
+ * seller is settling the buyer's payment (the row is written before the facilitator is asked).
+ */
 export type LedgerStatus = 'reserved' | 'settled' | 'failed';
 
 /** One row of `agent_x402_transactions`. Amounts are decimal strings of base units; times ISO 8601 (UTC). */
@@ -106,14 +109,16 @@ export interface RecordInInput {
   amount: BaseUnits;
   asset: string;
   network: string;
-  status: 'settled' | 'failed';
+  /** `reserved` before settlement; `settled` or `failed` once the facilitator answered (or the chain, on reconciliation). */
+  status: LedgerStatus;
   txHash?: string;
   reason?: string;
 }
 
 /**
- * `recorded`: a new row. `unchanged`: this nonce had a row with the same status (a retry). `conflict`: it had a row
- * with the other status, left as it is (see {@link LedgerTransition}).
+ * `recorded`: a new row, or this nonce's `reserved` row moved to the final status asked for. `unchanged`: the row
+ * had that status already (a retry). `conflict`: it had ended in another status and is left as it is (a final row
+ * never changes, nor goes back to `reserved`; see {@link LedgerTransition}).
  */
 export interface RecordInResult {
   outcome: 'recorded' | 'unchanged' | 'conflict';
@@ -180,7 +185,10 @@ export interface Ledger {
   settleOut(workflowId: string, settlement: { txHash?: string; payer?: string }): Promise<LedgerTransition>;
   /** reserved → failed, with why; its amount stops counting against the budget. Idempotent; see {@link LedgerTransition}. */
   failOut(workflowId: string, reason: string): Promise<LedgerTransition>;
-  /** Records a payment received: one row per nonce, idempotent on it. */
+  /**
+   * Records a payment received: one row per nonce, idempotent on it. `reserved` first (before the seller settles), then
+   * `settled` or `failed` on the same row; a final status can also be recorded without a reservation.
+   */
   recordIn(input: RecordInInput): Promise<RecordInResult>;
   /** The `out` row of a PayWorkflow run. */
   getOut(workflowId: string): Promise<LedgerTransaction | undefined>;
@@ -408,19 +416,26 @@ export function createLedger(database: ForgeDatabase): Ledger {
     async recordIn(input) {
       const amount = baseUnits(input.amount, 'amount');
       for (const field of ['nonce', 'counterparty', 'resource', 'asset', 'network'] as const) nonEmpty(input[field], field);
-      if (input.status !== 'settled' && input.status !== 'failed') throw new LedgerInputError(`status must be settled or failed, not ${String(input.status)}`);
+      if (!['reserved', 'settled', 'failed'].includes(input.status)) {
+        throw new LedgerInputError(`status must be reserved, settled or failed, not ${String(input.status)}`);
+      }
       const settled = input.status === 'settled';
-      const [inserted] = await txRows(
+      // One statement, so a reservation and its outcome racing (a buyer's retry beside the first request) cannot both
+      // insert: the nonce's row is created, or its reserved row moved to the final status; a final row is left alone.
+      const [written] = await txRows(
         db,
-        sql`INSERT INTO ${txTable} (direction, counterparty, resource, tool, amount, asset, network, payment_nonce, status,
-                                    tx_hash, payer, reason, settled_at)
+        sql`INSERT INTO ${txTable} AS t (direction, counterparty, resource, tool, amount, asset, network, payment_nonce, status,
+                                         tx_hash, payer, reason, settled_at)
             VALUES ('in', ${input.counterparty}, ${input.resource}, ${input.tool}, ${amount.toString()}::numeric, ${input.asset},
-                    ${input.network}, ${input.nonce}, ${input.status}, ${input.txHash ?? null}, ${input.counterparty},
+                    ${input.network}, ${input.nonce}, ${input.status}, ${input.txHash || null}, ${input.counterparty},
                     ${input.reason ?? null}, ${settled ? sql`clock_timestamp()` : sql`NULL`})
-            ON CONFLICT ON CONSTRAINT agent_x402_transactions_nonce_key DO NOTHING
+            ON CONFLICT ON CONSTRAINT agent_x402_transactions_nonce_key DO UPDATE
+               SET status = excluded.status, tx_hash = coalesce(excluded.tx_hash, t.tx_hash), reason = excluded.reason,
+                   settled_at = excluded.settled_at, updated_at = clock_timestamp()
+             WHERE t.status = 'reserved' AND excluded.status <> 'reserved'
             RETURNING ${txColumns}`,
       );
-      if (inserted) return { outcome: 'recorded', row: inserted };
+      if (written) return { outcome: 'recorded', row: written };
       const row = await ledger.getByNonce('in', input.nonce);
       // The conflicting row was there a moment ago and rows are never deleted.
       if (!row) throw new Error(`x402 ledger: the row of nonce ${input.nonce} vanished`);

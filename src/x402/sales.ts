@@ -1,12 +1,13 @@
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
 import type { Network } from '@x402/core/types';
 import type { X402Config } from '../config';
+import type { FaultMoment, SaleFaultStep } from '../contract/fault-points';
 import { parseHostPort } from '../contract/host-port';
 import type { ToolRegistry } from '../registry';
 import { startFacilitatorServer, type FacilitatorServer } from './facilitator-server';
-import type { Ledger } from './ledger';
+import type { Ledger, RecordInResult } from './ledger';
 import type { X402Runtime } from './runtime';
-import { startSeller, type Offer, type Seller, type SellerRefresh } from './seller';
+import { startSeller, type Offer, type SaleRecord, type Seller, type SellerRefresh } from './seller';
 import { viem } from './viem';
 
 /** The asset sales are priced in: a token with its EIP-712 domain (what buyers sign with). */
@@ -77,6 +78,30 @@ async function domainOf(rpcUrl: string, asset: string): Promise<{ name: string; 
 }
 
 /**
+ * Writes a step of a sale to the ledger (its `in` row, keyed by the payment's nonce).
+ * @throws Error when the ledger has closed that payment already in another status (a reservation of a payment that
+ * reconciliation failed): the seller then does not settle it.
+ */
+export async function recordSale(ledger: Pick<Ledger, 'recordIn'>, sale: SaleRecord): Promise<RecordInResult> {
+  const recorded = await ledger.recordIn({
+    nonce: sale.nonce,
+    counterparty: sale.payer,
+    resource: sale.resource,
+    tool: sale.tool,
+    amount: sale.amount,
+    asset: sale.asset,
+    network: sale.network,
+    status: sale.status,
+    txHash: sale.txHash,
+    reason: sale.reason,
+  });
+  if (recorded.outcome === 'conflict') {
+    throw new Error(`payment ${sale.nonce} is ${recorded.row.status} in the ledger already, so it is not ${sale.status} now; sign a new one`);
+  }
+  return recorded;
+}
+
+/**
  * Starts selling: the offers in the ledger, for tools that are active in `registry`, as paid routes of one x402 resource
  * server (src/x402/seller.ts), each sale a ledger row. With the local network (FORGE_X402_DEV) the worker also serves
  * its facilitator over HTTP, with bazaar discovery, and the seller lists its tools there.
@@ -87,8 +112,10 @@ export async function startSales(input: {
   ledger: Ledger;
   registry: ToolRegistry;
   onError: (error: unknown) => void;
+  /** Called around each ledger write of a sale (the chaos matrix's `sale:` fault points); nothing by default. */
+  checkpoint?: (step: SaleFaultStep, moment: FaultMoment) => void;
 }): Promise<Sales> {
-  const { config, runtime, ledger, registry } = input;
+  const { config, runtime, ledger, registry, checkpoint } = input;
   let facilitatorServer: FacilitatorServer | undefined;
   let facilitator: FacilitatorClient;
   let asset: SaleAsset;
@@ -131,19 +158,13 @@ export async function startSales(input: {
       network: asset.network,
       offers,
       invoke: (tool, toolInput, options) => registry.invoke(tool, toolInput, options),
+      // `reserved` before settlement, then the outcome on the same row: a worker that dies between the two leaves a
+      // reserved row that reconciliation settles or fails from the chain.
       onSale: async (sale) => {
-        await ledger.recordIn({
-          nonce: sale.nonce,
-          counterparty: sale.payer,
-          resource: sale.resource,
-          tool: sale.tool,
-          amount: sale.amount,
-          asset: sale.asset,
-          network: sale.network,
-          status: sale.status,
-          txHash: sale.txHash,
-          reason: sale.reason,
-        });
+        const step = sale.status === 'reserved' ? 'reserveSale' : 'recordSale';
+        checkpoint?.(step, 'before');
+        await recordSale(ledger, sale);
+        checkpoint?.(step, 'after');
       },
       onError: input.onError,
       ...parseHostPort(config.sellAddress as string),

@@ -19,6 +19,7 @@ import type { DiscoveryExtension } from '@x402/extensions/bazaar';
 import { paymentMiddlewareFromHTTPServer } from '@x402/hono';
 import { isToolName, toolNameMessage } from '../contract/tool-name';
 import { Mutex } from '../registry/mutex';
+import { MAX_AUTHORIZATION_SECONDS } from './reconcile';
 
 /** A tool offered for sale: what its paid route charges, to whom, and what it takes. */
 export interface Offer {
@@ -46,7 +47,7 @@ export interface Offer {
 /** What `invoke` answers: the registry's invoke result fits (its failures carry a `status` such as `invalid`). */
 export type SellerInvokeResult = { ok: true; output: unknown } | { ok: false; error: string; status?: string };
 
-/** One settled or failed payment for a tool call. */
+/** A payment for a tool call, at one step of its settlement. */
 export interface SaleRecord {
   /** The EIP-3009 authorization nonce of the payment: unique per payment, the ledger's key. */
   nonce: string;
@@ -57,7 +58,8 @@ export interface SaleRecord {
   amount: bigint;
   asset: string;
   network: Network;
-  status: 'settled' | 'failed';
+  /** `reserved`: about to be settled; then `settled`, or `failed` when the facilitator said it did not settle. */
+  status: 'reserved' | 'settled' | 'failed';
   txHash?: string;
   reason?: string;
 }
@@ -72,11 +74,18 @@ export interface SellerOptions {
   /** Calls a tool. Aborting `signal` (the buyer went away) should end the call. */
   invoke: (tool: string, input: unknown, options: { signal: AbortSignal }) => Promise<SellerInvokeResult>;
   /**
-   * Called once per payment that reached settlement, before the buyer's response goes out, with `settled` or
-   * `failed`. A tool call that fails is not charged and not reported: nothing was paid.
+   * Called at each step of a payment that reaches settlement, before the buyer's response goes out: `reserved` right
+   * before the facilitator is asked to settle, then `settled`, or `failed` when the facilitator answered that it did not
+   * settle. When `reserved` throws, the payment is not settled (the buyer gets 402 and keeps the money): no money moves
+   * without its record. A later step that throws leaves the record `reserved`, as does a settlement whose outcome is
+   * unknown (the facilitator timed out or could not be reached): the chain decides it later (src/x402/reconcile.ts).
+   * A tool call that fails is not charged and not reported: nothing was paid.
    */
   onSale: (record: SaleRecord) => Promise<void> | void;
-  /** Called when `onSale` throws or the discovery catalogue cannot be told of a change (the sale itself stands). */
+  /**
+   * Called when `onSale` throws after a settlement, a settlement's outcome is unknown, or the discovery catalogue cannot
+   * be told of a change (the sale itself stands).
+   */
   onError?: (error: unknown) => void;
   /** Default 127.0.0.1. */
   host?: string;
@@ -92,7 +101,11 @@ export interface SellerOptions {
   discoveryUrl?: string;
   /** The largest request body (the tool input) accepted, in bytes; default 1 MiB. */
   maxBodyBytes?: number;
-  /** How long a signed payment stays valid (the EIP-3009 validBefore window); default 300 s, as x402's. */
+  /**
+   * How long a signed payment stays valid (the EIP-3009 validBefore window); default 300 s, as x402's. A payment
+   * signed to stay valid longer than {@link MAX_AUTHORIZATION_SECONDS} is refused whatever this says: a sale a crash
+   * left `reserved` is decided from the chain once its authorization cannot be used any more.
+   */
   maxTimeoutSeconds?: number;
 }
 
@@ -196,13 +209,36 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
       onError(err);
     }
   };
+  // Only EIP-3009 authorizations of bounded validity: their nonce is the ledger's key and what reconciliation asks
+  // the chain about, and past their validity an unused one can never move money.
+  // The buyer reads the reason (the 402's `error`), a code as x402's own are.
+  resourceServer.onBeforeVerify(async (ctx) => {
+    const refusal = authorizationProblem(ctx.paymentPayload as unknown as PaymentPayload);
+    return refusal ? { abort: true, ...refusal } : undefined;
+  });
   // x402 runs these hooks inside settlement, before the middleware answers: the record exists by the time the buyer
   // has the result. A path that never reaches settlement (a refused payment, a failed tool) is no sale.
+  resourceServer.onBeforeSettle(async (ctx) => {
+    try {
+      await options.onSale(saleRecord(ctx, routeUrl, { status: 'reserved' }));
+      return undefined;
+    } catch (err) {
+      // A hook that throws is only logged by x402, which then settles anyway: abort is how settlement is stopped.
+      return { abort: true, reason: 'sale_not_recorded', message: `the sale could not be recorded, so it was not settled: ${(err as Error).message}` };
+    }
+  });
   resourceServer.onAfterSettle(async (ctx) => {
     await report(saleRecord(ctx, routeUrl, { status: 'settled', txHash: ctx.result.transaction, payer: ctx.result.payer }));
   });
   resourceServer.onSettleFailure(async (ctx) => {
     const failure = ctx.error as Error & { transaction?: string; payer?: string };
+    // The facilitator's own answer (a SettleError) is a settlement that did not happen; a timeout or a lost connection
+    // is one that may have: the record stays reserved for the chain to decide.
+    // By name: each of @x402/core's entry points bundles its own SettleError class, so instanceof depends on which.
+    if ((ctx.error as Error | undefined)?.name !== 'SettleError') {
+      onError(new Error(`a settlement's outcome is unknown (${failure.message}): its sale stays reserved until reconciled from the chain`, { cause: ctx.error }));
+      return;
+    }
     await report(
       saleRecord(ctx, routeUrl, { status: 'failed', txHash: failure.transaction, payer: failure.payer, reason: failure.message }),
     );
@@ -414,8 +450,8 @@ function saleRecord(
   const path = (ctx.transportContext as HTTPTransportContext | undefined)?.request?.path ?? '';
   const tool = path.startsWith(TOOL_ROUTE_PREFIX) ? path.slice(TOOL_ROUTE_PREFIX.length) : path;
   return {
-    // EIP-3009 payloads carry their nonce; any other payload is still told apart by its signature.
-    nonce: typeof authorization?.nonce === 'string' ? authorization.nonce : String(payload.payload.signature ?? ''),
+    // An EIP-3009 authorization's: verification refused any payment without one (authorizationProblem).
+    nonce: String(authorization?.nonce),
     payer: outcome.payer || (typeof authorization?.from === 'string' ? authorization.from : ''),
     tool,
     resource: routeUrl(tool),
@@ -426,6 +462,22 @@ function saleRecord(
     ...(outcome.txHash ? { txHash: outcome.txHash } : {}),
     ...(outcome.reason ? { reason: outcome.reason } : {}),
   };
+}
+
+/** Why a payment is not one this seller takes, or undefined: it must be an EIP-3009 authorization of bounded validity. */
+function authorizationProblem(payload: PaymentPayload, nowSeconds = Math.floor(Date.now() / 1000)): { reason: string; message: string } | undefined {
+  const authorization = (payload.payload as { authorization?: { nonce?: unknown; validBefore?: unknown } }).authorization;
+  if (typeof authorization?.nonce !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(authorization.nonce)) {
+    return { reason: 'unsupported_payload', message: 'only EIP-3009 transferWithAuthorization payments are accepted here' };
+  }
+  const validBefore = Number(authorization.validBefore);
+  if (!Number.isFinite(validBefore) || validBefore > nowSeconds + MAX_AUTHORIZATION_SECONDS) {
+    return {
+      reason: 'authorization_validity_too_long',
+      message: `the authorization must expire within ${MAX_AUTHORIZATION_SECONDS} s; sign it again with the validity this 402 asks for`,
+    };
+  }
+  return undefined;
 }
 
 /** What identifies a payment among concurrent requests: its nonce when it has one, else the header itself. */

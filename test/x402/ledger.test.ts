@@ -9,6 +9,7 @@ import {
   LEDGER_MIGRATION_NAME,
   LEDGER_MIGRATION_SQL,
   LedgerConflictError,
+  LedgerInputError,
   LedgerNotReadyError,
   LedgerRowNotFoundError,
   PNL_NO_TOOL,
@@ -211,6 +212,36 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
       )
       .catch((e: unknown) => e);
     expect(postgresErrorOf(raw)?.code).toBe('23505');
+  });
+
+  test('a sale is reserved before it is settled: reserved → settled (or failed) on the same row; a final row never changes', async () => {
+    await ready();
+    const asset = freshAsset();
+    const sale = (n: string) => ({ nonce: n, counterparty: BUYER, resource: 'http://127.0.0.1:1/tools/sum', tool: 'sum', amount: 25n, asset, network: NETWORK });
+    const [paid, refused] = [nonce(), nonce()];
+    const reserved = await ledger.recordIn({ ...sale(paid), status: 'reserved' });
+    expect(reserved).toMatchObject({ outcome: 'recorded', row: { direction: 'in', status: 'reserved', settledAt: null, txHash: null } });
+    // A retried reservation (the buyer sent the payment again after a crash) is the same row.
+    expect(await ledger.recordIn({ ...sale(paid), status: 'reserved' })).toEqual({ outcome: 'unchanged', row: reserved.row });
+    // Not income until settled.
+    expect((await ledger.pnl({ by: 'tool', asset })).rows).toEqual([]);
+    const settled = await ledger.recordIn({ ...sale(paid), status: 'settled', txHash: '0xabc' });
+    expect(settled).toMatchObject({ outcome: 'recorded', row: { id: reserved.row.id, status: 'settled', txHash: '0xabc', settledAt: expect.any(String) } });
+    expect(await ledger.recordIn({ ...sale(paid), status: 'settled', txHash: '0xabc' })).toMatchObject({ outcome: 'unchanged' });
+    // Once final, neither back to reserved (a late retry of the reservation) nor to the other outcome.
+    expect(await ledger.recordIn({ ...sale(paid), status: 'reserved' })).toMatchObject({ outcome: 'conflict', row: { status: 'settled' } });
+    expect(await ledger.recordIn({ ...sale(paid), status: 'failed', reason: 'x' })).toMatchObject({ outcome: 'conflict', row: { status: 'settled' } });
+    expect((await ledger.pnl({ by: 'tool', asset })).rows).toEqual([expect.objectContaining({ key: 'sum', income: '25' })]);
+
+    await ledger.recordIn({ ...sale(refused), status: 'reserved' });
+    expect(await ledger.recordIn({ ...sale(refused), status: 'failed', reason: 'insufficient funds' })).toMatchObject({
+      outcome: 'recorded',
+      row: { status: 'failed', reason: 'insufficient funds', settledAt: null },
+    });
+    // A reserved sale is what reconciliation looks for.
+    const pending = await ledger.recordIn({ ...sale(nonce()), status: 'reserved' });
+    expect((await ledger.reservedOlderThan(0, new Date(Date.now() + 60_000))).map((r) => r.id)).toContain(pending.row.id);
+    await expect(ledger.recordIn({ ...sale(nonce()), status: 'pending' as never })).rejects.toBeInstanceOf(LedgerInputError);
   });
 
   test('reservedOlderThan finds the reservations a crash left behind', async () => {

@@ -3,20 +3,27 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { x402ResourceServer } from '@x402/core/server';
+import { x402Client } from '@x402/core/client';
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
+import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { paymentMiddleware } from '@x402/hono';
 import { createMigrationActivities } from '../../src/activities/migration-activities';
 import type { ForgeDatabase } from '../../src/db';
 import { migrationChecksum } from '../../src/policy';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, type Ledger } from '../../src/x402/ledger';
-import { probePayment, sendPaidRequest, signPayment } from '../../src/x402/payer';
+import { authorizationOnChain, probePayment, sendPaidRequest, signPayment } from '../../src/x402/payer';
 import { reconcileReserved } from '../../src/x402/reconcile';
+import { recordSale } from '../../src/x402/sales';
+import { startSeller } from '../../src/x402/seller';
+import type { Hex } from '../../src/x402/viem';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
 import { backendKinds, type TestBackend } from '../db/backends';
 
 // Reconciliation of payments a crash left `reserved`: the chain decides. A real chain and seller make the three cases:
-// never signed, signed and settled (the answer lost), signed and never sent.
+// never signed, signed and settled (the answer lost), signed and never sent; and for sales (rows `in`), Forge's own
+// seller with a settlement whose answer was lost, and a sale reserved but never settled.
 
 const PRICE = 10_000n;
 const HOUR = 60 * 60_000;
@@ -87,6 +94,73 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     expect(await net.balanceOf(seller.address)).toBe(PRICE);
     // Idempotent: nothing is left to decide.
     expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later })).toEqual({ settled: 0, failed: 0, undecided: 0 });
+  });
+
+  test('sales: a settlement whose answer was lost stays reserved, then settled from the chain; a sale never settled is failed', async () => {
+    // The worker's seller over this ledger, with a facilitator that settles on the chain and then loses its answer
+    // (a timeout, a dropped connection): the outcome is unknown to the seller, so the row stays reserved.
+    const lossy: FacilitatorClient = {
+      verify: (payload, requirements) => net.facilitatorClient.verify(payload, requirements),
+      settle: async (payload, requirements) => {
+        await net.facilitatorClient.settle(payload, requirements);
+        throw new Error('fetch failed: the facilitator did not answer');
+      },
+      getSupported: () => net.facilitatorClient.getSupported(),
+    };
+    const errors: string[] = [];
+    const shop = await startSeller({
+      facilitator: lossy,
+      network: net.network,
+      offers: async () => [
+        { tool: 'answer', price: PRICE, asset: net.token.address, assetName: net.token.name, assetVersion: net.token.version, payTo: seller.address, description: 'The answer', inputSchema: { type: 'object' } },
+      ],
+      invoke: async () => ({ ok: true, output: 42 }),
+      onSale: async (sale) => {
+        await recordSale(ledger, sale);
+      },
+      onError: (err) => errors.push((err as Error).message),
+    });
+    try {
+      const earnedBefore = await net.balanceOf(seller.address);
+      const buyer = await net.newWallet(1_000_000n);
+      const buyerClient = new x402Client()
+        .register(net.network, new ExactEvmClientScheme(buyer.account))
+        .setSpendControls({ allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: PRICE.toString() }] });
+      const sell = async (header?: string) =>
+        fetch(`${shop.url}/tools/answer`, { method: 'POST', headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) }, body: '{}' });
+      const signed = async () => {
+        const payload = await buyerClient.createPaymentPayload(decodePaymentRequiredHeader((await sell()).headers.get('PAYMENT-REQUIRED') as string));
+        return { header: encodePaymentSignatureHeader(payload), nonce: (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce };
+      };
+
+      const lost = await signed();
+      expect((await sell(lost.header)).status).not.toBe(200);
+      expect(await net.authorizationState(buyer.address, lost.nonce)).toBe(true);
+      expect(await net.balanceOf(seller.address)).toBe(earnedBefore + PRICE);
+      expect(await ledger.getByNonce('in', lost.nonce)).toMatchObject({ status: 'reserved', tool: 'answer', amount: PRICE.toString() });
+      expect(errors.join('\n')).toMatch(/outcome is unknown/);
+
+      // A sale the seller reserved and died before settling: the buyer's authorization is signed but never used.
+      const abandoned = await signed();
+      await recordSale(ledger, { nonce: abandoned.nonce, payer: buyer.address, tool: 'answer', resource: `${shop.url}/tools/answer`, amount: PRICE, asset: net.token.address, network: net.network, status: 'reserved' });
+
+      // No wallet of ours is needed to decide sales: only the chain.
+      const report = await reconcileReserved({ ledger, rpcUrl: net.rpcUrl, now: new Date(Date.now() + HOUR + 60_000) });
+      expect(report).toMatchObject({ settled: 1, failed: 1 });
+      const settled = await ledger.getByNonce('in', lost.nonce);
+      expect(settled).toMatchObject({ status: 'settled', txHash: (await authorizationOnChain(net.rpcUrl, net.token.address, buyer.address, lost.nonce)).txHash });
+      expect(settled?.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(await ledger.getByNonce('in', abandoned.nonce)).toMatchObject({ status: 'failed', reason: expect.stringContaining('never used') });
+      expect((await ledger.pnl({ by: 'tool', asset: net.token.address })).rows.find((r) => r.key === 'answer')).toMatchObject({ income: PRICE.toString() });
+
+      // The failed one is closed: its authorization, still valid, buys nothing now (the seller does not settle it).
+      const refused = await sell(abandoned.header);
+      expect(refused.status).toBe(402);
+      expect(await net.authorizationState(buyer.address, abandoned.nonce)).toBe(false);
+      expect(await net.balanceOf(seller.address)).toBe(earnedBefore + PRICE);
+    } finally {
+      await shop.close();
+    }
   });
 
   test('without a chain to ask, a signed reservation is left reserved (still counted against the budget), not guessed', async () => {

@@ -33,6 +33,8 @@ let seller: Seller;
 let offers: Offer[];
 const sales: SaleRecord[] = [];
 const calls: string[] = [];
+/** While set, the seller's ledger refuses to record a sale. */
+let ledgerDown = false;
 
 /** The tools: `sum` adds, checking its input as a registry tool's schema would; `flaky` always fails. */
 async function invoke(tool: string, input: unknown): Promise<SellerInvokeResult> {
@@ -101,6 +103,7 @@ beforeAll(async () => {
     offers: async () => offers,
     invoke,
     onSale: (record) => {
+      if (ledgerDown && record.status === 'reserved') throw new Error('the ledger is down');
       sales.push(record);
     },
   });
@@ -162,18 +165,11 @@ test("a paid call gets the tool's result; exactly the price moves; onSale says s
   const { nonce } = (decodePaymentSignatureHeader(sent[0]).payload as { authorization: { nonce: `0x${string}` } })
     .authorization;
   expect(await net.authorizationState(buyer.address, nonce)).toBe(true);
+  const sale = { nonce, payer: buyer.address, tool: 'sum', resource: `${seller.url}/tools/sum`, amount: PRICE, asset: net.token.address, network: net.network };
+  // Reserved before the facilitator was asked, then settled: a crash between the two leaves a row to reconcile.
   expect(sales).toEqual([
-    {
-      nonce,
-      payer: buyer.address,
-      tool: 'sum',
-      resource: `${seller.url}/tools/sum`,
-      amount: PRICE,
-      asset: net.token.address,
-      network: net.network,
-      status: 'settled',
-      txHash: settlement.transaction,
-    },
+    { ...sale, status: 'reserved' },
+    { ...sale, status: 'settled', txHash: settlement.transaction },
   ]);
 
   // The same payload again: refused by the facilitator (the nonce is used on the chain); no tool call, no sale.
@@ -185,7 +181,7 @@ test("a paid call gets the tool's result; exactly the price moves; onSale says s
   );
   expect(replay.headers.get('PAYMENT-RESPONSE')).toBeNull();
   expect(calls.length).toBe(callsBefore);
-  expect(sales).toHaveLength(1);
+  expect(sales).toHaveLength(2);
   expect(await balances()).toEqual({ buyer: before.buyer - PRICE, payee: before.payee + PRICE });
 });
 
@@ -202,7 +198,10 @@ test('two concurrent calls carrying one payment: one result, one settlement, one
   expect(statuses).toEqual([200, 402]);
   // The tool ran once: the second request waited for the first and then found the nonce used.
   expect(calls.length - callsBefore).toBe(1);
-  expect(sales.slice(salesBefore)).toEqual([expect.objectContaining({ nonce, status: 'settled', tool: 'sum' })]);
+  expect(sales.slice(salesBefore)).toEqual([
+    expect.objectContaining({ nonce, status: 'reserved', tool: 'sum' }),
+    expect.objectContaining({ nonce, status: 'settled', tool: 'sum' }),
+  ]);
   expect(await balances()).toEqual({ buyer: before.buyer - PRICE, payee: before.payee + PRICE });
 });
 
@@ -239,8 +238,74 @@ test('invalid input is refused with 400 and not charged; the same payment then b
   const ok = await post('sum', { a: 20, b: 22 }, { 'PAYMENT-SIGNATURE': header });
   expect(ok.status).toBe(200);
   expect(await ok.json()).toEqual({ output: 42 });
-  expect(sales.slice(salesBefore)).toEqual([expect.objectContaining({ nonce, status: 'settled' })]);
+  expect(sales.slice(salesBefore)).toEqual([expect.objectContaining({ nonce, status: 'reserved' }), expect.objectContaining({ nonce, status: 'settled' })]);
   expect(await balances()).toEqual({ buyer: before.buyer - PRICE, payee: before.payee + PRICE });
+});
+
+test('a sale that cannot be recorded is not settled: the buyer keeps the money; the same payment buys once the ledger is back', async () => {
+  const before = await balances();
+  const salesBefore = sales.length;
+  const { header, nonce } = await signedPayment('sum');
+  ledgerDown = true;
+  let refused: Response;
+  try {
+    refused = await post('sum', { a: 1, b: 2 }, { 'PAYMENT-SIGNATURE': header });
+  } finally {
+    ledgerDown = false;
+  }
+  expect(refused.status).toBe(402);
+  // The settlement's answer says why, as x402 answers a settlement that did not happen.
+  expect(decodePaymentResponseHeader(refused.headers.get('PAYMENT-RESPONSE') as string)).toMatchObject({
+    success: false,
+    errorReason: 'sale_not_recorded',
+    errorMessage: expect.stringContaining('the ledger is down'),
+  });
+  expect(await net.authorizationState(buyer.address, nonce)).toBe(false);
+  expect(await balances()).toEqual(before);
+  expect(sales.length).toBe(salesBefore);
+
+  const ok = await post('sum', { a: 1, b: 2 }, { 'PAYMENT-SIGNATURE': header });
+  expect(ok.status).toBe(200);
+  expect(sales.slice(salesBefore).map((r) => r.status)).toEqual(['reserved', 'settled']);
+  expect(await balances()).toEqual({ buyer: before.buyer - PRICE, payee: before.payee + PRICE });
+});
+
+test('a payment signed to stay valid for longer than 30 minutes is refused before the tool runs, and not settled', async () => {
+  const before = await balances();
+  const callsBefore = calls.length;
+  const payload = await buyerClient().createPaymentPayload(await termsOf('sum'));
+  // A buyer's own signature over a two-hour validity (the terms ask for 300 s): valid EIP-3009, just too long-lived
+  // for a sale that a crash leaves reserved to be decided from the chain within the hour.
+  const authorization = { ...(payload.payload as { authorization: Record<string, string> }).authorization };
+  authorization.validBefore = String(Math.floor(Date.now() / 1000) + 2 * 3600);
+  const signature = await buyer.account.signTypedData({
+    domain: { name: net.token.name, version: net.token.version, chainId: net.chainId, verifyingContract: net.token.address as `0x${string}` },
+    types: {
+      TransferWithAuthorization: [
+        { name: 'from', type: 'address' },
+        { name: 'to', type: 'address' },
+        { name: 'value', type: 'uint256' },
+        { name: 'validAfter', type: 'uint256' },
+        { name: 'validBefore', type: 'uint256' },
+        { name: 'nonce', type: 'bytes32' },
+      ],
+    },
+    primaryType: 'TransferWithAuthorization',
+    message: {
+      from: authorization.from as `0x${string}`,
+      to: authorization.to as `0x${string}`,
+      value: BigInt(authorization.value),
+      validAfter: BigInt(authorization.validAfter),
+      validBefore: BigInt(authorization.validBefore),
+      nonce: authorization.nonce as `0x${string}`,
+    },
+  });
+  const longLived = { ...payload, payload: { ...payload.payload, authorization, signature } };
+  const res = await post('sum', { a: 1, b: 2 }, { 'PAYMENT-SIGNATURE': encodePaymentSignatureHeader(longLived) });
+  expect(res.status).toBe(402);
+  expect(decodePaymentRequiredHeader(res.headers.get('PAYMENT-REQUIRED') as string).error).toBe('authorization_validity_too_long');
+  expect(calls.length).toBe(callsBefore);
+  expect(await balances()).toEqual(before);
 });
 
 test('offers follow refresh(): a new price is in the next 402, a payment for the old one is refused, a removed tool is gone', async () => {
