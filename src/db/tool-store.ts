@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, max, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { TOOLS_CHANNEL } from './channels';
 import { ToolVersionNotFoundError } from './errors';
 import { activeTools, events, toolQuarantine, toolVersionCounters, toolVersions } from './schema';
@@ -201,18 +201,13 @@ async function insertLocked(tx: ForgeTx, input: NewToolVersion, last: number): P
     .where(and(eq(toolVersions.name, input.name), eq(toolVersions.contentHash, input.contentHash)))
     .limit(1);
   if (existing) return { version: existing.version, created: false, row: existing };
-  // The counter is the source of truth; max() only guards against rows written around the store.
-  const [{ highest }] = await tx
-    .select({ highest: max(toolVersions.version) })
-    .from(toolVersions)
-    .where(eq(toolVersions.name, input.name));
-  const version = Math.max(last, highest ?? 0) + 1;
-  await tx.update(toolVersionCounters).set({ lastVersion: version }).where(eq(toolVersionCounters.name, input.name));
+  // The counter is the source of truth; max() only guards against rows written around the store. One statement each:
+  // the row with its number, then the counter and the event (every round trip is paid by every deployment).
   const [row] = await tx
     .insert(toolVersions)
     .values({
       name: input.name,
-      version,
+      version: sql`greatest(${last}, (SELECT coalesce(max(v.version), 0) FROM ${toolVersions} v WHERE v.name = ${input.name})) + 1`,
       contentHash: input.contentHash,
       sourceTs: input.sourceTs,
       compiledJs: input.compiledJs,
@@ -222,37 +217,38 @@ async function insertLocked(tx: ForgeTx, input: NewToolVersion, last: number): P
       workflowId: input.workflowId,
     })
     .returning();
-  await insertEvent(tx, {
-    kind: 'tool.version_created',
-    subject: input.name,
-    detail: { version, contentHash: input.contentHash },
-    workflowId: input.workflowId,
-  });
+  const { version } = row;
+  await tx.execute(sql`
+    WITH counted AS (UPDATE ${toolVersionCounters} SET last_version = ${version} WHERE name = ${input.name})
+    ${eventInsert(input.name, 'tool.version_created', { version, contentHash: input.contentHash }, input.workflowId)}`);
   return { version, created: true, row };
 }
 
-/** The pointer move of activate/commitVersion; the caller holds the tool's lock. */
-async function activateLocked(tx: ForgeTx, name: string, version: number, ref: WorkflowRef): Promise<ActivationResult> {
-  const [target] = await tx
-    .select({ id: toolVersions.id })
-    .from(toolVersions)
-    .where(and(eq(toolVersions.name, name), eq(toolVersions.version, version)))
-    .limit(1);
-  if (!target) throw new ToolVersionNotFoundError(name, version);
+/**
+ * The pointer move of activate/commitVersion; the caller holds the tool's lock. `inserted`: the version was inserted
+ * by this very transaction, so it exists without asking.
+ */
+async function activateLocked(tx: ForgeTx, name: string, version: number, ref: WorkflowRef, inserted = false): Promise<ActivationResult> {
+  if (!inserted) {
+    const [target] = await tx
+      .select({ id: toolVersions.id })
+      .from(toolVersions)
+      .where(and(eq(toolVersions.name, name), eq(toolVersions.version, version)))
+      .limit(1);
+    if (!target) throw new ToolVersionNotFoundError(name, version);
+  }
   const [current] = await tx.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
   if (current?.version === version) return { name, version, previousVersion: version, changed: false };
-  await tx
-    .insert(activeTools)
-    .values({ name, version, updatedAt: sql`now()` })
-    .onConflictDoUpdate({ target: activeTools.name, set: { version, updatedAt: sql`now()` } });
-  await tx.delete(toolQuarantine).where(eq(toolQuarantine.name, name));
-  await insertEvent(tx, {
-    kind: 'tool.activated',
-    subject: name,
-    detail: { version, previousVersion: current?.version ?? null },
-    workflowId: ref.workflowId,
-  });
-  await notifyTools(tx, name);
+  const detail = { version, previousVersion: current?.version ?? null };
+  // The pointer, the end of any quarantine, the event and the notification: one statement (one round trip).
+  await tx.execute(sql`
+    WITH activated AS (
+      INSERT INTO ${activeTools} (name, version, updated_at) VALUES (${name}, ${version}, now())
+      ON CONFLICT (name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
+    ), released AS (
+      DELETE FROM ${toolQuarantine} WHERE name = ${name}
+    ), logged AS (${eventInsert(name, 'tool.activated', detail, ref.workflowId)})
+    SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
   return { name, version, previousVersion: current?.version, changed: true };
 }
 
@@ -260,15 +256,17 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
 async function deactivateLocked(tx: ForgeTx, name: string, ref: WorkflowRef): Promise<DeactivationResult> {
   const [removed] = await tx.delete(activeTools).where(eq(activeTools.name, name)).returning({ version: activeTools.version });
   if (!removed) return { name, previousVersion: undefined };
-  await tx.delete(toolQuarantine).where(eq(toolQuarantine.name, name));
-  await insertEvent(tx, {
-    kind: 'tool.deactivated',
-    subject: name,
-    detail: { previousVersion: removed.version },
-    workflowId: ref.workflowId,
-  });
-  await notifyTools(tx, name);
+  await tx.execute(sql`
+    WITH released AS (
+      DELETE FROM ${toolQuarantine} WHERE name = ${name}
+    ), logged AS (${eventInsert(name, 'tool.deactivated', { previousVersion: removed.version }, ref.workflowId)})
+    SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
   return { name, previousVersion: removed.version };
+}
+
+/** An INSERT of one event, to run inside a statement with others (insertEvent is the one that returns the row). */
+function eventInsert(subject: string, kind: string, detail: unknown, workflowId: string | undefined) {
+  return sql`INSERT INTO ${events} (kind, subject, detail, workflow_id) VALUES (${kind}, ${subject}, ${JSON.stringify(detail)}::jsonb, ${workflowId ?? null})`;
 }
 
 /** Builds the store over an open database (see {@link ToolStore} for the guarantees). */
@@ -290,7 +288,7 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
           const earlier = await activationOfRun(tx, input.name, ref.workflowId);
           if (earlier?.version === inserted.version) return { ...inserted, previousVersion: earlier.previousVersion, changed: false };
         }
-        const activated = await activateLocked(tx, input.name, inserted.version, ref);
+        const activated = await activateLocked(tx, input.name, inserted.version, ref, inserted.created);
         return { ...inserted, previousVersion: activated.previousVersion, changed: activated.changed };
       });
     },
