@@ -6,6 +6,7 @@ import {
   encodePaymentSignatureHeader,
 } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
+import { authorizationTypes } from '@x402/evm';
 import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
@@ -280,16 +281,7 @@ test('a payment signed to stay valid for longer than 30 minutes is refused befor
   authorization.validBefore = String(Math.floor(Date.now() / 1000) + 2 * 3600);
   const signature = await buyer.account.signTypedData({
     domain: { name: net.token.name, version: net.token.version, chainId: net.chainId, verifyingContract: net.token.address as `0x${string}` },
-    types: {
-      TransferWithAuthorization: [
-        { name: 'from', type: 'address' },
-        { name: 'to', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'validAfter', type: 'uint256' },
-        { name: 'validBefore', type: 'uint256' },
-        { name: 'nonce', type: 'bytes32' },
-      ],
-    },
+    types: authorizationTypes,
     primaryType: 'TransferWithAuthorization',
     message: {
       from: authorization.from as `0x${string}`,
