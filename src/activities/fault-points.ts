@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { formatFaultPoint, SALE_FAULT_SCOPE, SALE_FAULT_STEPS, type FaultMoment, type FaultPoint, type SaleFaultStep } from '../contract/fault-points';
+import { formatFaultPoint, SALE_FAULT_SCOPE, SALE_FAULT_STEPS, type FaultMoment, type FaultPoint, type SaleCheckpoint } from '../contract/fault-points';
 
 /**
  * Fault injection (src/contract/fault-points.ts says what a point is). Unarmed, the activities are left untouched:
@@ -47,14 +47,11 @@ export function armFaultPoints<T extends object>(groups: T[], allPoints: FaultPo
   }
 }
 
-/** Called by the seller before and after each step of a sale; kills the process at an armed point. */
-export type SaleFaults = (step: SaleFaultStep, moment: FaultMoment) => void;
-
 /**
  * The `sale:` points among `points`, as the hook the seller calls around its steps; undefined when none is armed.
  * A point naming no step of a sale is an error at start-up, as for activities.
  */
-export function saleFaults(points: FaultPoint[], kill: Killer = sigkillSelf): SaleFaults | undefined {
+export function saleFaults(points: FaultPoint[], kill: Killer = sigkillSelf): SaleCheckpoint | undefined {
   const armed = points.filter((p) => p.workflowType === SALE_FAULT_SCOPE);
   for (const p of armed) {
     if (!(SALE_FAULT_STEPS as readonly string[]).includes(p.activity)) {

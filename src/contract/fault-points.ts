@@ -13,6 +13,8 @@ export type FaultMoment = 'before' | 'after';
 export const SALE_FAULT_SCOPE = 'sale';
 export const SALE_FAULT_STEPS = ['reserveSale', 'recordSale'] as const;
 export type SaleFaultStep = (typeof SALE_FAULT_STEPS)[number];
+/** What the seller calls before and after each step of a sale (a worker armed at that point kills itself there). */
+export type SaleCheckpoint = (step: SaleFaultStep, moment: FaultMoment) => void;
 
 export interface FaultPoint {
   workflowType: string;

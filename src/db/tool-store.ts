@@ -190,7 +190,12 @@ async function activationOfRun(tx: ForgeDb | ForgeTx, name: string, workflowId: 
 }
 
 async function notifyTools(tx: ForgeTx, name: string): Promise<void> {
-  await tx.execute(sql`SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
+  await tx.execute(notifyToolsQuery(name));
+}
+
+/** The NOTIFY of a tool's change, as a query a statement can end with (committed with the transaction). */
+function notifyToolsQuery(name: string) {
+  return sql`SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`;
 }
 
 /** The insert half of insertVersion/commitVersion; the caller holds the tool's lock (`last` from lockTool). */
@@ -248,7 +253,7 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
     ), released AS (
       DELETE FROM ${toolQuarantine} WHERE name = ${name}
     ), logged AS (${eventInsert(name, 'tool.activated', detail, ref.workflowId)})
-    SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
+    ${notifyToolsQuery(name)}`);
   return { name, version, previousVersion: current?.version, changed: true };
 }
 
@@ -260,7 +265,7 @@ async function deactivateLocked(tx: ForgeTx, name: string, ref: WorkflowRef): Pr
     WITH released AS (
       DELETE FROM ${toolQuarantine} WHERE name = ${name}
     ), logged AS (${eventInsert(name, 'tool.deactivated', { previousVersion: removed.version }, ref.workflowId)})
-    SELECT pg_notify(${TOOLS_CHANNEL}, ${name})`);
+    ${notifyToolsQuery(name)}`);
   return { name, previousVersion: removed.version };
 }
 

@@ -1,7 +1,7 @@
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
 import type { Network } from '@x402/core/types';
 import type { X402Config } from '../config';
-import type { FaultMoment, SaleFaultStep } from '../contract/fault-points';
+import type { SaleCheckpoint } from '../contract/fault-points';
 import { parseHostPort } from '../contract/host-port';
 import type { ToolRegistry } from '../registry';
 import { startFacilitatorServer, type FacilitatorServer } from './facilitator-server';
@@ -113,7 +113,7 @@ export async function startSales(input: {
   registry: ToolRegistry;
   onError: (error: unknown) => void;
   /** Called around each ledger write of a sale (the chaos matrix's `sale:` fault points); nothing by default. */
-  checkpoint?: (step: SaleFaultStep, moment: FaultMoment) => void;
+  checkpoint?: SaleCheckpoint;
 }): Promise<Sales> {
   const { config, runtime, ledger, registry, checkpoint } = input;
   let facilitatorServer: FacilitatorServer | undefined;

@@ -235,8 +235,8 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
     // The facilitator's own answer (a SettleError) is a settlement that did not happen; a timeout or a lost connection
     // is one that may have: the record stays reserved for the chain to decide.
     // By name: each of @x402/core's entry points bundles its own SettleError class, so instanceof depends on which.
-    if ((ctx.error as Error | undefined)?.name !== 'SettleError') {
-      onError(new Error(`a settlement's outcome is unknown (${failure.message}): its sale stays reserved until reconciled from the chain`, { cause: ctx.error }));
+    if (failure.name !== 'SettleError') {
+      onError(new Error(`a settlement's outcome is unknown (${failure.message}): its sale stays reserved until reconciled from the chain`, { cause: failure }));
       return;
     }
     await report(

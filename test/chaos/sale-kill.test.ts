@@ -1,9 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { x402Client } from '@x402/core/client';
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
-import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { openPglite } from '../../src/db/pglite';
 import { findFreePort } from '../../src/platform/free-port';
 import { createLedger, type LedgerTransaction } from '../../src/x402/ledger';
@@ -11,9 +9,9 @@ import { startFacilitatorServer, type FacilitatorServer } from '../../src/x402/f
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402/local-network';
 import { authorizationOnChain } from '../../src/x402/payer';
 import { reconcileReserved, RECONCILE_AFTER_MS } from '../../src/x402/reconcile';
-import type { Hex } from '../../src/x402/viem';
 import { useTemporal } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
+import { localBuyerClient, signedPayment } from '../helpers/x402-buyer';
 import { startForgeWorker, stopWorker, workerExit } from './forge-worker';
 import { createCellPlatform } from './matrix/cell';
 
@@ -102,12 +100,7 @@ test.each(cells)('SIGKILL at $point (the buyer sends it again: $buyerRetries): o
     const send = (header?: string) =>
       fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) }, body: JSON.stringify({ a: 2, b: 3 }) });
     const terms = decodePaymentRequiredHeader((await send()).headers.get('PAYMENT-REQUIRED') as string);
-    const client = new x402Client()
-      .register(net.network, new ExactEvmClientScheme(buyer.account))
-      .setSpendControls({ allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: PRICE.toString() }] });
-    const payload = await client.createPaymentPayload(terms);
-    const header = encodePaymentSignatureHeader(payload);
-    const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+    const { header, nonce } = await signedPayment(localBuyerClient(net, buyer, PRICE), terms);
 
     // The worker dies answering the paid call: the buyer gets no answer.
     const first = await send(header).then(

@@ -1,11 +1,10 @@
-import { x402Client } from '@x402/core/client';
 import { HTTPFacilitatorClient } from '@x402/core/http';
-import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
 import { DiscoveryError, discoverServices } from '../../src/x402/discovery';
 import { startFacilitatorServer, type FacilitatorServer } from '../../src/x402/facilitator-server';
 import { startSeller, type Offer, type SaleRecord, type Seller, type SellerInvokeResult } from '../../src/x402/seller';
+import { localBuyerClient } from '../helpers/x402-buyer';
 
 // Discovery through the facilitator's bazaar endpoints, on the real local network: the official facilitator behind
 // the HTTP facilitator server, sellers reaching it with x402's HTTPFacilitatorClient, discoverServices reading it
@@ -146,9 +145,7 @@ test('a seller that does not register is listed from its first paid call, as x40
     expect(await listed()).toEqual([]);
 
     const buyer = await net.newWallet(1_000_000n);
-    const client = new x402Client().register(net.network, new ExactEvmClientScheme(buyer.account)).setSpendControls({
-      allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: '5000' }],
-    });
+    const client = localBuyerClient(net, buyer, 5000n);
     const res = await wrapFetchWithPayment(fetch, client)(`${quiet.url}/tools/forecast`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

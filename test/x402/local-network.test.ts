@@ -2,15 +2,14 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
 import { x402ResourceServer } from '@x402/core/server';
-import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { paymentMiddleware } from '@x402/hono';
 import { LOCAL_CHAIN_ID, startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
 import { viem } from '../../src/x402/viem';
+import { localBuyerClient } from '../helpers/x402-buyer';
 
 // The local x402 network end to end, on loopback with ports the kernel picks: a real anvil chain, the EIP-3009 token
 // deployed from its shipped bytecode, the official facilitator settling on it, a seller with the official Hono
@@ -117,11 +116,7 @@ test('a paid request gets 200, settles on the chain, and moves exactly the price
   };
   // The client's spend controls allow only assets it knows (USDC and the like) unless told: the local token is
   // allowed here, capped at the price.
-  const client = new x402Client()
-    .register(net.network, new ExactEvmClientScheme(buyer.account))
-    .setSpendControls({
-      allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: PRICE.toString() }],
-    });
+  const client = localBuyerClient(net, buyer, PRICE);
   const payingFetch = wrapFetchWithPayment(recordingFetch, client);
 
   const res = await payingFetch(url);

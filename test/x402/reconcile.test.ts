@@ -3,10 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { x402Client } from '@x402/core/client';
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
-import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { paymentMiddleware } from '@x402/hono';
 import { createMigrationActivities } from '../../src/activities/migration-activities';
@@ -17,9 +15,9 @@ import { authorizationOnChain, probePayment, sendPaidRequest, signPayment } from
 import { reconcileReserved } from '../../src/x402/reconcile';
 import { recordSale } from '../../src/x402/sales';
 import { startSeller } from '../../src/x402/seller';
-import type { Hex } from '../../src/x402/viem';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
 import { backendKinds, type TestBackend } from '../db/backends';
+import { localBuyerClient, signedPayment } from '../helpers/x402-buyer';
 
 // Reconciliation of payments a crash left `reserved`: the chain decides. A real chain and seller make the three cases:
 // never signed, signed and settled (the answer lost), signed and never sent; and for sales (rows `in`), Forge's own
@@ -123,15 +121,10 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     try {
       const earnedBefore = await net.balanceOf(seller.address);
       const buyer = await net.newWallet(1_000_000n);
-      const buyerClient = new x402Client()
-        .register(net.network, new ExactEvmClientScheme(buyer.account))
-        .setSpendControls({ allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: PRICE.toString() }] });
+      const buyerClient = localBuyerClient(net, buyer, PRICE);
       const sell = async (header?: string) =>
         fetch(`${shop.url}/tools/answer`, { method: 'POST', headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) }, body: '{}' });
-      const signed = async () => {
-        const payload = await buyerClient.createPaymentPayload(decodePaymentRequiredHeader((await sell()).headers.get('PAYMENT-REQUIRED') as string));
-        return { header: encodePaymentSignatureHeader(payload), nonce: (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce };
-      };
+      const signed = async () => signedPayment(buyerClient, decodePaymentRequiredHeader((await sell()).headers.get('PAYMENT-REQUIRED') as string));
 
       const lost = await signed();
       expect((await sell(lost.header)).status).not.toBe(200);

@@ -1,11 +1,10 @@
-import { x402Client } from '@x402/core/client';
-import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { adderTool } from '../helpers/tools';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { createLedger, PNL_NO_TOOL } from '../../src/x402/ledger';
 import { startFacilitatorServer, type FacilitatorServer } from '../../src/x402/facilitator-server';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
+import { localBuyerClient } from '../helpers/x402-buyer';
 
 // Selling a deployed tool through the worker's seller (SellToolWorkflow, src/x402/sales.ts), bought by an outside
 // buyer with @x402/fetch and by Forge itself with PayWorkflow; discovery through the facilitator's bazaar catalogue;
@@ -67,9 +66,7 @@ describe('selling a tool over x402', () => {
     const unpaid = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 2, b: 3 }) });
     expect(unpaid.status).toBe(402);
 
-    const client = new x402Client()
-      .register(net.network, new ExactEvmClientScheme(buyer.account))
-      .setSpendControls({ allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: PRICE.toString() }] });
+    const client = localBuyerClient(net, buyer, PRICE);
     const paid = await wrapFetchWithPayment(fetch, client)(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 2, b: 3 }) });
     expect(paid.status).toBe(200);
     expect(await paid.json()).toMatchObject({ output: { sum: 5, variant: 'sold' } });

@@ -1,4 +1,3 @@
-import { x402Client } from '@x402/core/client';
 import {
   decodePaymentRequiredHeader,
   decodePaymentResponseHeader,
@@ -7,10 +6,10 @@ import {
 } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
 import { authorizationTypes } from '@x402/evm';
-import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
 import { startSeller, type Offer, type SaleRecord, type Seller, type SellerInvokeResult } from '../../src/x402/seller';
+import { localBuyerClient, signedPayment } from '../helpers/x402-buyer';
 
 // The seller on the real local x402 network: anvil, the EIP-3009 token, the official facilitator; a buyer paying with
 // @x402/fetch. Balances and nonces are read from the chain. The tools are small real functions; the lead plugs in the
@@ -62,11 +61,7 @@ function offer(tool: string, price: bigint, description: string): Offer {
   };
 }
 
-function buyerClient(maxAmount = 1_000_000n): x402Client {
-  return new x402Client().register(net.network, new ExactEvmClientScheme(buyer.account)).setSpendControls({
-    allowedAssets: [{ network: net.network, asset: net.token.address, maxAmountPerPayment: maxAmount.toString() }],
-  });
-}
+const buyerClient = (maxAmount = 1_000_000n) => localBuyerClient(net, buyer, maxAmount);
 
 const post = (tool: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${seller.url}/tools/${tool}`, {
@@ -83,11 +78,7 @@ async function termsOf(tool: string): Promise<PaymentRequired> {
 }
 
 /** A signed payment for `tool`'s current terms, as @x402/fetch makes it, not yet sent. */
-async function signedPayment(tool: string): Promise<{ header: string; nonce: `0x${string}` }> {
-  const payload = await buyerClient().createPaymentPayload(await termsOf(tool));
-  const nonce = (payload.payload as { authorization: { nonce: `0x${string}` } }).authorization.nonce;
-  return { header: encodePaymentSignatureHeader(payload), nonce };
-}
+const signedPaymentFor = async (tool: string) => signedPayment(buyerClient(), await termsOf(tool));
 
 async function balances(): Promise<{ buyer: bigint; payee: bigint }> {
   const [b, p] = await Promise.all([net.balanceOf(buyer.address), net.balanceOf(payee.address)]);
@@ -190,7 +181,7 @@ test('two concurrent calls carrying one payment: one result, one settlement, one
   const before = await balances();
   const salesBefore = sales.length;
   const callsBefore = calls.length;
-  const { header, nonce } = await signedPayment('sum');
+  const { header, nonce } = await signedPaymentFor('sum');
   const responses = await Promise.all([
     post('sum', { a: 1, b: 1 }, { 'PAYMENT-SIGNATURE': header }),
     post('sum', { a: 1, b: 1 }, { 'PAYMENT-SIGNATURE': header }),
@@ -209,7 +200,7 @@ test('two concurrent calls carrying one payment: one result, one settlement, one
 test('a tool that fails is not charged: an error status, nothing settled, the nonce still unused', async () => {
   const before = await balances();
   const salesBefore = sales.length;
-  const { header, nonce } = await signedPayment('flaky');
+  const { header, nonce } = await signedPaymentFor('flaky');
   const res = await post('flaky', { a: 1, b: 2 }, { 'PAYMENT-SIGNATURE': header });
   expect(res.status).toBe(500);
   expect(await res.json()).toEqual({ error: 'the upstream it wraps is down', status: 'failed' });
@@ -222,7 +213,7 @@ test('a tool that fails is not charged: an error status, nothing settled, the no
 test('invalid input is refused with 400 and not charged; the same payment then buys a valid call', async () => {
   const before = await balances();
   const salesBefore = sales.length;
-  const { header, nonce } = await signedPayment('sum');
+  const { header, nonce } = await signedPaymentFor('sum');
   const invalid = await post('sum', { a: 'one' }, { 'PAYMENT-SIGNATURE': header });
   expect(invalid.status).toBe(400);
   expect(await invalid.json()).toEqual({ error: 'a and b must be numbers', status: 'invalid' });
@@ -246,7 +237,7 @@ test('invalid input is refused with 400 and not charged; the same payment then b
 test('a sale that cannot be recorded is not settled: the buyer keeps the money; the same payment buys once the ledger is back', async () => {
   const before = await balances();
   const salesBefore = sales.length;
-  const { header, nonce } = await signedPayment('sum');
+  const { header, nonce } = await signedPaymentFor('sum');
   ledgerDown = true;
   let refused: Response;
   try {
@@ -301,7 +292,7 @@ test('a payment signed to stay valid for longer than 30 minutes is refused befor
 });
 
 test('offers follow refresh(): a new price is in the next 402, a payment for the old one is refused, a removed tool is gone', async () => {
-  const stale = await signedPayment('sum');
+  const stale = await signedPaymentFor('sum');
   const NEW_PRICE = 45_000n;
   offers = [offer('sum', NEW_PRICE, 'Adds two numbers, now dearer'), offer('double', PRICE, 'Doubles')];
   const refreshed = await seller.refresh();
