@@ -169,6 +169,51 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     await unlisten();
   });
 
+  // The commit writes its version, counter, pointer, quarantine, events and NOTIFY in a few combined statements: the
+  // events and the counter are checked against the rows themselves, after a race, so no write can go missing or be
+  // attributed to another run without this failing.
+  test('after 12 concurrent commits, each version has exactly its own version_created and tool.activated events, the counter is at the highest, the quarantine is over', async () => {
+    const name = 'ledgered';
+    await store.commitVersion(version(name, 'v1', { workflowId: 'wf-first' }), { workflowId: 'wf-first' });
+    expect(await store.quarantine({ name, runKey: 'rk-ledgered', failedVersion: 1, reason: { why: 'its package broke' } }, { workflowId: 'reverify/rk' })).toMatchObject({
+      state: 'quarantined',
+    });
+    expect((await store.listQuarantined()).map((q) => q.name)).toContain(name);
+
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => store.commitVersion(version(name, `export default ${i}`, { workflowId: `wf-${i}` }), { workflowId: `wf-${i}` })),
+    );
+    const stored = await store.listVersions(name);
+    expect(stored.map((row) => row.version)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));
+    expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual(stored.slice(1).map((row) => row.version));
+    const events = (await store.listEvents({ subject: name, limit: 1000 })).reverse();
+    const pick = (kind: string) => events.filter((e) => e.kind === kind).map((e) => ({ detail: e.detail, workflowId: e.workflowId }));
+    const byVersion = (a: { detail: unknown }, b: { detail: unknown }) => (a.detail as { version: number }).version - (b.detail as { version: number }).version;
+    expect(pick('tool.version_created').sort(byVersion)).toEqual(
+      stored.map((row) => ({ detail: { version: row.version, contentHash: row.contentHash }, workflowId: row.workflowId })),
+    );
+    // In commit order: v1; then, the tool quarantined (nothing active), v2 from none; each later one from the one before.
+    expect(pick('tool.activated')).toEqual(
+      stored.map((row) => ({ detail: { version: row.version, previousVersion: row.version <= 2 ? null : row.version - 1 }, workflowId: row.workflowId })),
+    );
+    const [counter] = await rows<{ last_version: number }>(database, sql`SELECT last_version FROM tool_version_counters WHERE name = ${name}`);
+    expect(Number(counter.last_version)).toBe(13);
+    expect(await store.getActive(name)).toMatchObject({ version: 13 });
+    expect((await store.listQuarantined()).map((q) => q.name)).not.toContain(name);
+  });
+
+  test('a version written around the store, above the counter, is never numbered again: the next commit goes past it', async () => {
+    const name = 'around';
+    await store.commitVersion(version(name, 'v1'), { workflowId: 'wf-around-1' });
+    await database.db.execute(
+      sql`INSERT INTO tool_versions (name, version, content_hash, source_ts, compiled_js, verdict) VALUES (${name}, 7, 'by-hand', 'x', 'x', '{}'::jsonb)`,
+    );
+    const next = await store.commitVersion(version(name, 'v2'), { workflowId: 'wf-around-2' });
+    expect(next).toMatchObject({ version: 8, created: true, previousVersion: 1, changed: true });
+    const [counter] = await rows<{ last_version: number }>(database, sql`SELECT last_version FROM tool_version_counters WHERE name = ${name}`);
+    expect(Number(counter.last_version)).toBe(8);
+  });
+
   // Found by test/chaos/load-with-faults (seed 162099135): a deployment's commit landed, the worker died before the
   // step was recorded, newer deployments committed, and the replayed commit made the older version active again.
   test('a commit that runs again for its run after newer versions landed reports its first result and activates nothing', async () => {
