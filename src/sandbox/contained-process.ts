@@ -34,13 +34,13 @@
  * - **Nothing left behind.** The cgroup and the private directory are removed before the promise resolves, and it
  *   never rejects: a failure of the machinery itself (ENOSPC, EMFILE) is `spawn-error` with the reason.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { delimiter, join, resolve } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
+import { spawnRelayed, type RelayedChild } from '../platform/spawner';
 import { CGROUP_JOINED, isExecutableFile, killTree, launchCommand, type ContainmentMode, type Launch } from './containment';
 import { HeadTailBuffer, type CapturedOutput } from './head-tail-buffer';
 import { sandboxTempRoot } from './paths';
@@ -323,7 +323,8 @@ export class ContainedProcess implements SupervisedProcess {
   spawnError?: Error;
 
   private constructor(
-    readonly child: ChildProcess,
+    /** The launcher, started by the spawn helper (src/platform/spawner.ts: a fork of this large process costs ~30 ms). */
+    readonly child: RelayedChild,
     readonly launch: Launch,
     readonly cgroup: RunCgroup | undefined,
     /** FORGE_SANDBOX_RUN in its environment, for the process-group mode's hunt. */
@@ -332,9 +333,7 @@ export class ContainedProcess implements SupervisedProcess {
   ) {
     this.stdout = child.stdout as Readable;
     this.stderr = child.stdio[4] as Readable;
-    this.channel = spec.channel ? (child.stdio[3] as unknown as Readable & Writable) : undefined;
-    // The launcher closes fd 3 for a command that has no channel; the parent's end is not needed either.
-    if (!spec.channel) (child.stdio[3] as unknown as Readable | null)?.destroy();
+    this.channel = child.stdio[3] ?? undefined;
     let markJoined: () => void = () => undefined;
     this.joined = cgroup && spec.joinCgroup === 'while-booting' ? new Promise<void>((r) => (markJoined = r)) : Promise.resolve();
     this.closed = new Promise<void>((r) => child.once('close', () => r()));
@@ -367,12 +366,15 @@ export class ContainedProcess implements SupervisedProcess {
         unsetPwd: spec.env.PWD === undefined && spec.joinCgroup !== 'while-booting',
         mode: spec.containment,
       });
-      const child = spawn(launch.command, launch.args, {
+      // 0: none; 1: the command's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the command's stderr.
+      // (The launcher closes fd 3 for a command that has no channel.)
+      const child = spawnRelayed({
+        command: launch.command,
+        args: launch.args,
         cwd: spec.cwd,
         env: { ...spec.env, FORGE_SANDBOX_RUN: marker },
-        // 0: none; 1: the command's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the command's stderr.
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
         detached: launch.detached,
+        channel: spec.channel ?? false,
       });
       return new ContainedProcess(child, launch, cgroup, marker, spec);
     } catch (err) {
@@ -382,7 +384,8 @@ export class ContainedProcess implements SupervisedProcess {
   }
 
   /** Kills every process of the tree; resolves once they are all dead (see killTree for the bound). */
-  kill(): Promise<void> {
+  async kill(): Promise<void> {
+    await this.child.spawned; // its pid, or the news that it never started
     return killTree(this.child, this.launch.mode, this.marker);
   }
 

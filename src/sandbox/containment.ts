@@ -1,4 +1,5 @@
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
 import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from '../contract/limits';
@@ -185,7 +186,7 @@ export const CGROUP_JOINED = 'forge-sandbox: joined the run cgroup';
  * Kills everything the launch started and resolves once it is all dead. `marker` is the value of the
  * FORGE_SANDBOX_RUN variable the run's processes carry (used by the process-group mode only).
  */
-export async function killTree(child: ChildProcess, mode: ContainmentMode, marker: string): Promise<void> {
+export async function killTree(child: LaunchedProcess, mode: ContainmentMode, marker: string): Promise<void> {
   const pid = child.pid;
   if (pid === undefined) return;
   const exited = boundedExit(child, pid);
@@ -216,6 +217,17 @@ export async function killTree(child: ChildProcess, mode: ContainmentMode, marke
   signal(-pid);
 }
 
+/**
+ * The launcher as its parent sees it: a ChildProcess, or a RelayedChild started by the spawn helper. A pid is reused
+ * only after the kernel has handed out every other (pid_max, cyclically), so signalling the launcher's pid (or group)
+ * while its exit is still on its way from the helper cannot reach another process.
+ */
+export interface LaunchedProcess extends EventEmitter {
+  pid?: number;
+  exitCode: number | null;
+  signalCode: NodeJS.Signals | null;
+}
+
 /** How long a SIGKILLed tree may take to die before the caller gets on with its verdict. */
 const KILL_WAIT_MS = 10_000;
 
@@ -224,7 +236,7 @@ const KILL_WAIT_MS = 10_000;
  * (or one stuck in uninterruptible sleep), and a caller waiting for it forever would never return a verdict. That case
  * is said on stderr, since the tree then outlives the verdict.
  */
-function boundedExit(child: ChildProcess, pid: number): Promise<void> {
+function boundedExit(child: LaunchedProcess, pid: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const timer = setTimeout(() => {

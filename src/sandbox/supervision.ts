@@ -1,9 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
+import type { LaunchedProcess } from './containment';
 import type { Readable } from 'node:stream';
 
 /** What a {@link Supervision} needs of a started, contained process. */
 export interface SupervisedProcess {
-  child: ChildProcess;
+  child: LaunchedProcess;
   /** The command's own stdout and stderr: every byte counts against the output limit. */
   stdout: Readable;
   stderr: Readable;
