@@ -1,5 +1,5 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createToolActivities, createToolSteps, type ToolActivityDeps } from '../src/activities/tool-activities';
 import { loadConfig } from '../src/config';
@@ -9,12 +9,11 @@ import { materializeActiveTools, writeToolVersion } from '../src/registry/materi
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { PreloadSet } from '../src/sandbox/preload';
 import { floorRunner } from './floor';
-import { p50p95, percentile, round, statsRow, timeMs } from './stats';
+import { machineCpuMs, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
 import { startNoopWorkflow } from './noop';
 import { ToolRegistry } from '../src/registry';
-import { readFileSync } from 'node:fs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30);
 const BURST = Number(process.env.BENCH_BURST ?? 100);
@@ -115,11 +114,14 @@ export const deployBench: Bench = {
         await noop.run();
         await call();
       }
+      const floorCpu: number[] = [];
       const samples = { durable: [] as number[], direct: [] as number[], floor: [] as number[], noop: [] as number[], registry: [] as number[] };
       for (let i = 0; i < RUNS; i++) {
         samples.durable.push(await timeMs(() => durable(i)));
         samples.direct.push(await timeMs(() => direct(i)));
+        const reaped = reapedChildrenCpuMs();
         samples.floor.push(await timeMs(floor));
+        floorCpu.push(reapedChildrenCpuMs() - reaped);
         samples.noop.push(await timeMs(noop.run));
         samples.registry.push(await timeMs(call));
       }
@@ -143,11 +145,18 @@ export const deployBench: Bench = {
       const rssIdle = rssMib(pid);
       let rssPeak = rssIdle;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMib(pid))), 100);
+      const burstCpu = machineCpuMs();
+      const burstSplit = processTreeCpuMs(pid);
       const burstStart = performance.now();
       const results = await Promise.all(
         Array.from({ length: BURST }, (_, i) => forge.deployTool({ name: `burst_${i}`, source: zodTool(`burst_${i}`, i), testInput: { celsius: 1 } })),
       );
       const burstMs = performance.now() - burstStart;
+      const cpuPerDeploy = round((machineCpuMs() - burstCpu) / BURST, 1);
+      const splitAfter = processTreeCpuMs(pid);
+      const split = Object.entries(splitAfter)
+        .map(([name, ms]) => [name, round((ms - (burstSplit[name] ?? 0)) / BURST, 1)] as const)
+        .filter(([, ms]) => ms > 0);
       clearInterval(sampler);
       const failed = results.filter((r) => r.status !== 'active').length;
       if (failed > 0) throw new Error(`${failed} of the burst's deployments did not become active`);
@@ -159,6 +168,13 @@ export const deployBench: Bench = {
       );
       const burstVsCeiling = round(perSecond / ceiling);
       console.log(`burst / ceiling: ${burstVsCeiling}  (goal ≥ 1.0); forge up RSS ${rssIdle} MiB idle, ${rssPeak} MiB peak in the burst`);
+      // What the cores allow: the machine's CPU per deployment in the burst (every process: the platform, the dev server,
+      // the sandboxes) against the floor's own CPU per run. With sandbox slots = cores, the burst can reach the ceiling
+      // only if a deployment costs no more CPU than one cold run of the tool.
+      const floorCpuMs = round(percentile(floorCpu, 50), 1);
+      const cpuBound = round(os.availableParallelism() * 1000 / cpuPerDeploy / ceiling);
+      console.log(`burst CPU: ${cpuPerDeploy} ms per deployment (all processes) vs ${floorCpuMs} ms for one cold run; the cores allow at most ${cpuBound} of the ceiling`);
+      console.log(`  of which (ms per deployment): forge up ${split.map(([name, ms]) => `${name === 'self' ? 'itself' : name} ${ms}`).join(', ')}`);
       return {
         deploy_overhead_vs_noop_workflow_p50: overhead,
         deploy_burst_100_vs_ceiling: burstVsCeiling,
@@ -175,6 +191,9 @@ export const deployBench: Bench = {
         deploy_burst_100_per_s: perSecond,
         deploy_burst_100_wall_s: round(burstMs / 1000, 2),
         deploy_sandbox_concurrency: config.sandbox.concurrency,
+        deploy_burst_cpu_per_deploy_ms: cpuPerDeploy,
+        deploy_floor_cpu_p50_ms: floorCpuMs,
+        deploy_burst_cpu_bound_vs_ceiling: cpuBound,
       };
     } finally {
       await noop.stop();

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
 /** Percentile of already-collected samples (nearest-rank), in the samples' unit. */
 export function percentile(samples: number[], p: number): number {
   if (samples.length === 0) return NaN;
@@ -27,4 +29,42 @@ export function p50p95(prefix: string, samples: number[]): Record<string, number
 export function statsRow(label: string, samples: number[], width = 28): string {
   const fmt = (p: number) => round(percentile(samples, p), 1).toString().padStart(7);
   return `${label.padEnd(width)} p50 ${fmt(50)} ms   p95 ${fmt(95)} ms`;
+}
+
+/** CPU time (user + system, ms) the whole machine has spent so far, from /proc/stat: every process, every core. */
+export function machineCpuMs(): number {
+  // cpu  user nice system idle iowait irq softirq steal ...: all but idle and iowait are work (in USER_HZ = 100/s).
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10;
+}
+
+/** CPU time (user + system, ms) of this process's children that it has reaped (cutime + cstime). */
+export function reapedChildrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10;
+}
+
+/**
+ * CPU time (user + system, ms) of `pid` itself and of each of its direct children by command name, each child with
+ * the descendants it has reaped (so a helper's short-lived processes count as the helper's).
+ */
+export function processTreeCpuMs(pid: number): Record<string, number> {
+  const read = (p: number | string): { comm: string; ppid: number; own: number; reaped: number } | undefined => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return { comm, ppid: Number(f[1]), own: (Number(f[11]) + Number(f[12])) * 10, reaped: (Number(f[13]) + Number(f[14])) * 10 };
+    } catch {
+      return undefined;
+    }
+  };
+  const split: Record<string, number> = { self: read(pid)?.own ?? 0 };
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const p = read(entry);
+    if (p?.ppid === pid) split[p.comm] = (split[p.comm] ?? 0) + p.own + p.reaped;
+  }
+  return split;
 }
