@@ -1,4 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { withParentDeathSignal } from './setpriv';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -56,13 +57,6 @@ class OutputTail {
   toString(): string {
     return [...this.lines, this.partial].filter((l) => l.trim() !== '').join('\n');
   }
-}
-
-let setprivProbe: boolean | undefined;
-/** Whether util-linux `setpriv --pdeathsig` works here (probed once, as the sandbox's containment does). */
-function hasSetpriv(): boolean {
-  setprivProbe ??= spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
-  return setprivProbe;
 }
 
 function exitOf(child: ChildProcess): Promise<void> {
@@ -175,7 +169,7 @@ async function startDevServerOnce(options: DevServerOptions, ip: string): Promis
   ];
   // setpriv execs the server in place (same pid, same group) with a parent-death signal: if this process is killed
   // with SIGKILL and cannot stop the server, the kernel kills the server instead of leaving it orphaned on its ports.
-  const [command, argv] = hasSetpriv() ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, ...args]] : [binary, args];
+  const [command, argv] = withParentDeathSignal(binary, args);
   const child = spawn(command, argv, {
     // Own process group: stop() signals the group, so nothing the server spawned outlives it.
     detached: true,

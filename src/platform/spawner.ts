@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { Duplex, Readable } from 'node:stream';
+import { withParentDeathSignal } from './setpriv';
 
 /**
  * Starting a process costs the process that starts it time in proportion to its memory: Node on Linux forks (libuv),
@@ -16,10 +17,11 @@ import { Duplex, Readable } from 'node:stream';
  *   pid, every chunk of fds 1, 2, 4 (and 3 when asked for), the exit, the close; and writes what this process sends
  *   to fd 3. A {@link RelayedChild} stands for it here with the same events as a ChildProcess.
  *
- * The helper lives as long as its parent: when the channel closes (the parent exited or was killed) it kills every
- * relayed process's group at once (they served the parent only; their launchers' pdeathsig would take them down with
- * the helper anyway), lets the short commands it still runs finish, within their timeouts, as they would have without
- * it (a git killed half-way can leave a ref's or the index's .lock behind), then exits. It ignores SIGINT (a Ctrl-C
+ * The helper lives as long as its parent: it is started with SIGKILL as its parent-death signal (`setpriv --pdeathsig`,
+ * where that works), and the launchers it relays have theirs, so a parent killed with SIGKILL takes every contained tree
+ * with it through the kernel, while the short commands the helper was running finish as orphans (a git killed half-way
+ * can leave a ref's or the index's .lock behind). When its channel closes otherwise, it kills every relayed process's
+ * group at once (they served the parent only), lets the short commands finish within their timeouts, then exits. It ignores SIGINT (a Ctrl-C
  * reaches the whole process group; the parent decides when it stops, and its shutdown may still run commands). Idle,
  * it keeps neither process alive. If it dies, the short commands it was running fail as commands that could not finish
  * (infrastructure: the caller retries), its relayed processes die with it and are reported killed, and the next
@@ -246,7 +248,10 @@ class Spawner {
 let current: Spawner | undefined;
 
 function start(): Spawner {
-  const child = spawn(process.execPath, ['-e', HELPER_SOURCE], {
+  // With SIGKILL as its parent-death signal: a worker killed with SIGKILL takes the helper with it at once, and so
+  // (through their launchers' own pdeathsig) every contained tree it runs; its short commands finish as orphans.
+  const [command, args] = withParentDeathSignal(process.execPath, ['-e', HELPER_SOURCE]);
+  const child = spawn(command, args, {
     // Nothing of the parent's environment: each command gets its own, explicitly. PATH for execFile's lookup of the command
     // comes with each command's environment too.
     env: {},

@@ -16,7 +16,8 @@
  *   process group whose strays are hunted by marker: see containment.ts for what can escape that fallback). When the
  *   promise resolves, every process of the tree is dead, whatever it did (background children, setsid, double forks,
  *   jest workers), unless the kernel could not kill it (a task frozen or in uninterruptible sleep for 10 s, which is
- *   said on stderr). A worker killed with SIGKILL takes its trees with it (`setpriv --pdeathsig`).
+ *   said on stderr). A worker killed with SIGKILL takes its trees with it: the spawn helper that starts them
+ *   (src/platform/spawner.ts) dies with the worker, and each tree's launcher with the helper (`setpriv --pdeathsig`).
  * - **Memory for the whole tree.** `memoryBytes` bounds all of the tree's processes together. Where Forge can make a
  *   memory cgroup (root, cgroup v1 or v2), the tree runs in its own, without swap: when the tree passes the limit the
  *   kernel kills one of its processes, and the run ends at once (checked every {@link SAMPLE_MS} ms) as `oom`, even if

@@ -17,8 +17,9 @@ import { SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from '../contract/lim
  *   descendant that both calls setsid() and scrubs its environment can escape this mode; the startup log says which
  *   mode is in force.
  *
- * In both modes `setpriv --pdeathsig KILL` ties the tree to the worker that started it: a worker killed with SIGKILL
- * takes its sandboxes with it instead of leaving them orphaned.
+ * In both modes `setpriv --pdeathsig KILL` ties the tree to the process that spawned its launcher, the worker's spawn
+ * helper (src/platform/spawner.ts), which has the same tie to the worker: a worker killed with SIGKILL takes its
+ * sandboxes with it instead of leaving them orphaned.
  */
 export type { ContainmentMode } from '../contract/limits';
 
@@ -33,7 +34,7 @@ export interface Launch {
 /** The containment runs get: its mode, and what the host adds to it. */
 export interface Containment {
   mode: ContainmentMode;
-  /** `setpriv --pdeathsig KILL` ties the tree to the worker that started it. */
+  /** `setpriv --pdeathsig KILL` ties the tree to the process that spawned its launcher (the worker's spawn helper). */
   setpriv: boolean;
   /**
    * The namespace also gets a mount namespace with its own /proc, so the tool sees its own processes only, not the

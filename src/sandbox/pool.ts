@@ -14,7 +14,7 @@ function bootKey(limits: SandboxLimits): string {
 }
 
 /** How long after a run took a spare its replacement starts, when another spare is ready (see refillSoon). */
-const REFILL_DELAY_MS = 250;
+const REFILL_DELAY_MS = 0;
 
 /**
  * Keeps `size` sandbox processes started ahead of demand, so a run does not wait for Node to boot (~30 ms of a

@@ -1,4 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { withParentDeathSignal } from '../platform/setpriv';
 import { createRequire } from 'node:module';
 import { LocalNetworkError } from './errors';
 
@@ -50,13 +51,6 @@ export interface AnvilProcess {
 const TAIL_LINES = 40;
 const STOP_GRACE_MS = 5_000;
 
-let setprivProbe: boolean | undefined;
-/** Whether util-linux `setpriv --pdeathsig` works here (as the Temporal dev server's start-up probes it). */
-function hasSetpriv(): boolean {
-  setprivProbe ??= spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
-  return setprivProbe;
-}
-
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
@@ -82,7 +76,7 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   const binary = anvilBinary();
   const args = ['--host', host, '--port', '0', '--chain-id', String(options.chainId), '--accounts', '0'];
   // setpriv execs anvil in place with a parent-death signal: a SIGKILLed test or worker leaves no node behind.
-  const [command, argv] = hasSetpriv() ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, ...args]] : [binary, args];
+  const [command, argv] = withParentDeathSignal(binary, args);
   const child = spawn(command, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = exitOf(child);
   let hasExited = false;

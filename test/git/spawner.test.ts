@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
 import { GitCommandError } from '../../src/git';
 import { git, gitBytes } from '../../src/git/exec';
 import { HELPER_SOURCE, helperPid } from '../../src/platform/spawner';
+import { transpiledSpawner } from '../helpers/transpiled-spawner';
 
 /*
  * Git commands go through a helper process (src/platform/spawner.ts), so that a worker's large heap does not make every
@@ -119,9 +119,7 @@ test('when its parent goes, the helper lets the commands it runs finish (a git k
 
 test('an idle helper does not keep its parent alive, and exits when the parent does', async () => {
   // The real spawner.ts, transpiled as it is, in a Node process that runs one command and then has nothing to do.
-  const source = readFileSync(path.join(__dirname, '..', '..', 'src', 'platform', 'spawner.ts'), 'utf8');
-  const module = path.join(dir, 'spawner.js');
-  writeFileSync(module, ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText);
+  const module = transpiledSpawner(dir);
   const script = `const s = require(${JSON.stringify(module)});
     s.spawnThroughHelper({ file: 'git', args: ['--version'], cwd: ${JSON.stringify(dir)}, env: { PATH: process.env.PATH }, maxBuffer: 1024, timeout: 10000 })
       .then((r) => process.stdout.write(s.helperPid() + ' ' + r.stdout.toString()));`;

@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { transpiledSpawner } from '../helpers/transpiled-spawner';
 import { HELPER_SOURCE, helperPid, spawnRelayed, type RelayedChild } from '../../src/platform/spawner';
 
 /*
@@ -108,4 +112,24 @@ test('when its parent goes, the helper kills its relayed processes at once, and 
   expect(await exited).toBe(0);
   // Long before its 30 s are up.
   expect(await until(() => !alive(pid))).toBe(true);
+});
+
+test('a parent killed with SIGKILL takes the helper and every relayed tree with it (the kernel, not the helper, does it)', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'forge-relayed-'));
+  try {
+    // A plain Node parent that starts a relayed process as the containment does (setpriv --pdeathsig), says the pids,
+    // and waits: the test then SIGKILLs it.
+    const script = `const s = require(${JSON.stringify(transpiledSpawner(dir))});
+      const c = s.spawnRelayed({ command: 'setpriv', args: ['--pdeathsig', 'KILL', '--', 'sleep', '30'], cwd: '/', env: { PATH: process.env.PATH }, detached: true, channel: false });
+      c.spawned.then(() => process.stdout.write(s.helperPid() + ' ' + c.pid + '\\n'));`;
+    const parent = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const line = await new Promise<string>((resolve) => parent.stdout!.once('data', (c: Buffer) => resolve(c.toString())));
+    const [helper, tree] = line.trim().split(' ').map(Number);
+    expect(alive(helper) && alive(tree)).toBe(true);
+    parent.kill('SIGKILL');
+    expect(await until(() => !alive(helper))).toBe(true);
+    expect(await until(() => !alive(tree))).toBe(true);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
