@@ -1,9 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeClient } from '../../src/client';
+import { attemptsDirOf } from '../../src/platform/attempt-ledger';
 import { startTemporal } from '../helpers/platform';
 import { killWorkerHard, startForgeWorker } from './forge-worker';
 
@@ -24,6 +25,13 @@ export default {
     return { waited: ms };
   },
 };`;
+
+/** The activity attempts the workers of `home` have on file (src/platform/attempt-ledger.ts). */
+function attemptsOnFile(home: string): number {
+  const dir = attemptsDirOf(home);
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir).reduce((n, worker) => n + readdirSync(path.join(dir, worker)).length, 0);
+}
 
 let env: TestWorkflowEnvironment;
 let home: string;
@@ -56,13 +64,14 @@ afterAll(async () => {
 test('SIGKILL of the worker during the sandbox test, then a restart: the deployment finishes, state agrees', async () => {
   worker = await startForgeWorker(childEnv);
   const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('a'), testInput: { ms: 2500 } });
-  // Wait until the test stage runs, then kill the worker and everything in its process group.
+  // Wait until the sandbox test runs (the workflow says so once it schedules it; the worker has the attempt on file once
+  // it has started it, before the tool's 2.5 s begin), then kill the worker and everything in its process group.
   for (let i = 0; i < 200; i++) {
-    const progress = await handle.progress();
-    if (progress?.stage === 'test') break;
+    if ((await handle.progress())?.stage === 'test' && attemptsOnFile(home) > 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   expect((await handle.progress())?.stage).toBe('test');
+  expect(attemptsOnFile(home)).toBe(1);
   await killWorkerHard(worker);
 
   worker = await startForgeWorker(childEnv);
