@@ -13,9 +13,6 @@ function bootKey(limits: SandboxLimits): string {
   return JSON.stringify([limits.memoryMb, limits.virtualOverheadMb, limits.maxProcesses, limits.userIdBase, placement, env]);
 }
 
-/** How long after a run took a spare its replacement starts, when another spare is ready (see refillSoon). */
-const REFILL_DELAY_MS = 0;
-
 /**
  * Keeps `size` sandbox processes started ahead of demand, so a run does not wait for Node to boot (~30 ms of a
  * sandbox run's ~40 ms floor on the reference machine).
@@ -64,7 +61,10 @@ export class SandboxPool {
       if (!spare.harness.contained.exit && spare.key === key) break;
       void disposeHarness(spare.harness);
     }
-    this.refillSoon();
+    // At once: a replacement used to wait 250 ms while another spare was ready, because forking this (large) process
+    // blocked its event loop in the middle of the very deployment whose run the spare had just sped up. The spawn
+    // helper (src/platform/spawner.ts) forks now, and the wait only slowed back-to-back runs (BENCHMARKS.md, 2026-11-26).
+    this.refill();
     if (spare) this.served++;
     return spare?.harness;
   }
@@ -77,26 +77,8 @@ export class SandboxPool {
   /** Kills every spare and removes its directory; runs already handed out are not affected. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.refillTimer);
     await Promise.all(this.booting);
     await Promise.all(this.spares.splice(0).map((s) => disposeHarness(s.harness)));
-  }
-
-  private refillTimer: NodeJS.Timeout | undefined;
-
-  /**
-   * Refills after the run that took a spare is likely done, while another spare is still ready: starting a process
-   * forks this (large) process and costs CPU at once, which slowed the rest of the very deployment whose run had just
-   * saved that time. With no spare left, demand is high: at once.
-   */
-  private refillSoon(): void {
-    if (this.spares.length === 0) return this.refill();
-    if (this.refillTimer) return;
-    this.refillTimer = setTimeout(() => {
-      this.refillTimer = undefined;
-      this.refill();
-    }, REFILL_DELAY_MS);
-    this.refillTimer.unref();
   }
 
   private refill(): void {
