@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { GitCommandError } from '../../src/git';
 import { git, gitBytes } from '../../src/git/exec';
 import { HELPER_SOURCE, helperPid } from '../../src/platform/spawner';
 import { transpiledSpawner } from '../helpers/transpiled-spawner';
+import { alive, until } from '../helpers/processes';
 
 /*
  * Git commands go through a helper process (src/platform/spawner.ts), so that a worker's large heap does not make every
@@ -23,20 +24,6 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 /** A git command that runs for `seconds` (a shell alias: sleep). */
 const slow = (seconds: number) => ['-c', `alias.slow=!sleep ${seconds}`, 'slow'];
-
-function alive(pid: number): boolean {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-async function until(check: () => boolean, ms = 5_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  return check();
-}
 
 test('output, input and exit codes are what git gave; an unexpected exit is a GitCommandError with its stderr', async () => {
   const blob = (await git(['hash-object', '-w', '--stdin'], { cwd: dir, input: 'hello\n' })).stdout.trim();

@@ -17,3 +17,19 @@ export function processesMarkedWith(marker: string): { pid: number; cmdline: str
   }
   return found;
 }
+
+/** Whether `pid` is a live process (not gone, not a zombie). */
+export function alive(pid: number): boolean {
+  try {
+    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `check` every 20 ms for up to `ms`; resolves with its last answer. */
+export async function until(check: () => boolean, ms = 5_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return check();
+}

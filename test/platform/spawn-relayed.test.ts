@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { transpiledSpawner } from '../helpers/transpiled-spawner';
 import { HELPER_SOURCE, helperPid, spawnRelayed, type RelayedChild } from '../../src/platform/spawner';
+import { alive, until } from '../helpers/processes';
 
 /*
  * Contained process trees are started by the spawn helper (src/platform/spawner.ts), which relays their pipes: a fork
@@ -14,20 +14,6 @@ import { HELPER_SOURCE, helperPid, spawnRelayed, type RelayedChild } from '../..
  */
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-
-function alive(pid: number): boolean {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-async function until(check: () => boolean, ms = 5_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  return check();
-}
 
 function collect(child: RelayedChild): { out: Buffer[]; err: Buffer[]; fd3: Buffer[]; fd4: Buffer[]; closed: Promise<[number | null, string | null]> } {
   const out: Buffer[] = [];
