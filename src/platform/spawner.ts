@@ -21,9 +21,9 @@ import { withParentDeathSignal } from './setpriv';
  * where that works), and the launchers it relays have theirs, so a parent killed with SIGKILL takes every contained tree
  * with it through the kernel, while the short commands the helper was running finish as orphans (a git killed half-way
  * can leave a ref's or the index's .lock behind). When its channel closes otherwise, it kills every relayed process's
- * group at once (they served the parent only), lets the short commands finish within their timeouts, then exits. It ignores SIGINT (a Ctrl-C
- * reaches the whole process group; the parent decides when it stops, and its shutdown may still run commands). Idle,
- * it keeps neither process alive. If it dies, the short commands it was running fail as commands that could not finish
+ * group at once (they served the parent only), lets the short commands finish within their timeouts, then exits. It
+ * ignores SIGINT (a Ctrl-C reaches the whole process group; the parent decides when it stops, and its shutdown may
+ * still run commands). Idle, it keeps neither process alive. If it dies, the short commands it was running fail as commands that could not finish
  * (infrastructure: the caller retries), its relayed processes die with it and are reported killed, and the next
  * command starts a new helper.
  */
@@ -45,12 +45,15 @@ const send = (m, cb) => {
 process.on('disconnect', () => {
   orphaned = true;
   // A relayed tree served its parent only: with the parent gone, it is killed at once (its launcher's group; the
-  // launcher's pdeathsig would take it down with this process anyway).
+  // launcher's pdeathsig would take it down with this process anyway), and what its pipes still hold is drained and
+  // dropped, so that their close (and this process's exit) is not held up by a pipe paused for a relay that is gone.
   for (const child of relayed.values()) {
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       try { process.kill(-child.pid, 'SIGKILL'); } catch {}
     }
   }
+  for (const s of paused) s.resume();
+  paused.clear();
   maybeExit();
 });
 // Bytes relayed to the parent whose writes have not completed: past this, the children's pipes are paused (so a flood
