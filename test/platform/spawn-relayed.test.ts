@@ -90,12 +90,11 @@ test('when its parent goes, the helper kills its relayed processes at once, and 
   const helper = spawn(process.execPath, ['-e', HELPER_SOURCE], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], serialization: 'advanced' });
   const exited = new Promise<number | null>((r) => helper.once('exit', (code) => r(code)));
   const spawned = new Promise<number>((r) => helper.on('message', (m: { ev?: string; pid?: number }) => m.ev === 'spawn' && r(m.pid!)));
-  // A process that would ignore its launcher's death: only the helper's kill ends it. Beside it, a flood in full
-  // relay: it must not hold the helper's exit up either.
+  // A process that would ignore its launcher's death: only the helper's kill ends it. (No flood beside it: a parent's
+  // disconnect() can wait for a message it is half-way through reading, which a flood never lets end, as seen here
+  // under load; a parent that dies closes the channel at once.)
   helper.send({ id: 1, op: 'spawn', command: '/bin/sh', args: ['-c', 'trap "" HUP TERM; sleep 30'], cwd: '/', env: ENV, detached: true, channel: false });
-  helper.send({ id: 2, op: 'spawn', command: '/usr/bin/yes', args: [], cwd: '/', env: ENV, detached: true, channel: false });
   const pid = await spawned;
-  await new Promise((r) => setTimeout(r, 300));
   expect(alive(pid)).toBe(true);
   helper.disconnect();
   expect(await exited).toBe(0);
