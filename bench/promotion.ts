@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PROMOTE_STEPS, PROMOTION_STAGES, type PromoteBuiltinResult, type PromotionStage } from '../src/contract/promotion-runs';
@@ -6,7 +5,7 @@ import { planStages, readVerifyPlan } from '../src/git';
 import { packageRoot } from '../src/sandbox/paths';
 import { startPlatformProcess } from './platform';
 import { bareStage, git, scratchParent, snake } from './promotion-worktree';
-import { percentile, round, statsRow, timeMs } from './stats';
+import { percentile, processTreeCpuMs, round, statsRow, timeMs } from './stats';
 import type { Bench } from './types';
 
 const RUNS = Number(process.env.BENCH_PROMOTE_RUNS ?? 7);
@@ -153,30 +152,6 @@ async function freshRepo(dir: string): Promise<string> {
  * the platform's own work, which competes with the stages for the cores. The stages' processes are not counted.
  */
 function platformCpuMs(pid: number): number {
-  const ticks = 100; // USER_HZ on Linux
-  let total = 0;
-  const own = (p: number | string): { cpu: number; ppid: number } | undefined => {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return { cpu: ((Number(f[11]) + Number(f[12])) * 1000) / ticks, ppid: Number(f[1]) };
-    } catch {
-      return undefined;
-    }
-  };
-  total += own(pid)?.cpu ?? 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const p = own(entry);
-    if (p?.ppid !== pid) continue;
-    const comm = (() => {
-      try {
-        return readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
-      } catch {
-        return '';
-      }
-    })();
-    if (comm === 'temporal') total += p.cpu;
-  }
-  return total;
+  const split = processTreeCpuMs(pid);
+  return split.self + (split.temporal ?? 0);
 }
