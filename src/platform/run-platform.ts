@@ -2,7 +2,7 @@ import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type { ForgeConfig } from '../config';
 import { openDatabase, type ForgeDatabase } from '../db';
-import { createForgeWorkers } from '../worker';
+import type * as WorkerModule from '../worker';
 import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
 import { startDevServer, type DevServer } from './dev-server';
 import type { TemporalConnectOptions } from './temporal-connection';
@@ -69,8 +69,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       if (r.attempts.length > 0) log(`forge: handed back ${r.attempts.length} attempt(s) a dead worker of this host was running: ${r.attempts.join('; ')}`);
       for (const e of r.errors) log(`forge: could not hand back ${e} (its heartbeat timeout will)`);
     });
-    const database = await opening;
     await handedBack;
+    // The workers' modules (the activities, the sandbox, the registry: ~0.4 s) load only now. A worker restarted after a
+    // crash races each killed attempt's heartbeat timeout (3 s) with its hand-back, and a loaded machine doubles that
+    // load; the hand-back itself needs only the connection.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { createForgeWorkers } = require('../worker') as typeof WorkerModule;
+    const database = await opening;
     const workers = await createForgeWorkers({ config, connection, namespace, database, log });
     const done = workers.run();
     undo.push(async () => {
