@@ -4,11 +4,16 @@ import { migrationChecksum } from '../contract/hashes';
 import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import { PAID_ANSWER_SIGNAL, type PnlResult, type PaymentProbe, type PayRequest, type SpendLimit, type X402PaymentRequired, type X402PaymentRequirements } from '../contract/pay-runs';
 import { choosePayment, type SpendPolicy } from '../x402/spend-policy';
-import { authorizationOnChain, probePayment, sendPaidRequest, signPayment, type PaidExchange, type SignedPayment } from '../x402/payer';
+import type * as PayerModule from '../x402/payer';
+import type { PaidExchange, SignedPayment } from '../x402/payer';
 import type { Ledger } from '../x402/ledger';
 import type { Hex } from '../x402/viem';
 
 export type { PaidExchange };
+
+/** The paying side (viem, @x402/evm, @x402/core), loaded by the first payment: see x402/runtime.ts. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const payingSide = () => require('../x402/payer') as typeof PayerModule;
 
 /** What paying needs of the ledger: the outgoing rows, one per pay run. */
 export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;
@@ -62,7 +67,7 @@ export function createPayActivities(deps: PayActivityDeps) {
 
     /** The resource's answer to the unpaid request: its payment terms, or the response when it asks for none. */
     probePayment(request: PayRequest): Promise<PaymentProbe> {
-      return probePayment(request);
+      return payingSide().probePayment(request);
     },
 
     /**
@@ -109,7 +114,7 @@ export function createPayActivities(deps: PayActivityDeps) {
         // Reconciliation released it (a run stalled for over an hour): signing now could pay outside the budget.
         throw notRetryable(`the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`, 'ForgeReservationReleased');
       }
-      const signed = await signPayment(key, input.paymentRequired, input.requirement);
+      const signed = await payingSide().signPayment(key, input.paymentRequired, input.requirement);
       await deps.ledger.attachNonce(input.workflowId, signed.nonce);
       return signed;
     },
@@ -120,7 +125,7 @@ export function createPayActivities(deps: PayActivityDeps) {
      * resource refuses the used payload with 402): so it is first handed to the run as a signal, which the server keeps.
      */
     async sendPayment(input: { request: PayRequest; payment: Pick<SignedPayment, 'headers'> }): Promise<PaidExchange> {
-      const exchange = await sendPaidRequest(input.request, input.payment);
+      const exchange = await payingSide().sendPaidRequest(input.request, input.payment);
       if (exchange.settlement?.success) await handToRun(exchange);
       return exchange;
     },
@@ -142,7 +147,7 @@ export function createPayActivities(deps: PayActivityDeps) {
       };
       if (settlement?.success) return settle(settlement.transaction);
       if (deps.rpcUrl) {
-        const onChain = await authorizationOnChain(deps.rpcUrl, requirement.asset, payer, nonce);
+        const onChain = await payingSide().authorizationOnChain(deps.rpcUrl, requirement.asset, payer, nonce);
         if (onChain.used) {
           const lost = !exchange
             ? `the resource's answer was lost (${input.sendError ?? 'no response'}), but the payment settled on the chain`

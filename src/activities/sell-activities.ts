@@ -1,7 +1,6 @@
 import type { ToolStore } from '../db';
-import type { SellInput, SellResult } from '../contract/pay-runs';
+import { TOOL_ROUTE_PREFIX, type SellInput, type SellResult } from '../contract/pay-runs';
 import type { Ledger } from '../x402/ledger';
-import { TOOL_ROUTE_PREFIX } from '../x402/seller';
 import type { Sales } from '../x402/sales';
 
 /** What selling needs: the ledger's offers, the tool store, and this worker's seller (or why it has none). */

@@ -90,6 +90,12 @@ export interface X402PaymentRequirements {
   extra: Record<string, unknown>;
 }
 
+/** The longest validity a payment authorization may ask for, paying or selling (x402's default is 300 s). */
+export const MAX_AUTHORIZATION_SECONDS = 30 * 60;
+
+/** Where a worker's seller serves each tool it sells: `<seller url>/tools/<name>`. */
+export const TOOL_ROUTE_PREFIX = '/tools/';
+
 /** The largest response body a pay run returns (the rest is cut, `bodyTruncated` set): it travels in history. */
 export const MAX_PAID_BODY_BYTES = 256 * 1024;
 

@@ -6,9 +6,10 @@ import type { X402Info } from '../contract/pay-runs';
 import type { ForgeDatabase, ToolStore } from '../db';
 import { ToolRegistry } from '../registry';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
-import { reconcileReserved } from '../x402/reconcile';
-import { startX402Runtime } from '../x402/runtime';
-import { salesUnavailable, startSales, type Sales } from '../x402/sales';
+import type * as ReconcileModule from '../x402/reconcile';
+import { salesUnavailable, startX402Runtime } from '../x402/runtime';
+import type * as SalesModule from '../x402/sales';
+import type { Sales } from '../x402/sales';
 
 /** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
 export const OFFERS_CHANNEL = 'forge_x402_offers';
@@ -39,6 +40,9 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
   let off = salesUnavailable(config.x402, runtime);
   try {
     if (!off) {
+      // The selling side loads only on a worker that sells (see x402/runtime.ts).
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { startSales } = require('../x402/sales') as typeof SalesModule;
       registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
       const started = await startSales({
         config: config.x402,
@@ -70,6 +74,9 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
   // Payments left reserved by a run that ended abnormally are settled or failed from the chain: now, and every so often.
   const reconcile = async () => {
     if (!(await ledger.isReady())) return;
+    // Only a worker whose ledger exists (x402 was used) loads what asks the chain.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { reconcileReserved } = require('../x402/reconcile') as typeof ReconcileModule;
     const report = await reconcileReserved({ ledger, payer: runtime.address, rpcUrl: runtime.rpcUrl });
     if (report.settled + report.failed + report.undecided > 0) {
       log(`forge: x402 reconciliation: ${report.settled} settled, ${report.failed} failed, ${report.undecided} left reserved (no chain to ask: set FORGE_X402_RPC_URL)`);

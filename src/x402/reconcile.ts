@@ -9,9 +9,6 @@ import type { Hex } from './viem';
  */
 export const RECONCILE_AFTER_MS = 60 * 60_000;
 
-/** The longest validity a payment authorization may ask for (x402's default is 300 s). */
-export const MAX_AUTHORIZATION_SECONDS = 30 * 60;
-
 export interface ReconcileReport {
   settled: number;
   failed: number;
@@ -24,7 +21,7 @@ export interface ReconcileReport {
  * ended abnormally, e.g. terminated by an operator): never signed → failed, nothing can have been paid; signed → the
  * chain says whether our authorization moved tokens (settled, with its transaction) or not (failed: it has expired
  * unused). In (the seller died while settling a sale): the buyer's authorization, by its payer and nonce, the same way;
- * the seller accepts no authorization valid longer than {@link MAX_AUTHORIZATION_SECONDS}, so an unused one is dead.
+ * the seller accepts no authorization valid longer than MAX_AUTHORIZATION_SECONDS (contract/pay-runs.ts), so an unused one is dead.
  * Idempotent; safe beside running pay runs and sales, whose rows are younger than {@link RECONCILE_AFTER_MS}.
  */
 export async function reconcileReserved(input: {

@@ -1,7 +1,18 @@
 import type { X402Config } from '../config';
-import { startLocalX402Network, type LocalX402Network } from './local-network';
+import type * as LocalNetworkModule from './local-network';
+import type { LocalX402Network } from './local-network';
 import type { SpendPolicy } from './spend-policy';
-import { viemAccounts, type Hex } from './viem';
+import type * as ViemModule from './viem';
+import type { Hex } from './viem';
+
+/*
+ * Every worker starts its x402 side, and most never pay or sell. So what pays, sells or asks a chain (viem, @x402/*,
+ * hono: ~0.25 s of loading, a tenth of a worker's start) loads only where it is used: here only with a wallet or the
+ * dev network, in the seller only on a worker that sells, in the pay steps at the first payment. A worker restarted
+ * after a crash polls that much sooner.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const viemAccounts = () => (require('./viem') as typeof ViemModule).viemAccounts;
 
 /** What the dev wallet holds at start: 100.00 of the local 6-decimals token. */
 export const DEV_WALLET_FUNDS = 100_000_000n;
@@ -30,17 +41,18 @@ export async function startX402Runtime(config: X402Config, log: (line: string) =
   let allowedAssets = config.policy.allowedAssets;
   let local: LocalX402Network | undefined;
   if (config.dev && !rpcUrl) {
-    local = await startLocalX402Network();
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    local = await (require('./local-network') as typeof LocalNetworkModule).startLocalX402Network();
     const configured = config.walletKey();
     const key = configured ?? (await local.newWallet()).privateKey;
-    await local.fund(viemAccounts.privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
+    await local.fund(viemAccounts().privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
     walletKey = () => key;
     rpcUrl = local.rpcUrl;
     allowedAssets = [...new Set([...allowedAssets, local.token.address.toLowerCase()])];
     log(`forge: x402 dev network at ${local.rpcUrl} (chain ${local.chainId}); token ${local.token.symbol} at ${local.token.address}`);
   }
   const key = walletKey();
-  const address = key ? viemAccounts.privateKeyToAccount(key).address : undefined;
+  const address = key ? viemAccounts().privateKeyToAccount(key).address : undefined;
   if (address) log(`forge: x402 wallet ${address}${local ? ` holds ${DEV_WALLET_FUNDS} base units of ${local.token.symbol}` : ''}`);
   return {
     policy: { ...config.policy, allowedAssets },
@@ -53,4 +65,14 @@ export async function startX402Runtime(config: X402Config, log: (line: string) =
       await local?.stop();
     },
   };
+}
+
+/** Why selling is off on this worker, or undefined when it can sell. */
+export function salesUnavailable(config: X402Config, runtime: X402Runtime): string | undefined {
+  if (!config.sellAddress) return 'FORGE_X402_SELL_ADDRESS=off';
+  if (!runtime.payTo) return 'no address to be paid at: set FORGE_X402_PAY_TO (or a wallet, FORGE_X402_WALLET_KEY)';
+  if (!runtime.local && !config.facilitatorUrl) return 'no facilitator: set FORGE_X402_FACILITATOR_URL (or FORGE_X402_DEV=1)';
+  if (!runtime.local && (!config.sell.asset || !config.sell.network)) return 'no sale asset: set FORGE_X402_SELL_ASSET and FORGE_X402_SELL_NETWORK';
+  if (!runtime.local && !runtime.rpcUrl) return "no chain to read the sale asset's EIP-712 domain from: set FORGE_X402_RPC_URL";
+  return undefined;
 }

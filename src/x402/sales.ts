@@ -31,16 +31,6 @@ export interface Sales {
   close(): Promise<void>;
 }
 
-/** Why selling is off on this worker, or undefined when it can sell. */
-export function salesUnavailable(config: X402Config, runtime: X402Runtime): string | undefined {
-  if (!config.sellAddress) return 'FORGE_X402_SELL_ADDRESS=off';
-  if (!runtime.payTo) return 'no address to be paid at: set FORGE_X402_PAY_TO (or a wallet, FORGE_X402_WALLET_KEY)';
-  if (!runtime.local && !config.facilitatorUrl) return 'no facilitator: set FORGE_X402_FACILITATOR_URL (or FORGE_X402_DEV=1)';
-  if (!runtime.local && (!config.sell.asset || !config.sell.network)) return 'no sale asset: set FORGE_X402_SELL_ASSET and FORGE_X402_SELL_NETWORK';
-  if (!runtime.local && !runtime.rpcUrl) return "no chain to read the sale asset's EIP-712 domain from: set FORGE_X402_RPC_URL";
-  return undefined;
-}
-
 const EIP712_DOMAIN_ABI = [
   {
     type: 'function',

@@ -19,7 +19,7 @@ import type { DiscoveryExtension } from '@x402/extensions/bazaar';
 import { paymentMiddlewareFromHTTPServer } from '@x402/hono';
 import { isToolName, toolNameMessage } from '../contract/tool-name';
 import { Mutex } from '../registry/mutex';
-import { MAX_AUTHORIZATION_SECONDS } from './reconcile';
+import { MAX_AUTHORIZATION_SECONDS, TOOL_ROUTE_PREFIX } from '../contract/pay-runs';
 
 /** A tool offered for sale: what its paid route charges, to whom, and what it takes. */
 export interface Offer {
@@ -139,9 +139,6 @@ export interface Seller {
 export class SellerStartError extends Error {
   override readonly name = 'SellerStartError';
 }
-
-/** The route every tool is sold at. */
-export const TOOL_ROUTE_PREFIX = '/tools/';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;

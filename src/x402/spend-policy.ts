@@ -1,5 +1,4 @@
-import type { SpendLimit, X402PaymentRequirements } from '../contract/pay-runs';
-import { MAX_AUTHORIZATION_SECONDS } from './reconcile';
+import { MAX_AUTHORIZATION_SECONDS, type SpendLimit, type X402PaymentRequirements } from '../contract/pay-runs';
 
 /**
  * What the agent may spend, checked before anything is signed. Amounts are base units of the asset; the per-payment

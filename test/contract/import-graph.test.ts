@@ -73,6 +73,14 @@ describe('the import graph', () => {
     expect(heavy).toEqual([]);
   });
 
+  test('loading the workers loads no x402 client, seller or chain library', () => {
+    // Every worker loads this at start, most never pay or sell, and a worker restarted after a crash races its runs'
+    // heartbeat timeouts: viem, @x402/* and hono (~0.25 s) load where they are used (src/x402/runtime.ts says where).
+    const loaded = modulesLoadedBy(path.join('dist', 'src', 'worker.js'));
+    expect(loaded).toContain(path.join('dist', 'src', 'platform', 'x402-worker.js'));
+    expect(loaded.filter((f) => /node_modules\/(viem|@x402|hono|@hono|ox|abitype)\//.test(f) || /^dist\/src\/x402\/(payer|seller|sales|reconcile|viem|local-network)\.js$/.test(f))).toEqual([]);
+  });
+
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
     const offenders = sourceFiles(path.join(src, 'contract')).flatMap((file) =>
       valueImports(file)
