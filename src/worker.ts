@@ -23,6 +23,7 @@ import { materializeActiveTools, writeToolVersion } from './registry/materialize
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { PreloadSet } from './sandbox/preload';
+import { sharedTypechecker } from './sandbox/typecheck';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 import { startX402Worker } from './platform/x402-worker';
 
@@ -251,7 +252,12 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     store,
     async run() {
       try {
-        await Promise.all([control.run(), sandbox.run(), promoteShared.run(), promoteHost.run()]);
+        const running = Promise.all([control.run(), sandbox.run(), promoteShared.run(), promoteHost.run()]);
+        // The type checker's first check parses the lib, @types/node and zod's types (1.5-2.5 s of CPU on its thread):
+        // done ahead of the first deployment, but once the workers poll. Started with them, it slowed a restarted
+        // worker's start by ~0.35 s on 2 cores, and with it the recovery of every run the dead worker held.
+        if (config.typecheck !== 'off') void sharedTypechecker().warm();
+        await running;
       } finally {
         await shutdown();
       }

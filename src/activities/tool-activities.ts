@@ -33,11 +33,11 @@ export interface ToolActivityDeps {
   sandbox: { taskQueue: string; maxTimeoutMs: number };
   /**
    * FORGE_TYPECHECK: `error` rejects a tool with type errors at stage `typecheck`, `warn` reports them and goes on,
-   * `off` skips the checker. Default `error`. Given (as the worker does), the checker starts warming up at once.
+   * `off` skips the checker. Default `error`. The worker warms the checker up once it polls (src/worker.ts).
    */
   typecheck?: TypecheckMode;
   /** The checker (default: the process's warm one); tests may pass their own. */
-  typechecker?: { check(source: string, name: string): Promise<TypecheckResult>; warm?(): Promise<void> };
+  typechecker?: { check(source: string, name: string): Promise<TypecheckResult> };
 }
 
 export interface ValidateResult {
@@ -96,9 +96,6 @@ export function createToolSteps(deps: ToolActivityDeps) {
   const { store } = deps;
   const mode = deps.typecheck ?? 'error';
   const typechecker = deps.typechecker ?? (mode === 'off' ? undefined : sharedTypechecker());
-  // The first check parses the lib, @types/node and zod's types (a second or two): done now, in the checker's thread,
-  // rather than in the first deployment.
-  if (deps.typecheck !== undefined && mode !== 'off') void typechecker?.warm?.();
   return {
     /**
      * Checks what can be checked without running anything: the name, reserved names, size, the content hash, and
