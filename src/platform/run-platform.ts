@@ -70,9 +70,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       for (const e of r.errors) log(`forge: could not hand back ${e} (its heartbeat timeout will)`);
     });
     await handedBack;
-    // The workers' modules (the activities, the sandbox, the registry: ~0.4 s) load only now. A worker restarted after a
-    // crash races each killed attempt's heartbeat timeout (3 s) with its hand-back, and a loaded machine doubles that
-    // load; the hand-back itself needs only the connection.
+    // The workers' modules (the activities, the sandbox, the registry) load only now: a worker restarted after a crash
+    // races each killed attempt's heartbeat timeout (3 s) with its hand-back, which needs only the connection, and on a
+    // loaded machine every module loaded before it widens the gap.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { createForgeWorkers } = require('../worker') as typeof WorkerModule;
     const database = await opening;
