@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { liveProcess } from '../../src/platform/live-process';
 
 /** Live processes (zombies excluded) whose command line or environment contains `marker`. */
 export function processesMarkedWith(marker: string): { pid: number; cmdline: string }[] {
@@ -18,14 +19,8 @@ export function processesMarkedWith(marker: string): { pid: number; cmdline: str
   return found;
 }
 
-/** Whether `pid` is a live process (not gone, not a zombie). */
-export function alive(pid: number): boolean {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
+/** Whether `pid` is a live process (not gone, not a zombie): Forge's own answer (src/platform/live-process.ts). */
+export const alive = (pid: number): boolean => liveProcess(pid) !== undefined;
 
 /** Polls `check` every 20 ms for up to `ms`; resolves with its last answer. */
 export async function until(check: () => boolean, ms = 5_000): Promise<boolean> {

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runContainedProcess, type ContainedProcessOptions, type ContainedProcessResult } from '../../src/sandbox';
 import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
 import { ownerTag } from '../../src/sandbox/run-dirs';
-import { processesMarkedWith } from '../helpers/processes';
+import { alive as isAlive, processesMarkedWith } from '../helpers/processes';
 
 // Every run's private directory goes here, so that "nothing is left" can be checked exactly.
 const tmpRoot = mkdtempSync(join(tmpdir(), 'forge-contained-test-'));
@@ -17,14 +17,7 @@ const node = process.execPath;
 const PATH = '/usr/local/bin:/usr/bin:/bin';
 
 /** Processes alive (not zombies) among `pids`. */
-const alive = (pids: number[]) =>
-  pids.filter((pid) => {
-    try {
-      return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    } catch {
-      return false;
-    }
-  });
+const alive = (pids: number[]) => pids.filter(isAlive);
 
 /** The run cgroups this process has left under its memory cgroup (none once every run has ended). */
 const leftoverCgroups = () => {
