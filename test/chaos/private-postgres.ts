@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -56,8 +56,15 @@ export class PrivatePostgres {
   static async start(bin = postgresBinDir()): Promise<PrivatePostgres> {
     if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
     const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+    // The root stays this process's, and only `data` and `log` inside it are the server's: the red-team differential
+    // test, running beside this one against the shared server, watches what the `postgres` OS user owns in /dev/shm,
+    // and a root of the server user's own that appears or vanishes mid-case would read as a file the server wrote.
     const root = mkdtempSync(path.join(base, 'forge-private-pg-'));
-    if (asRoot()) chownSync(root, ...postgresIds());
+    chmodSync(root, 0o755);
+    for (const dir of ['data', 'log']) {
+      mkdirSync(path.join(root, dir), { mode: 0o700 });
+      if (asRoot()) chownSync(path.join(root, dir), ...postgresIds());
+    }
     const port = await findFreePort();
     const pg = new PrivatePostgres(bin, root, port);
     try {
@@ -96,7 +103,7 @@ export class PrivatePostgres {
 
   /** Starts the server (again) on the same port and data directory, and waits until it accepts connections. */
   async startServer(): Promise<void> {
-    await this.ctl('pg_ctl', ['start', '-D', this.dataDir, '-l', path.join(this.root, 'server.log'), '-w', '-t', '60']);
+    await this.ctl('pg_ctl', ['start', '-D', this.dataDir, '-l', this.logPath(), '-w', '-t', '60']);
   }
 
   /**
@@ -117,7 +124,7 @@ export class PrivatePostgres {
 
   /** The server's own log, for a failing test's message. */
   logPath(): string {
-    return path.join(this.root, 'server.log');
+    return path.join(this.root, 'log', 'server.log');
   }
 
   private async ctl(binary: string, args: string[]): Promise<void> {
