@@ -21,7 +21,8 @@
  * - **Memory for the whole tree.** `memoryBytes` bounds all of the tree's processes together. Where Forge can make a
  *   memory cgroup (root, cgroup v1 or v2), the tree runs in its own, without swap: when the tree passes the limit the
  *   kernel kills one of its processes, and the run ends at once (checked every {@link SAMPLE_MS} ms) as `oom`, even if
- *   the top process would have carried on. Fallback without a cgroup: the resident memory of the tree's processes is
+ *   the top process would have carried on. The limit is its cgroup's parent's, so a `node` in the tree sizes its heap
+ *   as outside (run-cgroup.ts). Fallback without a cgroup: the resident memory of the tree's processes is
  *   summed every {@link SAMPLE_MS} ms and the tree killed as `oom` once it passes the limit; a burst faster than that
  *   can overshoot until the next sample, and memory outside the processes (files written to a tmpfs) is not counted.
  *   `result.containment.memoryBound` says which applied.

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,6 +117,19 @@ setInterval(() => {}, 1000);`;
   expect(result.error).toMatch(/limit of 200 MiB/);
   expect(result.containment.memoryBound).toBe(cgroup && runCgroupSupport().base ? 'cgroup' : 'sampled');
   expect(Date.now() - started).toBeLessThan(10_000);
+});
+
+// The limit sits on the run's cgroup and the tree one level below it, so Node reads no limit of its own and sizes V8's
+// heap as outside (run-cgroup.ts says why); the kernel still bounds the tree (the test above).
+const nested = runCgroupSupport().base?.nested;
+(nested ? test : test.skip)(`a node in the tree sizes its heap as it does outside the cgroup${nested ? '' : ' (no nested memory cgroup here)'}`, async () => {
+  const probe = 'process.stdout.write(JSON.stringify({ constrained: process.constrainedMemory(), heap: require("v8").getHeapStatistics().heap_size_limit }))';
+  const outside = JSON.parse(execFileSync(node, ['-e', probe], { env: { PATH } }).toString()) as { constrained: number; heap: number };
+  const { result } = await run(() => [node, '-e', probe], { memoryBytes: 256 * MiB });
+  expect(result).toMatchObject({ outcome: 'exited', exitCode: 0, containment: { memoryBound: 'cgroup' } });
+  const inside = JSON.parse(result.stdout.head) as { constrained: number; heap: number };
+  expect(inside.constrained).not.toBe(256 * MiB);
+  expect(inside.heap).toBe(outside.heap);
 });
 
 test('an output flood: output-limit, and only the head and the tail are kept', async () => {
