@@ -67,9 +67,12 @@ async function statusOf(scope: Locator): Promise<string> {
 async function openList(page: Page, ui: string, expected: string[], query?: string): Promise<void> {
   const url = `${ui}/namespaces/${NAMESPACE}/workflows${query ? `?query=${encodeURIComponent(query)}` : ''}`;
   await page.goto(url);
-  // Visibility can trail a run's close by a moment; the list is loaded again until every expected row is there.
+  // Visibility can trail a run's close by a moment; the list is loaded again until every expected row is there. Each
+  // load is let finish first (its requests answered): on a busy machine a load can take longer than any fixed wait,
+  // and a reload while it is still under way only starts it over (a CI run on 2 cores saw "0 Workflows" for 20 s).
   const deadline = Date.now() + UI_TIMEOUT_MS;
   for (;;) {
+    await page.waitForLoadState('networkidle', { timeout: Math.max(1, deadline - Date.now()) }).catch(() => undefined);
     const found = await Promise.all(
       expected.map((id) =>
         rowOf(page, id)
