@@ -7,14 +7,12 @@ import {
   UnmappedPathError,
   UnsafePathError,
   VerifyPlanError,
-  advanceLiveCheckout,
   cleanupRun,
   commitChange,
-  compareAndSwapBranch,
   createWorktree,
-  inspectLiveCheckout,
   isRepository,
   linkNodeModules,
+  mergeIntoBranch,
   planStages,
   planStagesForTree,
   readVerifyPlan,
@@ -250,21 +248,20 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      */
     async mergeChange(input: { repo: string; branch: string; base: string; tested: string }): Promise<MergeOutcome> {
       return heartbeating(() => refusing('merge', async () => {
-        const live = await inspectLiveCheckout(input);
-        if (live.status === 'refused') return { status: 'refused', reason: live.reason };
-        const swap = await compareAndSwapBranch({ ...input, reason: `forge promote: ${input.tested}` });
-        if (swap.status === 'branch-moved') {
-          if (swap.head === null) throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch ${input.branch} was deleted during verification` });
-          return { status: 'branch-moved', head: swap.head };
+        const merged = await mergeIntoBranch({ ...input, reason: `forge promote: ${input.tested}` });
+        if (merged.status === 'refused') return { status: 'refused', reason: merged.live.reason };
+        if (merged.status === 'branch-moved') {
+          if (merged.head === null) throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch ${input.branch} was deleted during verification` });
+          return { status: 'branch-moved', head: merged.head };
         }
-        const advanced = await advanceLiveCheckout(input);
+        const advanced = merged.live;
         const liveCheckout =
           advanced.status === 'refused'
             ? `the branch is at the tested commit, but the live checkout at ${advanced.checkout} kept its local changes: ${advanced.reason}`
             : advanced.status === 'not-checked-out'
               ? 'no live checkout has the branch checked out'
               : `the live checkout at ${advanced.checkout} is at the tested commit`;
-        return { status: swap.status, commit: input.tested, liveCheckout };
+        return { status: merged.status, commit: input.tested, liveCheckout };
       }));
     },
 

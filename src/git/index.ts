@@ -13,9 +13,9 @@
  *     Compensation: `cleanupRun`.
  *  3. `commitChange({...files, message, identity, date})` → the tested-to-be commit on `forge/promote/<runId>`.
  *  4. Run the stages' argv in the worktree (cwd = its root; `{changedFiles}` already expanded).
- *  5. `inspectLiveCheckout` (refused → reject, nothing moved) → `compareAndSwapBranch` → merged | already-merged |
- *     branch-moved {head}: then `rebaseChange({onto: head})` → `createWorktree({commit: rebased})` (a fresh one) →
- *     link → stages again → CAS with base = head. After merged: `advanceLiveCheckout`.
+ *  5. `mergeIntoBranch` (= `inspectLiveCheckout` → `compareAndSwapBranch` → `advanceLiveCheckout`, each read done
+ *     once): refused (nothing moved) | merged | already-merged | branch-moved {head}: then `rebaseChange({onto:
+ *     head})` → `createWorktree({commit: rebased})` (a fresh one) → link → stages again → merge with base = head.
  *  6. Always: `cleanupRun({repo, runId, root})`; `listLeftovers` shows what is left (nothing).
  */
 export { cleanupRun, listLeftovers, type CleanupRunInput, type CleanupRunResult, type Leftovers } from './cleanup';
@@ -43,7 +43,14 @@ export {
 export { GIT_TIMEOUT_MS } from './exec';
 export { compileGlob, globSyntaxError } from './glob';
 export { type CommitIdentity } from './identity';
-export { advanceLiveCheckout, inspectLiveCheckout, type LiveCheckoutInput, type LiveCheckoutResult } from './live-checkout';
+export {
+  advanceLiveCheckout,
+  inspectLiveCheckout,
+  mergeIntoBranch,
+  type LiveCheckoutInput,
+  type LiveCheckoutResult,
+  type MergeIntoBranchResult,
+} from './live-checkout';
 export { compareAndSwapBranch, type CompareAndSwapInput, type CompareAndSwapResult } from './merge';
 export { PROMOTE_BRANCH_PREFIX, assertBranchName, assertRunId, promoteBranchName } from './names';
 export { assertSafeRelativePath, checkProposedPath, writeProposedFile, type ProposedPathInfo } from './path-safety';

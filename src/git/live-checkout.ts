@@ -6,6 +6,7 @@ import { git, isAncestor, revParse } from './exec';
 import { assertBranchName } from './names';
 import { checkProposedPath } from './path-safety';
 import { withKeyLock } from './run-lock';
+import { notFastForward, swapBranch } from './merge';
 import { listWorktrees, resolveCommits, settledInOrder } from './worktree';
 
 export interface LiveCheckoutInput {
@@ -128,8 +129,9 @@ async function findCheckout(repo: string, branch: string): Promise<string | null
   return match ? match.path : null;
 }
 
-async function classify(checkout: string, repo: string, base: string, tested: string): Promise<Classified> {
-  const touched = await touchedPaths(repo, base, tested);
+/** `touched`: the paths the change touches, when the caller has them already (they depend on base and tested only). */
+async function classify(checkout: string, repo: string, base: string, tested: string, known?: Touched[]): Promise<Classified> {
+  const touched = known ?? (await touchedPaths(repo, base, tested));
   // The index and the working files are read at once (each a git process).
   const [index, files] = await settledInOrder([
     indexEntries(checkout, touched.map((t) => t.path)),
@@ -149,7 +151,7 @@ async function classify(checkout: string, repo: string, base: string, tested: st
   return { checkout, touched, local, done };
 }
 
-function refusal(checkout: string, local: string[]): LiveCheckoutResult {
+function refusal(checkout: string, local: string[]): Refused {
   return {
     status: 'refused',
     checkout,
@@ -218,27 +220,73 @@ async function removeFile(checkout: string, p: string): Promise<void> {
 export async function advanceLiveCheckout(input: LiveCheckoutInput): Promise<LiveCheckoutResult> {
   const { base, tested, checkout } = await locate(input);
   if (!checkout) return { status: 'not-checked-out' };
-  return withKeyLock(`live\0${await realpath(checkout)}`, async () => {
+  return withLiveLock(checkout, async () => {
     const head = await revParse(input.repo, `refs/heads/${input.branch}^{commit}`);
     if (!head || !(await isAncestor(input.repo, tested, head))) {
       throw new InvalidInputError('tested', tested, `the branch ${input.branch} does not contain it yet; move the branch first`);
     }
-    const c = await classify(checkout, input.repo, base, tested);
-    if (c.local.length > 0) return refusal(checkout, c.local);
-    const paths = c.touched.map((t) => t.path);
-    const pending = c.touched.filter((t) => !c.done.includes(t.path));
-    if (pending.length === 0) return { status: 'up-to-date', checkout, paths };
-
-    const zeros = '0'.repeat(tested.length);
-    // --index-info: `<mode> <oid>\t<path>`, and mode 0 removes the entry.
-    const entries = pending
-      .map((t) => (t.tested ? `${t.tested.mode} ${t.tested.oid}\t${t.path}\0` : `0 ${zeros}\t${t.path}\0`))
-      .join('');
-    await writeIndex(checkout, ['update-index', '-z', '--index-info'], entries);
-    const written = pending.filter((t) => t.tested).map((t) => t.path);
-    // checkout-index writes through git's own checks (never beyond a symlink) and records the new files' stats.
-    if (written.length > 0) await writeIndex(checkout, ['checkout-index', '-f', '-u', '--', ...written]);
-    for (const t of pending.filter((x) => !x.tested)) await removeFile(checkout, t.path);
-    return { status: 'advanced', checkout, paths };
+    return advanceLocked(checkout, input.repo, base, tested);
   });
+}
+
+/** Writes to one live checkout's index and files take turns (within this process). */
+async function withLiveLock<T>(checkout: string, work: () => Promise<T>): Promise<T> {
+  return withKeyLock(`live\0${await realpath(checkout)}`, work);
+}
+
+/** The advance itself, under the checkout's lock, once the branch is known to contain `tested`. */
+async function advanceLocked(checkout: string, repo: string, base: string, tested: string, touched?: Touched[]): Promise<LiveCheckoutResult> {
+  const c = await classify(checkout, repo, base, tested, touched);
+  if (c.local.length > 0) return refusal(checkout, c.local);
+  const paths = c.touched.map((t) => t.path);
+  const pending = c.touched.filter((t) => !c.done.includes(t.path));
+  if (pending.length === 0) return { status: 'up-to-date', checkout, paths };
+
+  const zeros = '0'.repeat(tested.length);
+  // --index-info: `<mode> <oid>\t<path>`, and mode 0 removes the entry.
+  const entries = pending
+    .map((t) => (t.tested ? `${t.tested.mode} ${t.tested.oid}\t${t.path}\0` : `0 ${zeros}\t${t.path}\0`))
+    .join('');
+  await writeIndex(checkout, ['update-index', '-z', '--index-info'], entries);
+  const written = pending.filter((t) => t.tested).map((t) => t.path);
+  // checkout-index writes through git's own checks (never beyond a symlink) and records the new files' stats.
+  if (written.length > 0) await writeIndex(checkout, ['checkout-index', '-f', '-u', '--', ...written]);
+  for (const t of pending.filter((x) => !x.tested)) await removeFile(checkout, t.path);
+  return { status: 'advanced', checkout, paths };
+}
+
+type Refused = Extract<LiveCheckoutResult, { status: 'refused' }>;
+
+export type MergeIntoBranchResult =
+  /** The live checkout has local changes in touched paths: nothing was moved or written. */
+  | { status: 'refused'; live: Refused }
+  /** The branch is at neither base nor tested (null: deleted): rebase and verify again. Nothing was written. */
+  | { status: 'branch-moved'; head: string | null }
+  /** The branch holds `tested` (moved by this call, or by an earlier one); `live` is what became of the live files. */
+  | { status: 'merged' | 'already-merged'; commit: string; live: LiveCheckoutResult };
+
+/**
+ * The merge of a promotion in one call: {@link inspectLiveCheckout} → {@link compareAndSwapBranch} →
+ * {@link advanceLiveCheckout}, with the same verdicts, each read done once and the independent ones at once (every git
+ * command is a process: this is 7 rounds of them where the three calls take 13). Idempotent as they are: a call after
+ * an interrupted one finds the branch already merged and completes the live files.
+ * @throws InvalidInputError when `tested` does not descend from `base`
+ */
+export async function mergeIntoBranch(input: LiveCheckoutInput & { reason?: string }): Promise<MergeIntoBranchResult> {
+  const { base, tested, checkout } = await locate(input);
+  const [inspected, fastForward] = await settledInOrder([
+    checkout ? classify(checkout, input.repo, base, tested) : Promise.resolve(undefined),
+    isAncestor(input.repo, base, tested),
+  ] as const);
+  // As inspect-then-swap would: a refusal before the fast-forward check.
+  if (checkout && inspected && inspected.local.length > 0) {
+    return { status: 'refused', live: refusal(checkout, inspected.local) };
+  }
+  if (!fastForward) throw notFastForward(input.branch, base, tested);
+  const swap = await swapBranch(input.repo, input.branch, base, tested, input.reason);
+  if (swap.status === 'branch-moved') return { status: 'branch-moved', head: swap.head };
+  // The branch holds `tested` now (this swap, or an earlier one's: swapBranch checked), as the advance requires.
+  const live: LiveCheckoutResult =
+    checkout && inspected ? await withLiveLock(checkout, () => advanceLocked(checkout, input.repo, base, tested, inspected.touched)) : { status: 'not-checked-out' };
+  return { status: swap.status, commit: tested, live };
 }

@@ -38,25 +38,36 @@ const LOCK_ATTEMPTS = 5;
  */
 export async function compareAndSwapBranch(input: CompareAndSwapInput): Promise<CompareAndSwapResult> {
   assertBranchName(input.branch);
-  const ref = `refs/heads/${input.branch}`;
   const [base, tested] = await resolveCommits(input.repo, [input.base, input.tested]);
-  if (!(await isAncestor(input.repo, base, tested))) {
-    const why = `it does not descend from the base ${base}, so moving ${input.branch} to it would not be a fast-forward`;
-    throw new InvalidInputError('tested', tested, why);
-  }
-  const reflog = input.reason ?? `forge promote: ${tested}`;
+  if (!(await isAncestor(input.repo, base, tested))) throw notFastForward(input.branch, base, tested);
+  return swapBranch(input.repo, input.branch, base, tested, input.reason);
+}
+
+/** Why `tested` cannot be merged: it does not descend from `base`. */
+export function notFastForward(branch: string, base: string, tested: string): InvalidInputError {
+  const why = `it does not descend from the base ${base}, so moving ${branch} to it would not be a fast-forward`;
+  return new InvalidInputError('tested', tested, why);
+}
+
+/**
+ * The compare-and-swap of {@link compareAndSwapBranch} for commits already resolved and checked (full ids, `tested`
+ * descending from `base`).
+ */
+export async function swapBranch(repo: string, branch: string, base: string, tested: string, reason?: string): Promise<CompareAndSwapResult> {
+  const ref = `refs/heads/${branch}`;
+  const reflog = reason ?? `forge promote: ${tested}`;
   for (let attempt = 1; ; attempt++) {
-    const swap = await git(['update-ref', '-m', reflog, ref, tested, base], { cwd: input.repo, okExitCodes: [1, 128] });
-    if (swap.exitCode === 0) return { status: 'merged', branch: input.branch, commit: tested, previous: base };
-    const head = await revParse(input.repo, `${ref}^{commit}`);
-    if (head && (head === tested || (await isAncestor(input.repo, tested, head)))) {
-      return { status: 'already-merged', branch: input.branch, commit: tested, head };
+    const swap = await git(['update-ref', '-m', reflog, ref, tested, base], { cwd: repo, okExitCodes: [1, 128] });
+    if (swap.exitCode === 0) return { status: 'merged', branch, commit: tested, previous: base };
+    const head = await revParse(repo, `${ref}^{commit}`);
+    if (head && (head === tested || (await isAncestor(repo, tested, head)))) {
+      return { status: 'already-merged', branch, commit: tested, head };
     }
-    if (head !== base) return { status: 'branch-moved', branch: input.branch, head, expected: base };
+    if (head !== base) return { status: 'branch-moved', branch, head, expected: base };
     // Still at base, yet the swap failed: another process held the ref's lock for a moment.
     if (attempt >= LOCK_ATTEMPTS) {
-      await git(['update-ref', '-m', reflog, ref, tested, base], { cwd: input.repo });
-      return { status: 'merged', branch: input.branch, commit: tested, previous: base };
+      await git(['update-ref', '-m', reflog, ref, tested, base], { cwd: repo });
+      return { status: 'merged', branch, commit: tested, previous: base };
     }
     await sleep(20 * attempt);
   }

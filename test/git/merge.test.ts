@@ -7,6 +7,7 @@ import {
   compareAndSwapBranch,
   createWorktree,
   inspectLiveCheckout,
+  mergeIntoBranch,
   rebaseChange,
 } from '../../src/git';
 import { DATE, IDENTITY, agentRepo, commitByHand, sh, type Sandbox } from './fixture';
@@ -210,5 +211,51 @@ describe('bringing the live checkout forward', () => {
     expect(await inspectLiveCheckout(input)).toEqual({ status: 'not-checked-out' });
     await compareAndSwapBranch(input);
     expect(await advanceLiveCheckout(input)).toEqual({ status: 'not-checked-out' });
+  });
+});
+
+// The merge step's one call (what the workflow's mergeChange runs): the three calls above' verdicts, its reads done once.
+describe('mergeIntoBranch: inspect, compare-and-swap and advance in one call', () => {
+  it('merges and brings the live files forward; called again (a retried step) it is already merged and up to date', async () => {
+    const { commit, content } = await proposeChange();
+    const input = { repo: s.repo, branch: 'main', base: s.base, tested: commit };
+    expect(await mergeIntoBranch(input)).toEqual({ status: 'merged', commit, live: { status: 'advanced', checkout: s.repo, paths: [SUM_PATH] } });
+    expect(await sh(s.repo, 'rev-parse', 'main')).toBe(commit);
+    expect(await readFile(path.join(s.repo, SUM_PATH), 'utf8')).toBe(content);
+    expect(await sh(s.repo, 'status', '--porcelain')).toBe('');
+    expect(await mergeIntoBranch(input)).toEqual({ status: 'already-merged', commit, live: { status: 'up-to-date', checkout: s.repo, paths: [SUM_PATH] } });
+  });
+
+  it('completes the live files of a merge interrupted after its compare-and-swap', async () => {
+    const { commit, content } = await proposeChange();
+    const input = { repo: s.repo, branch: 'main', base: s.base, tested: commit };
+    await compareAndSwapBranch(input); // the step died here
+    expect(await mergeIntoBranch(input)).toMatchObject({ status: 'already-merged', live: { status: 'advanced' } });
+    expect(await readFile(path.join(s.repo, SUM_PATH), 'utf8')).toBe(content);
+    expect(await sh(s.repo, 'status', '--porcelain')).toBe('');
+  });
+
+  it('refuses local changes in a touched path before moving anything, even a change that is not a fast-forward', async () => {
+    const { commit } = await proposeChange();
+    await writeFile(path.join(s.repo, SUM_PATH), '// my own edit\n');
+    const refused = await mergeIntoBranch({ repo: s.repo, branch: 'main', base: s.base, tested: commit });
+    expect(refused).toMatchObject({ status: 'refused', live: { status: 'refused', checkout: s.repo, paths: [SUM_PATH] } });
+    expect(await sh(s.repo, 'rev-parse', 'main')).toBe(s.base);
+    expect(await readFile(path.join(s.repo, SUM_PATH), 'utf8')).toBe('// my own edit\n');
+    const unrelated = await commitByHand(s.repo, { 'README.md': 'unrelated\n' });
+    await writeFile(path.join(s.repo, SUM_PATH), '// my own edit\n');
+    expect((await mergeIntoBranch({ repo: s.repo, branch: 'main', base: unrelated, tested: commit })).status).toBe('refused');
+  });
+
+  it('answers branch-moved without writing, refuses a non-fast-forward, and merges without a live checkout', async () => {
+    const { commit } = await proposeChange();
+    const moved = await commitByHand(s.repo, { 'README.md': 'moved meanwhile\n' });
+    const before = await readFile(path.join(s.repo, SUM_PATH), 'utf8');
+    expect(await mergeIntoBranch({ repo: s.repo, branch: 'main', base: s.base, tested: commit })).toEqual({ status: 'branch-moved', head: moved });
+    expect(await readFile(path.join(s.repo, SUM_PATH), 'utf8')).toBe(before);
+    await expect(mergeIntoBranch({ repo: s.repo, branch: 'main', base: moved, tested: commit })).rejects.toBeInstanceOf(InvalidInputError);
+    await sh(s.repo, 'branch', '-q', 'target', s.base);
+    expect(await mergeIntoBranch({ repo: s.repo, branch: 'target', base: s.base, tested: commit })).toEqual({ status: 'merged', commit, live: { status: 'not-checked-out' } });
+    expect(await sh(s.repo, 'rev-parse', 'target')).toBe(commit);
   });
 });
