@@ -225,7 +225,7 @@ export async function advanceLiveCheckout(input: LiveCheckoutInput): Promise<Liv
     if (!head || !(await isAncestor(input.repo, tested, head))) {
       throw new InvalidInputError('tested', tested, `the branch ${input.branch} does not contain it yet; move the branch first`);
     }
-    return advanceLocked(checkout, input.repo, base, tested);
+    return advanceLocked(checkout, input.repo, input.branch, base, tested);
   });
 }
 
@@ -234,9 +234,13 @@ async function withLiveLock<T>(checkout: string, work: () => Promise<T>): Promis
   return withKeyLock(`live\0${await realpath(checkout)}`, work);
 }
 
-/** The advance itself, under the checkout's lock, once the branch is known to contain `tested`. */
-async function advanceLocked(checkout: string, repo: string, base: string, tested: string, touched?: Touched[]): Promise<LiveCheckoutResult> {
-  const c = await classify(checkout, repo, base, tested, touched);
+/**
+ * The advance itself, under the checkout's lock, once the branch is known to contain `tested`. The checkout is looked
+ * up again beside the reads: one that has switched to another branch since it was located is left alone.
+ */
+async function advanceLocked(checkout: string, repo: string, branch: string, base: string, tested: string, touched?: Touched[]): Promise<LiveCheckoutResult> {
+  const [c, still] = await settledInOrder([classify(checkout, repo, base, tested, touched), findCheckout(repo, branch)] as const);
+  if (still !== checkout) return { status: 'not-checked-out' };
   if (c.local.length > 0) return refusal(checkout, c.local);
   const paths = c.touched.map((t) => t.path);
   const pending = c.touched.filter((t) => !c.done.includes(t.path));
@@ -287,6 +291,6 @@ export async function mergeIntoBranch(input: LiveCheckoutInput & { reason?: stri
   if (swap.status === 'branch-moved') return { status: 'branch-moved', head: swap.head };
   // The branch holds `tested` now (this swap, or an earlier one's: swapBranch checked), as the advance requires.
   const live: LiveCheckoutResult =
-    checkout && inspected ? await withLiveLock(checkout, () => advanceLocked(checkout, input.repo, base, tested, inspected.touched)) : { status: 'not-checked-out' };
+    checkout && inspected ? await withLiveLock(checkout, () => advanceLocked(checkout, input.repo, input.branch, base, tested, inspected.touched)) : { status: 'not-checked-out' };
   return { status: swap.status, commit: tested, live };
 }
