@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   InvalidInputError,
@@ -10,6 +10,7 @@ import {
   mergeIntoBranch,
   rebaseChange,
 } from '../../src/git';
+import { withKeyLock } from '../../src/git/run-lock';
 import { DATE, IDENTITY, agentRepo, commitByHand, sh, type Sandbox } from './fixture';
 
 let s: Sandbox;
@@ -258,4 +259,31 @@ describe('mergeIntoBranch: inspect, compare-and-swap and advance in one call', (
     expect(await mergeIntoBranch({ repo: s.repo, branch: 'target', base: s.base, tested: commit })).toEqual({ status: 'merged', commit, live: { status: 'not-checked-out' } });
     expect(await sh(s.repo, 'rev-parse', 'target')).toBe(commit);
   });
+});
+
+// The live checkout is located before the compare-and-swap and written after it. A user who switches it to another
+// branch in between must not get the tested files written into that branch's checkout. The window is made
+// deterministic by holding the checkout's lock (as a concurrent advance in this process would) across the switch.
+it('mergeIntoBranch leaves a live checkout alone that switched to another branch after it was located', async () => {
+  const { commit } = await proposeChange();
+  const original = await readFile(path.join(s.repo, SUM_PATH), 'utf8');
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const lockTaken = new Promise<void>((r) => (locked = r));
+  const holder = withKeyLock(`live\0${await realpath(s.repo)}`, () => {
+    locked();
+    return held;
+  });
+  await lockTaken;
+  const merging = mergeIntoBranch({ repo: s.repo, branch: 'main', base: s.base, tested: commit });
+  // The swap is done (the merge now waits for the lock to write the live files): the user switches branches.
+  for (let i = 0; i < 500 && (await sh(s.repo, 'rev-parse', 'main')) !== commit; i++) await new Promise((r) => setTimeout(r, 10));
+  expect(await sh(s.repo, 'rev-parse', 'main')).toBe(commit);
+  await sh(s.repo, 'checkout', '-q', '-b', 'elsewhere', s.base);
+  release();
+  await holder;
+  expect(await merging).toEqual({ status: 'merged', commit, live: { status: 'not-checked-out' } });
+  expect(await readFile(path.join(s.repo, SUM_PATH), 'utf8')).toBe(original);
+  expect(await sh(s.repo, 'status', '--porcelain')).toBe('');
 });
