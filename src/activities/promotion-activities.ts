@@ -254,13 +254,13 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
           if (merged.head === null) throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch ${input.branch} was deleted during verification` });
           return { status: 'branch-moved', head: merged.head };
         }
-        const advanced = merged.live;
+        const { live } = merged;
         const liveCheckout =
-          advanced.status === 'refused'
-            ? `the branch is at the tested commit, but the live checkout at ${advanced.checkout} kept its local changes: ${advanced.reason}`
-            : advanced.status === 'not-checked-out'
+          live.status === 'refused'
+            ? `the branch is at the tested commit, but the live checkout at ${live.checkout} kept its local changes: ${live.reason}`
+            : live.status === 'not-checked-out'
               ? 'no live checkout has the branch checked out'
-              : `the live checkout at ${advanced.checkout} is at the tested commit`;
+              : `the live checkout at ${live.checkout} is at the tested commit`;
         return { status: merged.status, commit: input.tested, liveCheckout };
       }));
     },

@@ -283,14 +283,13 @@ export async function mergeIntoBranch(input: LiveCheckoutInput & { reason?: stri
     isAncestor(input.repo, base, tested),
   ] as const);
   // As inspect-then-swap would: a refusal before the fast-forward check.
-  if (checkout && inspected && inspected.local.length > 0) {
-    return { status: 'refused', live: refusal(checkout, inspected.local) };
-  }
+  if (inspected && inspected.local.length > 0) return { status: 'refused', live: refusal(inspected.checkout, inspected.local) };
   if (!fastForward) throw notFastForward(input.branch, base, tested);
   const swap = await swapBranch(input.repo, input.branch, base, tested, input.reason);
   if (swap.status === 'branch-moved') return { status: 'branch-moved', head: swap.head };
   // The branch holds `tested` now (this swap, or an earlier one's: swapBranch checked), as the advance requires.
-  const live: LiveCheckoutResult =
-    checkout && inspected ? await withLiveLock(checkout, () => advanceLocked(checkout, input.repo, input.branch, base, tested, inspected.touched)) : { status: 'not-checked-out' };
+  const live: LiveCheckoutResult = inspected
+    ? await withLiveLock(inspected.checkout, () => advanceLocked(inspected.checkout, input.repo, input.branch, base, tested, inspected.touched))
+    : { status: 'not-checked-out' };
   return { status: swap.status, commit: tested, live };
 }
