@@ -46,6 +46,11 @@ export interface ForgeConfig {
     /** Sandbox processes a worker keeps started ahead of demand (FORGE_SANDBOX_SPARES; 0: start each on demand). */
     spares: number;
     /**
+     * FORGE_SANDBOX_TEST_HERE (default on): a deployment's test runs where its workflow task runs when that worker has
+     * a free slot, and goes to the sandbox queue only when it has none; off: always the sandbox queue.
+     */
+    testHere: boolean;
+    /**
      * What spares load while they wait (src/sandbox/preload.ts): FORGE_SANDBOX_PRELOAD, packages always preloaded
      * (default zod; `off`: none), and up to FORGE_SANDBOX_PRELOAD_MAX packages in all (default 8), the rest learned
      * from what the tools run lately imported.
@@ -259,6 +264,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_TASK_QUEUE_SANDBOX',
   'FORGE_SANDBOX_CONCURRENCY',
   'FORGE_SANDBOX_SPARES',
+  'FORGE_SANDBOX_TEST_HERE',
   'FORGE_SANDBOX_PRELOAD',
   'FORGE_SANDBOX_PRELOAD_MAX',
   'FORGE_SANDBOX_MAX_TIMEOUT_MS',
@@ -379,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
       concurrency: sandboxConcurrency,
       // One spare per slot by default, so that as many runs as may run at once all find a started process.
       spares: read(env, 'FORGE_SANDBOX_SPARES', int(0, 1024), nonEmpty(env.FORGE_SANDBOX_CONCURRENCY) ?? String(availableParallelism())),
+      testHere: read(env, 'FORGE_SANDBOX_TEST_HERE', z.enum(['on', 'off']), 'on') === 'on',
       preload: {
         packages: nonEmpty(env.FORGE_SANDBOX_PRELOAD)?.toLowerCase() === 'off' ? [] : read(env, 'FORGE_SANDBOX_PRELOAD', packageNames, 'zod'),
         max: read(env, 'FORGE_SANDBOX_PRELOAD_MAX', int(0, 64), '8'),

@@ -9,6 +9,7 @@ import { createMigrationActivities } from './activities/migration-activities';
 import { createPromotionActivities } from './activities/promotion-activities';
 import { createReverifyActivities, createReverifySandboxActivities } from './activities/reverify-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
+import { SandboxSlots } from './sandbox/slots';
 import { createToolActivities, createToolSteps, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
@@ -113,7 +114,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       await writeToolVersion(dir, row);
     },
     publish,
-    sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
+    sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs, here: config.sandbox.testHere },
     typecheck: config.typecheck,
   };
   const toolSteps = createToolSteps(toolDeps);
@@ -123,9 +124,16 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     config.sandbox.spares > 0
       ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
       : undefined;
-  const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool });
+  const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
+  const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
   const reverifyResults = createReverifyStore(database);
-  const reverifySandboxActivities = createReverifySandboxActivities({ tools: store, results: reverifyResults, limits: config.sandbox.limits, pool: sandboxPool });
+  const reverifySandboxActivities = createReverifySandboxActivities({
+    tools: store,
+    results: reverifyResults,
+    limits: config.sandbox.limits,
+    pool: sandboxPool,
+    slots: sandboxSlots,
+  });
   const reverifyActivities = createReverifyActivities({
     tools: store,
     results: reverifyResults,
@@ -184,14 +192,22 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
       stickyQueueScheduleToStartTimeout: '2 seconds',
-      activities: { ...toolActivities, ...migrationActivities, ...reverifyActivities, ...payActivities, ...sellActivities },
+      // testToolHere: a deployment's test in its own workflow task when a sandbox slot is free here (sandboxSlots).
+      activities: {
+        ...toolActivities,
+        testToolHere: sandboxActivities.testToolHere,
+        ...migrationActivities,
+        ...reverifyActivities,
+        ...payActivities,
+        ...sellActivities,
+      },
       interceptors,
     });
     sandbox = await Worker.create({
       connection,
       namespace,
       taskQueue: config.taskQueues.sandbox,
-      activities: { ...sandboxActivities, ...reverifySandboxActivities },
+      activities: { testTool: sandboxActivities.testTool, ...reverifySandboxActivities },
       interceptors,
       // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
       maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,

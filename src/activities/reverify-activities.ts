@@ -8,6 +8,7 @@ import {
   type ReverifyVerdict,
 } from '../contract/reverify-runs';
 import { runSandbox, type SandboxLimits, type SandboxPool } from '../sandbox';
+import type { SandboxSlots } from '../sandbox/slots';
 
 /** One test of a re-verification run: the key its result is recorded under, and whose test it is. */
 export interface ReverifyTestInput {
@@ -52,6 +53,8 @@ export interface ReverifySandboxDeps {
   results: ReverifyStore;
   limits: Partial<SandboxLimits>;
   pool?: SandboxPool;
+  /** The runs this worker may have at once, shared with the deployments' tests (src/sandbox/slots.ts). */
+  slots: SandboxSlots;
 }
 
 const asResult = (row: ReverifyResultRow): ReverifyTestResult => ({
@@ -88,10 +91,11 @@ export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), 1000);
       try {
+        const release = await deps.slots.take(ctx.cancellationSignal);
         const verdict = await runSandbox(
           { name: input.name, source: row.sourceTs, input: row.testInput ?? {}, limits: deps.limits, signal: ctx.cancellationSignal },
           { pool: deps.pool },
-        );
+        ).finally(release);
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? new Error('cancelled');
         if (verdict.status === 'crashed' && verdict.diagnostics?.phase === 'process' && verdict.error?.startsWith('the sandbox could not')) {
           throw new Error(verdict.error); // infrastructure: retried, never recorded as the tool's verdict

@@ -1,5 +1,6 @@
 import type { ToolQuarantine, ToolStore, ToolVersion } from '../db';
 import { toolContentHash } from '../contract/hashes';
+import { Context } from '@temporalio/activity';
 import { compileTool } from '../sandbox';
 import {
   sharedTypechecker,
@@ -29,8 +30,11 @@ export interface ToolActivityDeps {
   writeVersionFiles(row: ToolVersion): Promise<void>;
   /** Makes agent-tools/active.json match the database's active pointers (files first, then the index). */
   publish(): Promise<{ generation: number; tools: number }>;
-  /** Where and how long this platform runs sandbox tests (the worker's configuration is the authority). */
-  sandbox: { taskQueue: string; maxTimeoutMs: number };
+  /**
+   * Where and how long this platform runs sandbox tests (the worker's configuration is the authority); `here`: a
+   * deployment tries its test where its workflow task runs first (FORGE_SANDBOX_TEST_HERE).
+   */
+  sandbox: SandboxPlacement;
   /**
    * FORGE_TYPECHECK: `error` rejects a tool with type errors at stage `typecheck`, `warn` reports them and goes on,
    * `off` skips the checker. Default `error`. The worker warms the checker up once it polls (src/worker.ts).
@@ -40,9 +44,18 @@ export interface ToolActivityDeps {
   typechecker?: { check(source: string, name: string): Promise<TypecheckResult> };
 }
 
+export interface SandboxPlacement {
+  taskQueue: string;
+  maxTimeoutMs: number;
+  here?: boolean;
+}
+
 export interface ValidateResult {
-  /** The sandbox task queue and time limit of this platform, recorded in the history so the run replays alike. */
-  sandbox: { taskQueue: string; maxTimeoutMs: number };
+  /**
+   * The sandbox task queue and time limit of this platform, recorded in the history so the run replays alike. A
+   * result recorded before `here` existed has none, and its run replays with the test on the sandbox queue.
+   */
+  sandbox: SandboxPlacement;
   activeVersion?: number;
   /** The content equals the active version's: the deployment is a no-op. */
   unchanged: boolean;
@@ -78,6 +91,8 @@ export interface CommitInput {
   contentHash: string;
   verdict: VerdictSummary;
   workflowId: string;
+  /** The run of `workflowId` (the activity's own, when it runs as one). */
+  runId?: string;
 }
 
 export interface CommitResult {
@@ -101,7 +116,7 @@ export function createToolSteps(deps: ToolActivityDeps) {
      * Checks what can be checked without running anything: the name, reserved names, size, the content hash, and
      * whether the content is already the active version. Idempotent (reads only); nothing to compensate.
      */
-    async validateDeployment(input: DeployToolWorkflowInput): Promise<ValidateResult> {
+    async validateDeployment(input: DeployToolWorkflowInput, run?: { workflowId: string; runId: string }): Promise<ValidateResult> {
       const refuse = (message: string) => toolRejected({ stage: 'validate', verdict: 'refused', message });
       if (!isToolName(input.name)) throw refuse(toolNameMessage(input.name));
       const fromPlan = await deps.planBuiltinTools?.();
@@ -118,7 +133,15 @@ export function createToolSteps(deps: ToolActivityDeps) {
       const active = await store.getActive(input.name);
       if (!active) return { sandbox: deps.sandbox, unchanged: false };
       const row = await store.getVersion(input.name, active.version);
-      return { sandbox: deps.sandbox, activeVersion: active.version, unchanged: row?.contentHash === input.contentHash };
+      const unchanged = row?.contentHash === input.contentHash;
+      // Identical to the active version because this very run activated it: its workflow task was lost after the
+      // commit (a worker killed while the whole run was one task), and the run starts again. It goes on, and its
+      // commit reports what the lost attempt did, as an uninterrupted run would have.
+      if (unchanged && run) {
+        const ours = await store.activationOfRun(input.name, run.workflowId);
+        if (ours?.runId === run.runId && ours.version === active.version) return { sandbox: deps.sandbox, activeVersion: ours.previousVersion, unchanged: false };
+      }
+      return { sandbox: deps.sandbox, activeVersion: active.version, unchanged };
     },
 
     /** Compiles the source in memory to find syntax and transform errors early. Idempotent; nothing to compensate. */
@@ -184,7 +207,7 @@ export function createToolSteps(deps: ToolActivityDeps) {
           verdict: input.verdict,
           workflowId: input.workflowId,
         },
-        { workflowId: input.workflowId },
+        { workflowId: input.workflowId, runId: input.runId },
       );
       await deps.writeVersionFiles(result.row);
       return { version: result.version, previousVersion: result.previousVersion, created: result.created };
@@ -213,7 +236,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
       const t0 = performance.now();
-      const validated = await steps.validateDeployment(input);
+      const validated = await steps.validateDeployment(input, currentRun());
       const validateMs = Math.round(performance.now() - t0);
       if (validated.unchanged) return { ...validated, validateMs };
       const t1 = performance.now();
@@ -238,7 +261,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async commitAndPublish(input: CommitInput): Promise<CommitResult & { commitMs: number; publishMs: number; generation: number }> {
       const t0 = performance.now();
-      const committed = await steps.commitVersion(input);
+      const committed = await steps.commitVersion({ ...input, runId: input.runId ?? currentRun()?.runId });
       const t1 = performance.now();
       const published = await activities.publishTools();
       return { ...committed, commitMs: Math.round(t1 - t0), publishMs: Math.round(performance.now() - t1), generation: published.generation };
@@ -356,3 +379,12 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
 }
 
 export type ToolActivities = ReturnType<typeof createToolActivities>;
+
+/** The workflow run the current activity belongs to (undefined outside an activity, e.g. the direct pipeline). */
+function currentRun(): { workflowId: string; runId: string } | undefined {
+  try {
+    return Context.current().info.workflowExecution;
+  } catch {
+    return undefined;
+  }
+}

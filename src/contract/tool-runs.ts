@@ -33,6 +33,12 @@ export interface VerdictSummary {
   diagnostics?: SandboxDiagnostics;
 }
 
+/**
+ * A deployment's test where its workflow task runs: the verdict, or `busy` when that worker had no free sandbox slot
+ * (the test then goes to the sandbox queue).
+ */
+export type TestHereResult = { verdict: VerdictSummary; busy?: never } | { busy: true; verdict?: never };
+
 export interface DeployDiagnostics {
   /** The stage that decided the outcome (for `active`, the last one). */
   stage: DeployStage;

@@ -59,6 +59,8 @@ export interface ActivationResult {
   previousVersion: number | undefined;
   /** False when `version` was already active: nothing was written and nothing notified. */
   changed: boolean;
+  /** activationOfRun only: the run that made the activation, when it was recorded. */
+  runId?: string;
 }
 
 /** What {@link ToolStore.commitVersion} did: the insert's outcome and the activation's. */
@@ -91,6 +93,11 @@ export interface NewEvent {
 
 export interface WorkflowRef {
   workflowId?: string;
+  /**
+   * The run of `workflowId`, kept in the activation's event: runs of one deployment ID (the same content submitted
+   * again after the first ended) are told apart by it.
+   */
+  runId?: string;
 }
 
 /**
@@ -185,8 +192,8 @@ function eventsOfRun(tx: ForgeDb | ForgeTx, kind: string, name: string, workflow
 async function activationOfRun(tx: ForgeDb | ForgeTx, name: string, workflowId: string): Promise<ActivationResult | undefined> {
   const [earlier] = await eventsOfRun(tx, 'tool.activated', name, workflowId);
   if (!earlier) return undefined;
-  const detail = earlier.detail as { version: number; previousVersion: number | null };
-  return { name, version: detail.version, previousVersion: detail.previousVersion ?? undefined, changed: false };
+  const detail = earlier.detail as { version: number; previousVersion: number | null; runId?: string };
+  return { name, version: detail.version, previousVersion: detail.previousVersion ?? undefined, changed: false, runId: detail.runId };
 }
 
 async function notifyTools(tx: ForgeTx, name: string): Promise<void> {
@@ -244,7 +251,7 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
   }
   const [current] = await tx.select().from(activeTools).where(eq(activeTools.name, name)).limit(1);
   if (current?.version === version) return { name, version, previousVersion: version, changed: false };
-  const detail = { version, previousVersion: current?.version ?? null };
+  const detail = { version, previousVersion: current?.version ?? null, ...(ref.runId ? { runId: ref.runId } : {}) };
   // The pointer, the end of any quarantine, the event and the notification: one statement (one round trip).
   await tx.execute(sql`
     WITH activated AS (

@@ -59,6 +59,15 @@ export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {
   return proxyActivities<SandboxActivities>(boundedStep(taskQueue, sandboxMaxTimeoutMs));
 }
 
+/**
+ * The sandbox test as a local activity, where the workflow task runs (testToolHere): the same bound and retries as
+ * on the sandbox queue. A worker killed in it is noticed by the workflow task timeout (2 s), as for every local step.
+ */
+export function sandboxHereSteps(sandboxMaxTimeoutMs: number) {
+  const { startToCloseTimeout, cancellationType, retry } = boundedStep('', sandboxMaxTimeoutMs);
+  return proxyLocalActivities<SandboxActivities>({ startToCloseTimeout, cancellationType, retry });
+}
+
 export const migrationSteps = proxyLocalActivities<MigrationActivities>(FAST_STEP);
 
 /**

@@ -1,5 +1,5 @@
 import { CancellationScope, CancelledFailure, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { sandboxSteps, toolSteps } from './activity-options';
+import { sandboxHereSteps, sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
 import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
@@ -7,14 +7,16 @@ import { refused } from './refusal';
 import { Saga } from './saga';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
-import type { TypecheckSummary } from '../activities/tool-activities';
+import type { SandboxActivities } from '../activities/sandbox-activities';
+import type { SandboxPlacement, TypecheckSummary } from '../activities/tool-activities';
 
 /**
  * Deploys one tool: validate → compile → typecheck (FORGE_TYPECHECK) → test in the sandbox → commit (persist the
  * version and activate it, one transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the
  * commit). Validate+compile+typecheck and commit+notify each run as one local activity (their stages are still
  * reported apart): three steps in all, because every step costs the run scheduling time that, for millisecond-long
- * steps, would outweigh the work.
+ * steps, would outweigh the work. The test is a local activity too when the worker running the workflow task has a
+ * free sandbox slot, so the whole run is one workflow task; otherwise it goes to the sandbox queue (testTool below).
  *
  * The typecheck stage is reported only when the first step's result says it ran: a history recorded before the stage
  * existed has no such result, so it replays without the stage's search-attribute upsert, and needs no patch.
@@ -64,11 +66,8 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
 
     stage = 'test';
     progress.start('test');
-    const sandbox = sandboxSteps(validated.sandbox.taskQueue, validated.sandbox.maxTimeoutMs);
-    const verdict: VerdictSummary = await sandbox.testTool.executeWithOptions({ summary: `sandbox test of ${input.name}` }, [
-      { name: input.name, source: input.source, testInput: input.testInput },
-    ]);
-    progress.done('test', `passed in ${verdict.durationMs} ms`);
+    const { verdict, queued } = await testTool(input, validated.sandbox);
+    progress.done('test', `passed in ${verdict.durationMs} ms${queued ? ' (on the sandbox queue)' : ''}`);
 
     stage = 'commit';
     progress.start('commit');
@@ -146,6 +145,21 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   }
 }
 
+/**
+ * The test stage: where this workflow task runs when that worker has a free sandbox slot (no server round trip),
+ * else on the sandbox queue, where any worker with a free slot takes it. `queued`: it went to the queue. A history
+ * whose first step recorded no `here` (before it existed, or FORGE_SANDBOX_TEST_HERE=off) goes to the queue at once.
+ */
+async function testTool(input: DeployToolWorkflowInput, placement: SandboxPlacement): Promise<{ verdict: VerdictSummary; queued: boolean }> {
+  const args: Parameters<SandboxActivities['testTool']> = [{ name: input.name, source: input.source, testInput: input.testInput }];
+  const summary = `sandbox test of ${input.name}`;
+  if (placement.here) {
+    const here = await sandboxHereSteps(placement.maxTimeoutMs).testToolHere.executeWithOptions({ summary }, args);
+    if (here.verdict) return { verdict: here.verdict, queued: false };
+  }
+  const verdict = await sandboxSteps(placement.taskQueue, placement.maxTimeoutMs).testTool.executeWithOptions({ summary }, args);
+  return { verdict, queued: true };
+}
 
 /** The typecheck stage's line in the progress view. */
 function typecheckNote(t: TypecheckSummary): string {

@@ -156,8 +156,9 @@ describe('on PGlite', () => {
 
     test('cancelled while its commit waits for the database: the commit lands, the saga restores the previous version, the run ends cancelled', async () => {
       await platform.forge.deployTool({ name: 'cancel_commit', source: adderTool('v1', 'cancel_commit'), testInput: { a: 1, b: 2 } });
-      const started = await platform.forge.startDeployTool({ name: 'cancel_commit', source: slowTool('v2', 'cancel_commit'), testInput: { ms: 1_000 } });
+      const started = await platform.forge.startDeployTool({ name: 'cancel_commit', source: slowTool('v2', 'cancel_commit'), testInput: { ms: 4_000 } });
       const handle = handleOf(started.workflowId);
+      // The test runs in the workflow task, whose queries are answered at its heartbeats (every 1.6 s): a long test.
       await until(async () => (await stageOf(handle)) === 'test', 20_000, 'the sandbox test to run');
       await whileHeld(platform.database, async () => {
         await until(async () => (await stageOf(handle)) === 'commit', 20_000, 'the commit step to start');

@@ -6,6 +6,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeClient } from '../../src/client';
 import { attemptsDirOf } from '../../src/platform/attempt-ledger';
 import { startTemporal } from '../helpers/platform';
+import { processesMarkedWith } from '../helpers/processes';
+import { until, watchSandboxRuns } from './end-state';
 import { killWorkerHard, startForgeWorker } from './forge-worker';
 
 /**
@@ -51,6 +53,9 @@ beforeAll(async () => {
     FORGE_TASK_QUEUE_SANDBOX: `chaos-sandbox-${suffix}`,
     TEMPORAL_ADDRESS: env.connection.options.address,
     TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+    // The first two tests kill a test run on the sandbox queue, whose attempts the ledger hands back; the last one
+    // turns FORGE_SANDBOX_TEST_HERE on again and kills a test run in the workflow task.
+    FORGE_SANDBOX_TEST_HERE: 'off',
   };
   forge = ForgeClient.fromClient(env.client, { taskQueue: childEnv.FORGE_TASK_QUEUE_CONTROL });
 }, 120_000);
@@ -106,4 +111,34 @@ test('SIGKILL right after the commit: the restarted worker publishes, and a rede
   const again = await forge.deployTool({ name: 'slow_tool', source: slowTool('b'), testInput: { ms: 10 } });
   expect(again).toMatchObject({ status: 'active', version: 2, unchanged: true });
   expect((await forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 2, versions: 2 })]);
+}, 180_000);
+
+test('SIGKILL during a test run in the workflow task (FORGE_SANDBOX_TEST_HERE=on), then a restart: the deployment finishes, state agrees', async () => {
+  const runs = watchSandboxRuns();
+  const hereEnv = { ...childEnv, ...runs.platformEnv, FORGE_SANDBOX_TEST_HERE: 'on', FORGE_CHAOS_MARKER: runs.marker };
+  try {
+    await killWorkerHard(worker!);
+    worker = await startForgeWorker(hereEnv);
+    const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('c'), testInput: { ms: 2500 } });
+    // A run has its private directory under FORGE_SANDBOX_TMPDIR while it runs (no spares: each one is a run's).
+    await until(() => readdirSync(runs.tmpRoot).length > 0, 30_000, 'the sandbox test to run');
+    await killWorkerHard(worker);
+    // The run's processes die with the worker that started them (the marker is in the worker's environment too).
+    await until(() => processesMarkedWith(runs.marker).length === 0, 10_000, "the killed worker's processes to end");
+
+    worker = await startForgeWorker(hereEnv);
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'active', version: 3, verdict: 'passed' });
+    // Nothing went to the sandbox queue: the killed workflow task timed out (2 s), and the restarted worker ran the
+    // test again in its own.
+    const history = await env.client.workflow.getHandle(handle.workflowId, handle.runId).fetchHistory();
+    expect(history.events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+    const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+    expect(index.tools.slow_tool.version).toBe(3);
+    expect((await forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 3, versions: 3 })]);
+    await until(() => readdirSync(runs.tmpRoot).length === 0, 10_000, 'the run directories to be removed');
+  } finally {
+    runs.dispose();
+  }
 }, 180_000);

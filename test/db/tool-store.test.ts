@@ -5,7 +5,8 @@ import { sql } from 'drizzle-orm';
 import { DatabaseOpenError, ToolVersionNotFoundError } from '../../src/db/errors';
 import { migrationsFolder } from '../../src/db/migrate';
 import { openPostgres } from '../../src/db/postgres';
-import { createToolActivities } from '../../src/activities/tool-activities';
+import { createToolActivities, createToolSteps } from '../../src/activities/tool-activities';
+import { toolContentHash } from '../../src/contract/hashes';
 import { createToolStore, type NewToolVersion, type ToolStore } from '../../src/db/tool-store';
 import { TOOLS_CHANNEL } from '../../src/db/channels';
 import type { ForgeDatabase } from '../../src/db/types';
@@ -336,6 +337,31 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     expect(await activities.removeTool(removal)).toEqual(removed);
     // A delete of another run finds nothing.
     expect(await activities.removeTool({ name: 'twice', workflowId: 'tool-delete/twice/other' })).toEqual({ previousVersion: undefined, removedVersions: 0 });
+  });
+
+  // A deployment whose test runs in its workflow task is one task from start to commit: a worker killed after the
+  // commit loses the whole task, and the run starts again from validate, which then finds its own content active.
+  test('validate tells a run that starts again after its own commit from a later run of the same content', async () => {
+    const steps = createToolSteps({
+      store,
+      builtinTools: [],
+      maxSourceBytes: 1_000_000,
+      writeVersionFiles: async () => undefined,
+      publish: async () => ({ generation: 0, tools: 0 }),
+      sandbox: { taskQueue: 'unused', maxTimeoutMs: 1_000 },
+    });
+    const submission = { name: 'restarted', source: 'export default {};', testInput: {} };
+    const input = { ...submission, contentHash: toolContentHash(submission) };
+    const run = { workflowId: `tool-deploy/restarted/${input.contentHash.slice(0, 16)}`, runId: 'run-one' };
+    await store.commitVersion(version('restarted', 'v1'), { workflowId: 'tool-deploy/restarted/earlier' });
+    const verdict = { status: 'passed' as const, durationMs: 1 };
+    await steps.commitVersion({ ...input, verdict, workflowId: run.workflowId, runId: run.runId });
+    // The same run again: not "unchanged"; v1 was active before it, and its commit reports what it did.
+    expect(await steps.validateDeployment(input, run)).toMatchObject({ unchanged: false, activeVersion: 1 });
+    expect(await steps.commitVersion({ ...input, verdict, workflowId: run.workflowId, runId: run.runId })).toMatchObject({ version: 2, previousVersion: 1 });
+    // A later run of the same content (same workflow ID, another run): unchanged, as before.
+    expect(await steps.validateDeployment(input, { ...run, runId: 'run-two' })).toMatchObject({ unchanged: true, activeVersion: 2 });
+    expect(await steps.validateDeployment(input)).toMatchObject({ unchanged: true, activeVersion: 2 });
   });
 
   test('notify and listen work outside the store too', async () => {

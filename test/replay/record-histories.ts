@@ -183,8 +183,9 @@ test('records one history of each released workflow shape', async () => {
   // Compensation: cancelled while its commit waits for the database. The commit lands, then the saga's restoreActive
   // makes the previous version active again and the run ends cancelled.
   {
-    const started = await forge.startDeployTool({ name: tool, source: slowTool('compensated', tool), testInput: { ms: 1_000 } });
+    const started = await forge.startDeployTool({ name: tool, source: slowTool('compensated', tool), testInput: { ms: 4_000 } });
     const handle = env.client.workflow.getHandle(started.workflowId, started.runId);
+    // The test runs in the workflow task, whose queries are answered at its heartbeats (every 1.6 s): a long test.
     await until(async () => (await stageOf(handle)) === 'test', 20_000, 'the sandbox test to run');
     await whileHeld(platform.database, async () => {
       await until(async () => (await stageOf(handle)) === 'commit', 20_000, 'the commit step to start');
