@@ -91,7 +91,7 @@ export interface CommitInput {
   contentHash: string;
   verdict: VerdictSummary;
   workflowId: string;
-  /** The run of `workflowId` (the activity's own, when it runs as one). */
+  /** The run of `workflowId`: commitAndPublish passes its own, which the activation's event records. */
   runId?: string;
 }
 
@@ -261,7 +261,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async commitAndPublish(input: CommitInput): Promise<CommitResult & { commitMs: number; publishMs: number; generation: number }> {
       const t0 = performance.now();
-      const committed = await steps.commitVersion({ ...input, runId: input.runId ?? currentRun()?.runId });
+      const committed = await steps.commitVersion({ ...input, runId: currentRun()?.runId });
       const t1 = performance.now();
       const published = await activities.publishTools();
       return { ...committed, commitMs: Math.round(t1 - t0), publishMs: Math.round(performance.now() - t1), generation: published.generation };

@@ -66,9 +66,12 @@ afterAll(async () => {
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
-test('SIGKILL of the worker during the sandbox test, then a restart: the deployment finishes, state agrees', async () => {
-  worker = await startForgeWorker(childEnv);
-  const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('a'), testInput: { ms: 2500 } });
+/**
+ * Deploys `name`, kills the worker once its sandbox test's attempt is on file, restarts it and waits for the result.
+ * Returns the result and what ended the killed attempt, as the retried attempt's last failure says.
+ */
+async function killDuringQueuedTest(name: string) {
+  const handle = await forge.startDeployTool({ name, source: slowTool('a'), testInput: { ms: 2500 } });
   // Wait until the sandbox test runs (the workflow says so once it schedules it; the worker has the attempt on file once
   // it has started it, before the tool's 2.5 s begin), then kill the worker and everything in its process group.
   for (let i = 0; i < 200; i++) {
@@ -77,23 +80,37 @@ test('SIGKILL of the worker during the sandbox test, then a restart: the deploym
   }
   expect((await handle.progress())?.stage).toBe('test');
   expect(attemptsOnFile(home)).toBe(1);
-  await killWorkerHard(worker);
+  await killWorkerHard(worker!);
 
   worker = await startForgeWorker(childEnv);
   const result = await handle.result();
-  expect(result).toMatchObject({ status: 'active', name: 'slow_tool', version: 1, verdict: 'passed' });
-  // The restarted worker handed the killed attempt back at once (src/platform/attempt-ledger.ts): the attempt that
-  // passed is the second, and what ended the first is the dead worker, not a heartbeat timeout run out.
   const history = await env.client.workflow.getHandle(handle.workflowId, handle.runId).fetchHistory();
-  const started = history.events!.map((e) => e.activityTaskStartedEventAttributes).filter((a) => a && a.attempt! > 1);
-  expect(started).toEqual([expect.objectContaining({ attempt: 2, lastFailure: expect.objectContaining({ applicationFailureInfo: expect.objectContaining({ type: 'ForgeWorkerDied' }) }) })]);
+  const retried = history.events!.map((e) => e.activityTaskStartedEventAttributes).filter((a) => a && a.attempt! > 1);
+  expect(retried).toHaveLength(1);
+  const failure = retried[0]!.lastFailure;
+  return { result, endedBy: failure?.applicationFailureInfo?.type ?? failure?.timeoutFailureInfo?.timeoutType ?? failure?.message };
+}
 
-  const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
-  expect(index.tools.slow_tool.version).toBe(1);
-  for (const ext of ['ts', 'mjs', 'json']) expect(existsSync(path.join(home, 'agent-tools', 'slow_tool', `v1.${ext}`))).toBe(true);
-  const tools = await forge.listTools();
-  expect(tools.tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 1, versions: 1 })]);
-}, 180_000);
+test('SIGKILL of the worker during the sandbox test, then a restart: the deployment finishes, state agrees', async () => {
+  worker = await startForgeWorker(childEnv);
+  // The restarted worker hands the killed attempt back at once (src/platform/attempt-ledger.ts), so the attempt that
+  // passes is the second and what ended the first is the dead worker, not its heartbeat timeout (3 s) run out. That is
+  // a race with the restart: on a loaded machine the restart may take longer than the timeout, so another tool is
+  // tried, up to three in all. A hand-back that never works loses every time.
+  const endings: unknown[] = [];
+  for (const name of ['slow_tool', 'slow_tool_2', 'slow_tool_3']) {
+    const { result, endedBy } = await killDuringQueuedTest(name);
+    expect(result).toMatchObject({ status: 'active', name, version: 1, verdict: 'passed' });
+    const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+    expect(index.tools[name].version).toBe(1);
+    for (const ext of ['ts', 'mjs', 'json']) expect(existsSync(path.join(home, 'agent-tools', name, `v1.${ext}`))).toBe(true);
+    const tools = await forge.listTools();
+    expect(tools.tools.find((t) => t.name === name)).toMatchObject({ activeVersion: 1, versions: 1 });
+    endings.push(endedBy);
+    if (endedBy === 'ForgeWorkerDied') break;
+  }
+  expect(endings).toContain('ForgeWorkerDied');
+}, 300_000);
 
 test('SIGKILL right after the commit: the restarted worker publishes, and a redeploy of the same content is a no-op', async () => {
   const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('b'), testInput: { ms: 10 } });
@@ -110,7 +127,7 @@ test('SIGKILL right after the commit: the restarted worker publishes, and a rede
   expect(index.tools.slow_tool.version).toBe(2);
   const again = await forge.deployTool({ name: 'slow_tool', source: slowTool('b'), testInput: { ms: 10 } });
   expect(again).toMatchObject({ status: 'active', version: 2, unchanged: true });
-  expect((await forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 2, versions: 2 })]);
+  expect((await forge.listTools()).tools.find((t) => t.name === 'slow_tool')).toMatchObject({ activeVersion: 2, versions: 2 });
 }, 180_000);
 
 test('SIGKILL during a test run in the workflow task (FORGE_SANDBOX_TEST_HERE=on), then a restart: the deployment finishes, state agrees', async () => {
@@ -136,7 +153,7 @@ test('SIGKILL during a test run in the workflow task (FORGE_SANDBOX_TEST_HERE=on
     expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
     const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
     expect(index.tools.slow_tool.version).toBe(3);
-    expect((await forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'slow_tool', activeVersion: 3, versions: 3 })]);
+    expect((await forge.listTools()).tools.find((t) => t.name === 'slow_tool')).toMatchObject({ activeVersion: 3, versions: 3 });
     await until(() => readdirSync(runs.tmpRoot).length === 0, 10_000, 'the run directories to be removed');
   } finally {
     runs.dispose();

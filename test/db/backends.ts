@@ -55,7 +55,19 @@ export function postgresBackend(adminUrl: string): TestBackend {
       return openPostgres(url.toString(), schema);
     },
     async dispose() {
-      if (created) await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      if (!created) return;
+      // FORCE ends the sessions still connected, but only those this role may signal: once in CI the drop met a
+      // backend of another role on the database (42501; which one was not recorded, a superuser's such as an
+      // autovacuum worker would do it). Such a backend is short-lived, so the drop is tried again shortly.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+          return;
+        } catch (err) {
+          if ((err as { code?: string }).code !== '42501' || attempt >= 10) throw err;
+          await new Promise((r) => setTimeout(r, 300));
+        }
+      }
     },
   };
 }

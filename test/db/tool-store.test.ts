@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import { DatabaseOpenError, ToolVersionNotFoundError } from '../../src/db/errors';
 import { migrationsFolder } from '../../src/db/migrate';
 import { openPostgres } from '../../src/db/postgres';
-import { createToolActivities, createToolSteps } from '../../src/activities/tool-activities';
+import { createToolActivities, createToolSteps, type ToolActivityDeps } from '../../src/activities/tool-activities';
 import { toolContentHash } from '../../src/contract/hashes';
 import { createToolStore, type NewToolVersion, type ToolStore } from '../../src/db/tool-store';
 import { TOOLS_CHANNEL } from '../../src/db/channels';
@@ -49,6 +49,16 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   afterAll(async () => {
     await database?.close();
     await backend?.dispose();
+  });
+
+  /** What the tool activities need, with this suite's store and nothing on disk. */
+  const activityDeps = (): ToolActivityDeps => ({
+    store,
+    builtinTools: [],
+    maxSourceBytes: 1_000_000,
+    writeVersionFiles: async () => undefined,
+    publish: async () => ({ generation: 0, tools: 0 }),
+    sandbox: { taskQueue: 'unused', maxTimeoutMs: 1_000 },
   });
 
   test('migrations create the tables, and re-applying them is a no-op', async () => {
@@ -313,14 +323,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   test('a rollback and a delete that run again for the same workflow do nothing twice and report the first result', async () => {
     for (let i = 1; i <= 3; i++) await store.insertVersion(version('twice', `v${i}`));
     await store.activate('twice', 3);
-    const activities = createToolActivities({
-      store,
-      builtinTools: [],
-      maxSourceBytes: 1_000_000,
-      writeVersionFiles: async () => undefined,
-      publish: async () => ({ generation: 0, tools: 0 }),
-      sandbox: { taskQueue: 'unused', maxTimeoutMs: 1_000 },
-    });
+    const activities = createToolActivities(activityDeps());
     const rollback = { name: 'twice', workflowId: 'tool-rollback/twice/previous-test' };
     const first = await activities.activateEarlierVersion(rollback);
     expect(first).toEqual({ version: 2, previousVersion: 3 });
@@ -342,14 +345,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   // A deployment whose test runs in its workflow task is one task from start to commit: a worker killed after the
   // commit loses the whole task, and the run starts again from validate, which then finds its own content active.
   test('validate tells a run that starts again after its own commit from a later run of the same content', async () => {
-    const steps = createToolSteps({
-      store,
-      builtinTools: [],
-      maxSourceBytes: 1_000_000,
-      writeVersionFiles: async () => undefined,
-      publish: async () => ({ generation: 0, tools: 0 }),
-      sandbox: { taskQueue: 'unused', maxTimeoutMs: 1_000 },
-    });
+    const steps = createToolSteps(activityDeps());
     const submission = { name: 'restarted', source: 'export default {};', testInput: {} };
     const input = { ...submission, contentHash: toolContentHash(submission) };
     const run = { workflowId: `tool-deploy/restarted/${input.contentHash.slice(0, 16)}`, runId: 'run-one' };
