@@ -3,7 +3,7 @@ import type { temporal as proto } from '@temporalio/proto';
 import type { RunProgress } from '../../src/client';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { processesMarkedWith } from '../helpers/processes';
-import { adderTool } from '../helpers/tools';
+import { adderTool, sleepyTool } from '../helpers/tools';
 import { until, watchSandboxRuns } from '../chaos/end-state';
 
 /**
@@ -11,17 +11,6 @@ import { until, watchSandboxRuns } from '../chaos/end-state';
  * when the worker running it has a free sandbox slot; on the sandbox queue when it has none. Either way the worker
  * never has more runs at once than FORGE_SANDBOX_CONCURRENCY (here 1).
  */
-
-const slowTool = (name: string) => `import { z } from 'zod';
-export default {
-  name: '${name}',
-  description: 'Takes its time.',
-  inputSchema: z.object({ ms: z.number() }),
-  async execute({ ms }: { ms: number }) {
-    await new Promise((r) => setTimeout(r, ms));
-    return { waited: ms };
-  },
-};`;
 
 const temporal = useTemporal();
 const sandbox = watchSandboxRuns();
@@ -55,7 +44,7 @@ describe("where a deployment's test runs, with one sandbox slot", () => {
   }, 60_000);
 
   test('with the slot taken, the test goes to the sandbox queue and waits its turn: never two runs at once', async () => {
-    const slow = await platform.forge.startDeployTool({ name: 'slow_tool', source: slowTool('slow_tool'), testInput: { ms: 2500 } });
+    const slow = await platform.forge.startDeployTool({ name: 'slow_tool', source: sleepyTool('slow_tool'), testInput: { ms: 2500 } });
     // A test in the workflow task still shows in the run's progress while it runs: the SDK heartbeats the task (every
     // 1.6 s), and the queries waiting for it are answered then.
     const seen: RunProgress[] = [];

@@ -9,3 +9,21 @@ export default {
 };
 `;
 }
+
+/**
+ * A zod tool whose run waits `ms` (its input) before it answers: long enough to be caught mid-test. The chaos suites
+ * that predate it keep their own copies, whose sources are part of their recorded runs.
+ */
+export function sleepyTool(name: string, variant = 'one'): string {
+  return `import { z } from 'zod';
+export default {
+  name: '${name}',
+  description: 'Takes its time (${variant}).',
+  inputSchema: z.object({ ms: z.number() }),
+  async execute({ ms }: { ms: number }) {
+    await new Promise((r) => setTimeout(r, ms));
+    return { waited: ms, variant: '${variant}' };
+  },
+};
+`;
+}
