@@ -29,8 +29,11 @@ const startTime = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').spl
   // Skipped off Linux: the identity there is the pid alone (no /proc start time, no zombie state).
   const exited = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
   const gone = Number(exited.stdout);
-  // A zombie: the shell's child exits, and `sleep`, which the shell became, never reaps it.
-  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // A zombie: perl's child exits at once and perl never waits for it. (A shell's `sleep 0 & exec sleep 30` raced:
+  // the shell could reap its child before the exec, and the pid was gone.)
+  const parent = spawn('perl', ['-e', '$| = 1; my $pid = fork() // die; exit 0 unless $pid; print "$pid\\n"; sleep 30'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const zombie = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
   try {
     for (let i = 0; i < 100 && !readFileSync(`/proc/${zombie}/stat`, 'utf8').includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
