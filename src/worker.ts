@@ -9,6 +9,7 @@ import { createMigrationActivities } from './activities/migration-activities';
 import { createPromotionActivities } from './activities/promotion-activities';
 import { createReverifyActivities, createReverifySandboxActivities } from './activities/reverify-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
+import { createDeployHereActivities } from './activities/deploy-here';
 import { SandboxSlots } from './sandbox/slots';
 import { createToolActivities, createToolSteps, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
@@ -126,6 +127,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
+  const deployHereActivities = createDeployHereActivities({ sandbox: sandboxActivities, tools: toolActivities });
   const reverifyResults = createReverifyStore(database);
   const reverifySandboxActivities = createReverifySandboxActivities({
     tools: store,
@@ -177,7 +179,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let promoteHost: Worker;
   try {
     armFaultPoints(
-      [toolSteps, toolActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities, payActivities, sellActivities],
+      [toolSteps, toolActivities, deployHereActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities, payActivities, sellActivities],
       config.faultKillAt,
     );
     if (config.faultKillAt.length > 0) {
@@ -192,10 +194,12 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
       // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
       stickyQueueScheduleToStartTimeout: '2 seconds',
-      // testToolHere: a deployment's test in its own workflow task when a sandbox slot is free here (sandboxSlots).
+      // testAndCommitHere (and testToolHere, in older runs): a deployment's test in its own workflow task when a
+      // sandbox slot is free here (sandboxSlots).
       activities: {
         ...toolActivities,
         testToolHere: sandboxActivities.testToolHere,
+        ...deployHereActivities,
         ...migrationActivities,
         ...reverifyActivities,
         ...payActivities,

@@ -11,7 +11,7 @@ import {
 } from '../sandbox/typecheck';
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
-import type { DeployToolWorkflowInput, ListToolsResult, ToolSummary, VerdictSummary } from '../contract/tool-runs';
+import { DEPLOY_REVISION, type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
 import { notFound, toolRejected } from './failures';
 
 /** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
@@ -73,6 +73,8 @@ export interface TypecheckSummary {
 }
 
 export interface PrepareResult extends ValidateResult {
+  /** DEPLOY_REVISION when the run started; absent in runs from before it. */
+  revision?: number;
   validateMs: number;
   /** Absent when the content is unchanged (nothing to compile). */
   compile?: { compiledBytes: number; warnings: string[]; durationMs: number };
@@ -100,6 +102,12 @@ export interface CommitResult {
   previousVersion?: number;
   /** False when this exact content was already stored (a retried activity, or redeploying an earlier version). */
   created: boolean;
+}
+
+export interface CommitAndPublishResult extends CommitResult {
+  commitMs: number;
+  publishMs: number;
+  generation: number;
 }
 
 /**
@@ -238,13 +246,13 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
       const t0 = performance.now();
       const validated = await steps.validateDeployment(input, currentRun());
       const validateMs = Math.round(performance.now() - t0);
-      if (validated.unchanged) return { ...validated, validateMs };
+      if (validated.unchanged) return { ...validated, revision: DEPLOY_REVISION, validateMs };
       const t1 = performance.now();
       const compiled = await steps.compileCheck(input);
       const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
       const t2 = performance.now();
       const typecheck = await steps.typecheckModule(input);
-      return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
+      return { ...validated, revision: DEPLOY_REVISION, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
     },
 
     /**
@@ -259,7 +267,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      * commitVersion then publishTools, in one local activity (see prepareDeployment for why). A retry after a
      * failed publish finds the commit done (idempotent) and publishes again. Compensated by `restoreActive`.
      */
-    async commitAndPublish(input: CommitInput): Promise<CommitResult & { commitMs: number; publishMs: number; generation: number }> {
+    async commitAndPublish(input: CommitInput): Promise<CommitAndPublishResult> {
       const t0 = performance.now();
       const committed = await steps.commitVersion({ ...input, runId: currentRun()?.runId });
       const t1 = performance.now();

@@ -5,6 +5,7 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
+import type { DeployHereActivities } from '../activities/deploy-here';
 import type { MigrationActivities } from '../activities/migration-activities';
 import type { PromotionActivities } from '../activities/promotion-activities';
 import type { SandboxActivities } from '../activities/sandbox-activities';
@@ -66,6 +67,12 @@ export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {
 export function sandboxHereSteps(sandboxMaxTimeoutMs: number) {
   const { startToCloseTimeout, cancellationType, retry } = boundedStep('', sandboxMaxTimeoutMs);
   return proxyLocalActivities<SandboxActivities>({ startToCloseTimeout, cancellationType, retry });
+}
+
+/** A test here followed by its commit (testAndCommitHere): the sandbox test's bound and retries (see deploy-here.ts). */
+export function deployHereSteps(sandboxMaxTimeoutMs: number) {
+  const { startToCloseTimeout, cancellationType, retry } = boundedStep('', sandboxMaxTimeoutMs);
+  return proxyLocalActivities<DeployHereActivities>({ startToCloseTimeout, cancellationType, retry });
 }
 
 export const migrationSteps = proxyLocalActivities<MigrationActivities>(FAST_STEP);

@@ -1,14 +1,15 @@
 import { CancellationScope, CancelledFailure, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { sandboxHereSteps, sandboxSteps, toolSteps } from './activity-options';
+import { deployHereSteps, sandboxHereSteps, sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
 import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
 import { refused } from './refusal';
 import { Saga } from './saga';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
-import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
+import { DEPLOY_REVISION, DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
 import type { SandboxActivities } from '../activities/sandbox-activities';
-import type { SandboxPlacement, TypecheckSummary } from '../activities/tool-activities';
+import type { CommitAndPublishResult, PrepareResult, TypecheckSummary } from '../activities/tool-activities';
+import type { TestAndCommitInput } from '../activities/deploy-here';
 
 /**
  * Deploys one tool: validate → compile → typecheck (FORGE_TYPECHECK) → test in the sandbox → commit (persist the
@@ -17,6 +18,8 @@ import type { SandboxPlacement, TypecheckSummary } from '../activities/tool-acti
  * reported apart): three steps in all, because every step costs the run scheduling time that, for millisecond-long
  * steps, would outweigh the work. The test is a local activity too when the worker running the workflow task has a
  * free sandbox slot, so the whole run is one workflow task; otherwise it goes to the sandbox queue (testTool below).
+ * In runs of DEPLOY_REVISION a test here is followed by its commit in the same step (testAndCommitHere): two steps in
+ * all, and only a stage that starts a step upserts ForgeStage, the last one going with the outcome.
  *
  * The typecheck stage is reported only when the first step's result says it ran: a history recorded before the stage
  * existed has no such result, so it replays without the stage's search-attribute upsert, and needs no patch.
@@ -35,7 +38,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     const outcome = result.status === 'active' ? (result.unchanged ? 'unchanged' : 'active') : 'rejected';
     const d = result.diagnostics;
     progress.end(outcome, result.status === 'rejected' ? { at: d.stage, verdict: result.verdict, message: d.message } : { message: d.message });
-    upsertSearchAttributes([{ key: ForgeOutcomeKey, value: outcome }]);
+    upsertSearchAttributes([...progress.pendingStage(), { key: ForgeOutcomeKey, value: outcome }]);
     return { name: input.name, workflowId, ...result, diagnostics: { ...result.diagnostics, stages: progress.records() } };
   };
   let stage: (typeof DEPLOY_STAGES)[number] = 'validate';
@@ -43,6 +46,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   try {
     progress.start('validate');
     const validated = await toolSteps.prepareDeployment.executeWithOptions({ summary: `validate and compile ${input.name}` }, [input]);
+    if (validated.revision !== undefined && validated.revision >= DEPLOY_REVISION) progress.coalesceStageUpserts();
     if (validated.unchanged) {
       progress.done('validate', `identical to the active v${validated.activeVersion}`, validated.validateMs);
       return finish({
@@ -65,31 +69,42 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     const typeErrors = typecheck && typecheck.errors.length > 0 ? typecheck.errors : undefined;
 
     stage = 'test';
-    progress.start('test');
-    const { verdict, queued } = await testTool(input, validated.sandbox);
-    progress.done('test', `passed in ${verdict.durationMs} ms${queued ? ' (on the sandbox queue)' : ''}`);
+    // A run whose test and commit are one step shows the test running until both are done, and says so.
+    const oneStep = commitsWithTest(validated);
+    progress.start('test', oneStep ? 'here, then the commit in the same step' : undefined);
+    // Registered before the step that may commit (testAndCommitHere, or commitAndPublish): if the commit lands and
+    // anything after it fails, the previous version comes back (only while ours is still the active one: a newer
+    // deployment that committed since is left alone; with `ours` not yet known, the store looks for this run's own
+    // activation).
+    const pointer: { previous?: number; ours?: number } = { previous: validated.activeVersion };
+    const restore = () =>
+      saga.add('restore the previously active version', () =>
+        toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${pointer.previous ?? '(none)'}` }, [
+          { name: input.name, version: pointer.previous, onlyIfActive: pointer.ours, workflowId },
+        ]),
+      );
+    const commitInput = {
+      name: input.name,
+      source: input.source,
+      testInput: input.testInput,
+      description: input.description,
+      contentHash: input.contentHash,
+      workflowId,
+    };
+    if (oneStep) restore();
+    const tested = await testTool(input, validated, commitInput);
+    const { verdict } = tested;
+    progress.done('test', `passed in ${verdict.durationMs} ms${tested.queued ? ' (on the sandbox queue)' : ''}`);
 
     stage = 'commit';
-    progress.start('commit');
-    // Registered before the step: if the commit lands and anything after it fails, the previous version comes back
-    // (only while ours is still the active one: a newer deployment that committed since is left alone).
-    const pointer: { previous?: number; ours?: number } = { previous: validated.activeVersion };
-    saga.add('restore the previously active version', () =>
-      toolSteps.restoreActive.executeWithOptions({ summary: `restore ${input.name} v${pointer.previous ?? '(none)'}` }, [
-        { name: input.name, version: pointer.previous, onlyIfActive: pointer.ours, workflowId },
-      ]),
-    );
-    const committed = await toolSteps.commitAndPublish.executeWithOptions({ summary: `persist and activate ${input.name}, publish agent-tools/` }, [
-      {
-        name: input.name,
-        source: input.source,
-        testInput: input.testInput,
-        description: input.description,
-        contentHash: input.contentHash,
-        verdict,
-        workflowId,
-      },
-    ]);
+    let committed = tested.committed;
+    if (!committed) {
+      progress.start('commit', tested.commitError ? `again, as its own step, after: ${oneLine(tested.commitError, 200)}` : undefined);
+      if (!oneStep) restore();
+      committed = await toolSteps.commitAndPublish.executeWithOptions({ summary: `persist and activate ${input.name}, publish agent-tools/` }, [
+        { ...commitInput, verdict },
+      ]);
+    }
     pointer.ours = committed.version;
     // What the commit replaced; on a retried commit the store reports our own version, and validate's view stands.
     if (committed.previousVersion !== committed.version) pointer.previous = committed.previousVersion;
@@ -98,7 +113,8 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     if (CancellationScope.current().consideredCancelled) {
       throw new CancelledFailure(`the deployment was cancelled while v${committed.version} was being committed; it is undone`);
     }
-    progress.done('commit', `v${committed.version} active`, committed.commitMs);
+    if (tested.committed) progress.ran('commit', committed.commitMs, `v${committed.version} active`);
+    else progress.done('commit', `v${committed.version} active`, committed.commitMs);
     stage = 'notify';
     progress.ran('notify', committed.publishMs, `agent-tools/ at generation ${committed.generation}`);
 
@@ -140,7 +156,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
       return refused(result, `${input.name} rejected at ${rejection.stage} (${rejection.verdict}): ${rejection.message}`);
     }
     await saga.compensate();
-    if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
+    if (!isCancellation(err)) upsertSearchAttributes([...progress.pendingStage(), { key: ForgeOutcomeKey, value: 'failed' }]);
     throw err;
   }
 }
@@ -149,16 +165,36 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
  * The test stage: where this workflow task runs when that worker has a free sandbox slot (no server round trip),
  * else on the sandbox queue, where any worker with a free slot takes it. `queued`: it went to the queue. A history
  * whose first step recorded no `here` (before it existed, or FORGE_SANDBOX_TEST_HERE=off) goes to the queue at once.
+ *
+ * In runs of DEPLOY_REVISION, a test run here is followed by its commit in the same step (testAndCommitHere), so
+ * `committed` comes back with the verdict; `commitError`: the test passed but the commit failed there, and the caller
+ * commits as its own step.
  */
-async function testTool(input: DeployToolWorkflowInput, placement: SandboxPlacement): Promise<{ verdict: VerdictSummary; queued: boolean }> {
+async function testTool(
+  input: DeployToolWorkflowInput,
+  validated: Pick<PrepareResult, 'sandbox' | 'revision'>,
+  commitInput: TestAndCommitInput,
+): Promise<{ verdict: VerdictSummary; queued: boolean; committed?: CommitAndPublishResult; commitError?: string }> {
+  const placement = validated.sandbox;
   const args: Parameters<SandboxActivities['testTool']> = [{ name: input.name, source: input.source, testInput: input.testInput }];
   const summary = `sandbox test of ${input.name}`;
-  if (placement.here) {
+  if (commitsWithTest(validated)) {
+    const here = await deployHereSteps(placement.maxTimeoutMs).testAndCommitHere.executeWithOptions(
+      { summary: `sandbox test of ${input.name}, then persist and activate it, publish agent-tools/` },
+      [commitInput],
+    );
+    if (here.verdict) return { verdict: here.verdict, queued: false, committed: here.committed, commitError: here.commitError };
+  } else if (placement.here) {
     const here = await sandboxHereSteps(placement.maxTimeoutMs).testToolHere.executeWithOptions({ summary }, args);
     if (here.verdict) return { verdict: here.verdict, queued: false };
   }
   const verdict = await sandboxSteps(placement.taskQueue, placement.maxTimeoutMs).testTool.executeWithOptions({ summary }, args);
   return { verdict, queued: true };
+}
+
+/** The run's test, if it runs here, is followed by its commit in the same step (DEPLOY_REVISION). */
+function commitsWithTest(validated: Pick<PrepareResult, 'sandbox' | 'revision'>): boolean {
+  return !!validated.sandbox.here && validated.revision !== undefined && validated.revision >= DEPLOY_REVISION;
 }
 
 /** The typecheck stage's line in the progress view. */

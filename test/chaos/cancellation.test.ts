@@ -159,10 +159,12 @@ describe('on PGlite', () => {
       const started = await platform.forge.startDeployTool({ name: 'cancel_commit', source: slowTool('v2', 'cancel_commit'), testInput: { ms: 4_000 } });
       const handle = handleOf(started.workflowId);
       // The test runs in the workflow task, whose queries are answered at its heartbeats (every 1.6 s): a long test.
-      await until(async () => (await stageOf(handle)) === 'test', 20_000, 'the sandbox test to run');
+      await until(async () => (await stageOf(handle)) === 'test' && processesMarkedWith(sandbox.marker).length > 0, 20_000, 'the sandbox test to run');
       await whileHeld(platform.database, async () => {
-        await until(async () => (await stageOf(handle)) === 'commit', 20_000, 'the commit step to start');
-        await sleep(300); // the step is in flight, waiting for the database
+        // The test has passed and its processes are gone: the commit, in the same step (testAndCommitHere), waits for
+        // the database.
+        await until(async () => processesMarkedWith(sandbox.marker).length === 0, 20_000, 'the sandbox test to end');
+        await sleep(300); // the commit is in flight, waiting for the database
         await handle.cancel();
         await sleep(500);
       });

@@ -82,13 +82,15 @@ export const SCENARIOS: Scenario[] = [
     points: [
       'prepareDeployment.before',
       'prepareDeployment.after',
-      // The test runs in the workflow task (FORGE_SANDBOX_TEST_HERE, on by default): a slot is free.
+      // The test runs in the workflow task (FORGE_SANDBOX_TEST_HERE, on by default): a slot is free. Its commit
+      // follows in the same step (testAndCommitHere), whose end is a point of its own.
       'testToolHere.before',
       'testToolHere.after',
       'commitVersion.before',
       'commitVersion.after',
       'publishTools.before',
       'publishTools.after',
+      'testAndCommitHere.after',
     ],
     fastPoint: 'commitVersion.after',
     setup: (forge) => expectActive(forge, 'v1'),
