@@ -61,18 +61,21 @@ export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {
 }
 
 /**
- * The sandbox test as a local activity, where the workflow task runs (testToolHere): the same bound and retries as
- * on the sandbox queue. A worker killed in it is noticed by the workflow task timeout (2 s), as for every local step.
+ * The sandbox test as a local activity, where the workflow task runs (testToolHere, and testAndCommitHere, which
+ * commits after it: src/activities/deploy-here.ts): the same bound and retries as on the sandbox queue. A worker
+ * killed in it is noticed by the workflow task timeout (2 s), as for every local step.
  */
-export function sandboxHereSteps(sandboxMaxTimeoutMs: number) {
+function hereStep(sandboxMaxTimeoutMs: number): LocalActivityOptions {
   const { startToCloseTimeout, cancellationType, retry } = boundedStep('', sandboxMaxTimeoutMs);
-  return proxyLocalActivities<SandboxActivities>({ startToCloseTimeout, cancellationType, retry });
+  return { startToCloseTimeout, cancellationType, retry };
 }
 
-/** A test here followed by its commit (testAndCommitHere): the sandbox test's bound and retries (see deploy-here.ts). */
+export function sandboxHereSteps(sandboxMaxTimeoutMs: number) {
+  return proxyLocalActivities<SandboxActivities>(hereStep(sandboxMaxTimeoutMs));
+}
+
 export function deployHereSteps(sandboxMaxTimeoutMs: number) {
-  const { startToCloseTimeout, cancellationType, retry } = boundedStep('', sandboxMaxTimeoutMs);
-  return proxyLocalActivities<DeployHereActivities>({ startToCloseTimeout, cancellationType, retry });
+  return proxyLocalActivities<DeployHereActivities>(hereStep(sandboxMaxTimeoutMs));
 }
 
 export const migrationSteps = proxyLocalActivities<MigrationActivities>(FAST_STEP);

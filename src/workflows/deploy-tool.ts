@@ -46,7 +46,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   try {
     progress.start('validate');
     const validated = await toolSteps.prepareDeployment.executeWithOptions({ summary: `validate and compile ${input.name}` }, [input]);
-    if (validated.revision !== undefined && validated.revision >= DEPLOY_REVISION) progress.coalesceStageUpserts();
+    if (ofRevision(validated)) progress.coalesceStageUpserts();
     if (validated.unchanged) {
       progress.done('validate', `identical to the active v${validated.activeVersion}`, validated.validateMs);
       return finish({
@@ -192,9 +192,14 @@ async function testTool(
   return { verdict, queued: true };
 }
 
+/** The run started at DEPLOY_REVISION or later (its first step says so): it follows the shape that revision describes. */
+function ofRevision(validated: Pick<PrepareResult, 'revision'>): boolean {
+  return validated.revision !== undefined && validated.revision >= DEPLOY_REVISION;
+}
+
 /** The run's test, if it runs here, is followed by its commit in the same step (DEPLOY_REVISION). */
 function commitsWithTest(validated: Pick<PrepareResult, 'sandbox' | 'revision'>): boolean {
-  return !!validated.sandbox.here && validated.revision !== undefined && validated.revision >= DEPLOY_REVISION;
+  return !!validated.sandbox.here && ofRevision(validated);
 }
 
 /** The typecheck stage's line in the progress view. */
