@@ -25,6 +25,8 @@ export class Progress {
   /** The last stage started, and the last sent as ForgeStage. */
   private reached: string | undefined;
   private upsertedStage: string | undefined;
+  private readonly startedWithStage: boolean;
+  private stageUpserts: boolean | undefined;
   private coalescing = false;
 
   constructor(
@@ -33,6 +35,13 @@ export class Progress {
     stageNames: readonly string[],
   ) {
     this.stages = stageNames.map((name) => ({ name, status: 'pending' }));
+    // Set by the client at the start (deployments and migrations since 2026-11-27), read from the run's start event,
+    // so a replay reads the same. A run continued as new inherits the attribute from the run before it: that one is
+    // not a stage its client set (re-verification's continued runs upsert their stages through the patch).
+    const info = workflowInfo();
+    const atStart = info.continuedFromExecutionRunId === undefined ? info.typedSearchAttributes.get(ForgeStageKey) : undefined;
+    this.upsertedStage = atStart;
+    this.startedWithStage = atStart !== undefined;
     setHandler(progressQuery, () => this.snapshot());
     this.publish();
   }
@@ -41,7 +50,7 @@ export class Progress {
     this.begin(name, summary);
     // Visible in the Web UI's list and filterable (`ForgeStage = "test" AND ForgeOutcome = "rejected"`): the stage a
     // run is in, and after it ended the last it reached. Sent with the step's own command, no extra round trip.
-    if (patched(STAGE_SEARCH_ATTRIBUTE) && !(this.coalescing && name === this.upsertedStage)) {
+    if (this.upsertsStages() && !((this.coalescing || this.startedWithStage) && name === this.upsertedStage)) {
       upsertSearchAttributes([{ key: ForgeStageKey, value: name }]);
       this.upsertedStage = name;
     }
@@ -122,6 +131,16 @@ export class Progress {
         .createHistogram(ForgeMetric.stageDuration, 'int', 'ms', 'Duration of each stage of a Forge run')
         .record(Math.max(0, Math.round(stage.durationMs)), { kind: this.kind, stage: name, status });
     }
+  }
+
+  /**
+   * Whether this run upserts ForgeStage: a run that started with one (its client sets the first stage) always does,
+   * without the patch, which would cost it a marker and the SDK's TemporalChangeVersion upsert; any other asks the
+   * patch, at its first stage as before, so older histories replay alike.
+   */
+  private upsertsStages(): boolean {
+    this.stageUpserts ??= this.startedWithStage || patched(STAGE_SEARCH_ATTRIBUTE);
+    return this.stageUpserts;
   }
 
   private begin(name: string, summary?: string): void {
