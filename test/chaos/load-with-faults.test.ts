@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { useTemporal } from '../helpers/platform';
+import { sleepyTool } from '../helpers/tools';
 import { killWorkerHard, startForgeWorker, stopWorker } from './forge-worker';
 import { createCellPlatform, within } from './matrix/cell';
 import { leftoversIn, processesUnder, readEndState } from './matrix/end-state';
@@ -38,16 +39,7 @@ function seeded(seed: number): () => number {
   };
 }
 
-const tool = (name: string, variant: number) => `import { z } from 'zod';
-export default {
-  name: '${name}',
-  description: 'Load with faults, variant ${variant}.',
-  inputSchema: z.object({ ms: z.number() }),
-  async execute({ ms }: { ms: number }) {
-    await new Promise((r) => setTimeout(r, ms));
-    return { variant: ${variant} };
-  },
-};`;
+const tool = (name: string, variant: number) => sleepyTool(name, String(variant));
 
 (heavy ? test : test.skip)('50 deployments, 5 migrations and 3 promotions at once, the worker killed twice at random: all end, once each, newest active', async () => {
   const seed = Number(process.env.FORGE_CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));

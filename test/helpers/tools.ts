@@ -11,8 +11,8 @@ export default {
 }
 
 /**
- * A zod tool whose run waits `ms` (its input) before it answers: long enough to be caught mid-test. The chaos suites
- * that predate it keep their own copies, whose sources are part of their recorded runs.
+ * A zod tool whose run waits `ms` (its input) before it answers: long enough to be caught mid-test. The suites whose
+ * copies differ (a declared timeoutMs, a marker, a source that is part of a recorded history) keep their own.
  */
 export function sleepyTool(name: string, variant = 'one'): string {
   return `import { z } from 'zod';

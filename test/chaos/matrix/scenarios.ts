@@ -3,6 +3,7 @@ import type { LiveProcess } from './end-state';
 import { payScenario } from './pay';
 import { movedBranchPromotionScenario, promotionScenario } from './promotion';
 import { reverifyBuiltinScenario, reverifyScenario } from './reverify';
+import { sleepyTool } from '../../helpers/tools';
 
 /**
  * One workflow of the matrix: what exists before the run (made by an unarmed worker), the run itself, and the part
@@ -55,16 +56,7 @@ export type RunResult = Record<string, unknown> & { workflowId: string };
 const TOOL = 'chaos_tool';
 
 /** A tool whose test waits `ms`, so the kill lands while the run is genuinely in its steps. */
-export const chaosTool = (variant: string) => `import { z } from 'zod';
-export default {
-  name: '${TOOL}',
-  description: 'A tool of the chaos matrix (${variant}).',
-  inputSchema: z.object({ ms: z.number() }),
-  async execute({ ms }: { ms: number }) {
-    await new Promise((r) => setTimeout(r, ms));
-    return { variant: '${variant}', waited: ms };
-  },
-};`;
+export const chaosTool = (variant: string) => sleepyTool(TOOL, variant);
 
 const deploy = (forge: ForgeClient, variant: string, ms = 10) => forge.deployTool({ name: TOOL, source: chaosTool(variant), testInput: { ms } });
 
