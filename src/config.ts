@@ -33,7 +33,10 @@ export interface ForgeConfig {
     | { kind: 'pglite'; dataDir: string; schema: string };
   /** Absolute directory of the persisted tool versions that registries load. */
   agentToolsDir: string;
-  /** Names agent tools cannot take: they belong to the agent's built-in tools. */
+  /**
+   * Names agent tools cannot take: Forge's defaults (DEFAULT_BUILTIN_TOOLS) and FORGE_BUILTIN_TOOLS together. A
+   * deployment also refuses the built-ins the agent repository's plan declares (src/activities/tool-activities.ts).
+   */
   builtinTools: string[];
   /**
    * control: workflows and fast steps; sandbox: tool tests; promote: the first step of a promotion, after which the
@@ -106,7 +109,15 @@ export interface ForgeConfig {
    * `off`: none), which answers `forge tools` / `forge migrations` without starting a run. Clients find it through
    * the control worker's identity (src/contract/read-api.ts), so they need no setting of their own.
    */
-  readApi: { address?: string };
+  readApi: {
+    address?: string;
+    /**
+     * FORGE_API_TOKEN: the bearer token the read API asks of every request. Unset: the first worker on a FORGE_HOME
+     * makes one and keeps it in `$FORGE_HOME/read-api.token` (0600), which clients on the same host read; set it (on
+     * the workers and on clients) for clients that cannot read that file.
+     */
+    token?: string;
+  };
   /** Scheduled re-verification of every active tool (the `forge-reverify` schedule). */
   reverify: {
     /** How often the schedule runs (FORGE_REVERIFY_INTERVAL: `90s`, `30m`, `1h`, `1d` or milliseconds; default 1h). */
@@ -177,8 +188,8 @@ export interface X402Config {
 }
 
 /**
- * Reserved by default: the agent's own built-ins and names an operator would read as the platform's.
- * Override with FORGE_BUILTIN_TOOLS (comma list; set but empty reserves nothing, unset means this list).
+ * Always reserved: the agent's usual built-ins and names an operator would read as the platform's. FORGE_BUILTIN_TOOLS
+ * (comma list) adds names to these; it never replaces them, so no setting lets an agent tool be called `shell`.
  */
 export const DEFAULT_BUILTIN_TOOLS = [...FORGE_OPERATION_NAMES, 'read_file', 'write_file', 'shell', 'http_fetch'] as const;
 
@@ -244,7 +255,7 @@ const interval = z
     return Number(n) * INTERVAL_UNITS_MS[(unit ?? 'ms') as keyof typeof INTERVAL_UNITS_MS];
   })
   .pipe(z.number().int().min(1_000, 'must be at least 1s').max(366 * 86_400_000, 'must be at most 366d'));
-const mcpToken = z
+const bearerToken = z
   .string()
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces (it travels in an Authorization header)')
   .min(16, 'must be at least 16 characters (e.g. `openssl rand -hex 32`)');
@@ -292,6 +303,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_FAULT_KILL_AT',
   'FORGE_METRICS_ADDRESS',
   'FORGE_API_ADDRESS',
+  'FORGE_API_TOKEN',
   'FORGE_REVERIFY_INTERVAL',
   'FORGE_REVERIFY_PARALLELISM',
   'FORGE_MCP_TOKEN',
@@ -312,6 +324,16 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_TYPECHECK',
 ] as const;
 export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
+
+/** Variables whose values are secrets: never echoed in an error, never passed to a tool (FORGE_SANDBOX_ENV_PASSTHROUGH). */
+const SECRET_ENV_NAMES: readonly string[] = [
+  'DATABASE_URL',
+  'FORGE_API_TOKEN',
+  'FORGE_MCP_TOKEN',
+  'FORGE_X402_WALLET_KEY',
+  'FORGE_X402_WALLET_KEY_FILE',
+  'TEMPORAL_API_KEY',
+];
 
 /** FORGE_METRICS_ADDRESS: loopback by default, so metrics leave the machine only where an operator says so. */
 function readMetrics(env: NodeJS.ProcessEnv): ForgeConfig['metrics'] {
@@ -343,7 +365,7 @@ function parse<S extends z.ZodType<unknown, string>>(name: ConfigEnvName, schema
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
   const why = result.error.issues.map((i) => i.message).join('; ');
-  const shown = name === 'DATABASE_URL' ? '(value hidden: it may hold a password)' : JSON.stringify(raw);
+  const shown = SECRET_ENV_NAMES.includes(name) ? '(value hidden: it may hold a password)' : JSON.stringify(raw);
   throw new ConfigError(`${name}=${shown} is invalid: ${why}`, name, { cause: result.error });
 }
 
@@ -374,8 +396,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
         ? { kind: 'postgres', url, schema }
         : { kind: 'pglite', dataDir: path.join(home, 'pgdata'), schema },
     agentToolsDir: path.resolve(read(env, 'FORGE_AGENT_TOOLS_DIR', z.string(), './agent-tools')),
-    // Set-but-empty is meaningful here (no reserved names), so only an unset variable takes the default.
-    builtinTools: parse('FORGE_BUILTIN_TOOLS', toolNames, env.FORGE_BUILTIN_TOOLS ?? DEFAULT_BUILTIN_TOOLS.join(',')),
+    builtinTools: [...new Set([...DEFAULT_BUILTIN_TOOLS, ...read(env, 'FORGE_BUILTIN_TOOLS', toolNames, '')])],
     taskQueues: {
       control: read(env, 'FORGE_TASK_QUEUE_CONTROL', z.string(), 'forge-control'),
       sandbox: read(env, 'FORGE_TASK_QUEUE_SANDBOX', z.string(), 'forge-sandbox'),
@@ -421,14 +442,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     faultKillAt: read(env, 'FORGE_FAULT_KILL_AT', faultPoints, ''),
     metrics: readMetrics(env),
-    readApi: nonEmpty(env.FORGE_API_ADDRESS)?.toLowerCase() === 'off' ? {} : { address: read(env, 'FORGE_API_ADDRESS', metricsAddress, '127.0.0.1:0') },
+    readApi: {
+      ...(nonEmpty(env.FORGE_API_ADDRESS)?.toLowerCase() === 'off' ? {} : { address: read(env, 'FORGE_API_ADDRESS', metricsAddress, '127.0.0.1:0') }),
+      token: readOptional(env, 'FORGE_API_TOKEN', bearerToken),
+    },
     reverify: {
       ...(nonEmpty(env.FORGE_REVERIFY_INTERVAL)?.toLowerCase() === 'off'
         ? { intervalMs: read({}, 'FORGE_REVERIFY_INTERVAL', interval, '1h'), schedule: false }
         : { intervalMs: read(env, 'FORGE_REVERIFY_INTERVAL', interval, '1h'), schedule: true }),
       parallelism: read(env, 'FORGE_REVERIFY_PARALLELISM', int(1, 4096), String(sandboxConcurrency * 2)),
     },
-    mcp: { token: readOptional(env, 'FORGE_MCP_TOKEN', mcpToken) },
+    mcp: { token: readOptional(env, 'FORGE_MCP_TOKEN', bearerToken) },
     x402: readX402(env),
     typecheck: read(env, 'FORGE_TYPECHECK', z.enum(TYPECHECK_MODES), 'error'),
   };
@@ -472,8 +496,8 @@ function readX402(env: NodeJS.ProcessEnv): X402Config {
     key = text as `0x${string}`;
   }
   const passthrough = parse('FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, nonEmpty(env.FORGE_SANDBOX_ENV_PASSTHROUGH) ?? '');
-  const leak = passthrough.find((name) => name === 'FORGE_X402_WALLET_KEY' || name === 'FORGE_X402_WALLET_KEY_FILE');
-  if (leak) throw new ConfigError(`FORGE_SANDBOX_ENV_PASSTHROUGH may not pass ${leak} to tools: the wallet key is the worker's alone`, 'FORGE_SANDBOX_ENV_PASSTHROUGH');
+  const leak = passthrough.find((name) => SECRET_ENV_NAMES.includes(name));
+  if (leak) throw new ConfigError(`FORGE_SANDBOX_ENV_PASSTHROUGH may not pass ${leak} to tools: it is a secret of the worker's`, 'FORGE_SANDBOX_ENV_PASSTHROUGH');
   const sell = nonEmpty(env.FORGE_X402_SELL_ADDRESS);
   const payTo = readOptional(env, 'FORGE_X402_PAY_TO', z.string().regex(evmAddress, 'must be a 0x address of 40 hex digits'));
   return {

@@ -17,11 +17,12 @@ import { notFound, toolRejected } from './failures';
 /** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
 export interface ToolActivityDeps {
   store: ToolStore;
-  /** Names that belong to the agent's built-in tools (FORGE_BUILTIN_TOOLS), where no plan declares them. */
+  /** Names that belong to the agent's built-in tools or to Forge (the configuration's: defaults and FORGE_BUILTIN_TOOLS). */
   builtinTools: readonly string[];
   /**
-   * The built-in names the agent repository's forge.verify.json declares, or undefined where there is no plan. Where
-   * there is one, its names and Forge's own operation names replace `builtinTools`.
+   * The built-in names the agent repository's forge.verify.json declares, or undefined where there is no plan. They are
+   * reserved too, beside `builtinTools` and Forge's operation names: a plan adds names, it never frees one (a plan that
+   * lists its own tools once let `shell` and `read_file` deploy).
    */
   planBuiltinTools?: () => Promise<readonly string[] | undefined>;
   /** Largest source a deployment accepts. */
@@ -127,9 +128,9 @@ export function createToolSteps(deps: ToolActivityDeps) {
     async validateDeployment(input: DeployToolWorkflowInput, run?: { workflowId: string; runId: string }): Promise<ValidateResult> {
       const refuse = (message: string) => toolRejected({ stage: 'validate', verdict: 'refused', message });
       if (!isToolName(input.name)) throw refuse(toolNameMessage(input.name));
-      const fromPlan = await deps.planBuiltinTools?.();
-      const reserved = fromPlan ? [...fromPlan, ...FORGE_OPERATION_NAMES] : deps.builtinTools;
-      if (reserved.includes(input.name)) {
+      const fromPlan = (await deps.planBuiltinTools?.()) ?? [];
+      const reserved = new Set<string>([...deps.builtinTools, ...FORGE_OPERATION_NAMES, ...fromPlan]);
+      if (reserved.has(input.name)) {
         throw refuse(`"${input.name}" is the name of a built-in tool; choose another name`);
       }
       if (input.source.trim() === '') throw refuse('the source is empty');

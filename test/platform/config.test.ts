@@ -52,7 +52,9 @@ describe('loadConfig', () => {
       FORGE_UI_PORT: '8300',
     });
     expect(config.database).toEqual({ kind: 'postgres', url: 'postgres://forge:pw@db:5432/forge', schema: 'forge' });
-    expect(config.builtinTools).toEqual(['search', 'fetch_page']);
+    // Added to Forge's defaults, never instead of them (issue 24: `shell` deployed once a list replaced them).
+    expect(config.builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS, 'search', 'fetch_page']);
+    expect(loadConfig({ FORGE_BUILTIN_TOOLS: 'shell,search' }).builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS, 'search']);
     expect(config.sandbox.limits.envPassthrough).toEqual(['LANG', 'TZ']);
     expect(config.sandbox.concurrency).toBe(3);
     expect(config.sandbox.spares).toBe(3); // one per slot unless FORGE_SANDBOX_SPARES says otherwise
@@ -60,9 +62,10 @@ describe('loadConfig', () => {
     expect(config.temporal).toEqual({ port: 7300, uiPort: 8300 });
   });
 
-  test('an empty FORGE_BUILTIN_TOOLS reserves nothing; blank numeric values take the default', () => {
+  test('an empty FORGE_BUILTIN_TOOLS still reserves the defaults; blank numeric values take the default', () => {
     const config = loadConfig({ FORGE_BUILTIN_TOOLS: '', FORGE_SANDBOX_MEMORY_MB: ' ' });
-    expect(config.builtinTools).toEqual([]);
+    expect(config.builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS]);
+    expect(config.builtinTools).toEqual(expect.arrayContaining(['shell', 'read_file', 'write_file', 'http_fetch', 'deploy_tool']));
     expect(config.sandbox.limits.memoryMb).toBe(512);
   });
 
@@ -81,6 +84,7 @@ describe('loadConfig', () => {
     ['FORGE_SANDBOX_ENV_PASSTHROUGH', 'PATH,1BAD'],
     ['FORGE_SCHEMA', 'Robert"; DROP'],
     ['DATABASE_URL', 'mysql://root@db/forge'],
+    ['FORGE_API_TOKEN', 'short'],
   ])('%s=%j is a ConfigError naming the variable', (name, value) => {
     const err = configError({ [name]: value });
     expect(err.variable).toBe(name);
@@ -97,6 +101,15 @@ describe('loadConfig', () => {
   test('a bad DATABASE_URL is reported without echoing it (it may hold a password)', () => {
     const err = configError({ DATABASE_URL: 'http://user:hunter2@db/forge' });
     expect(err.message).not.toContain('hunter2');
+  });
+
+  test("FORGE_API_TOKEN: the read API's token, validated and never echoed; no secret may be passed to tools", () => {
+    expect(loadConfig({}).readApi).toEqual({ address: '127.0.0.1:0', token: undefined });
+    expect(loadConfig({ FORGE_API_TOKEN: 'a'.repeat(32), FORGE_API_ADDRESS: 'off' }).readApi).toEqual({ token: 'a'.repeat(32) });
+    expect(configError({ FORGE_API_TOKEN: 'hunter2 with spaces' }).message).not.toContain('hunter2');
+    for (const name of ['DATABASE_URL', 'FORGE_API_TOKEN', 'FORGE_MCP_TOKEN', 'TEMPORAL_API_KEY']) {
+      expect(configError({ FORGE_SANDBOX_ENV_PASSTHROUGH: `LANG,${name}` }).message).toContain(`may not pass ${name}`);
+    }
   });
 
   test('x402: a conservative spend policy by default; the wallet key validated, never shown, and kept from tools', () => {
