@@ -12,14 +12,16 @@ export const STACK_CERTS_SCRIPT = path.resolve(__dirname, '../../docker/temporal
 /** The directories the script fills, one per party (the CA's own, the server's, and one per client). */
 export const STACK_CERT_PARTIES = ['ca', 'temporal', 'forge', 'ui', 'operator'] as const;
 
-/**
- * Runs the script as the compose service does (`sh temporal-certs.sh DIR`), with this machine's openssl, into a fresh
- * directory under the system's temp dir, and returns that directory (the caller removes it).
- */
+/** Runs the script as the compose service does (`sh temporal-certs.sh DIR`), with this machine's openssl; its output. */
+export async function runStackCertsScript(dir: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const { stdout } = await run('sh', [STACK_CERTS_SCRIPT, dir], { env: { PATH: process.env.PATH, ...env } });
+  return stdout;
+}
+
+/** Runs the script into a fresh `certs` directory under the system's temp dir (the caller removes its parent). */
 export async function issueStackCerts(env: NodeJS.ProcessEnv = {}): Promise<{ dir: string; output: string }> {
   const dir = path.join(mkdtempSync(path.join(tmpdir(), 'forge-stack-certs-')), 'certs');
-  const { stdout } = await run('sh', [STACK_CERTS_SCRIPT, dir], { env: { PATH: process.env.PATH, ...env } });
-  return { dir, output: stdout };
+  return { dir, output: await runStackCertsScript(dir, env) };
 }
 
 /** `openssl verify` of `cert` against `caFile` for a purpose (`sslserver`, `sslclient`) and, optionally, a host name. */
