@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
+import { loadClientConfigFromToml } from '@temporalio/envconfig';
 import { PlatformUnreachableError } from '../../src/contract/errors';
 import { connectClient, resolveTemporalConnection } from '../../src/platform/temporal-connection';
 import { connectWorkerConnection } from '../../src/platform/worker-connection';
@@ -117,6 +118,40 @@ describe("Forge's connection settings from envconfig's TLS settings", () => {
       expected,
     );
     expect(resolveTemporalConnection({ env: { TEMPORAL_CONFIG_FILE: toml }, profile: 'stack' })).toMatchObject(expected);
+  });
+});
+
+describe("the README's connection settings", () => {
+  const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+
+  test('its TOML profile is one envconfig reads strictly, and gives the connection the files it names', () => {
+    const block = /```toml\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    const toml = block as string;
+    // Unknown keys fail a strict read: a misspelt setting in the README would be ignored silently otherwise.
+    const strict = loadClientConfigFromToml(Buffer.from(toml), { strict: true });
+    const [profile] = Object.keys(strict.profiles);
+    expect(strict.profiles[profile].tls).toMatchObject({ clientCert: { path: expect.any(String) } });
+    const ours = toml
+      .replace(/"[^"]*cert\.pem"/, JSON.stringify(file('forge', 'cert.pem')))
+      .replace(/"[^"]*key\.pem"/, JSON.stringify(file('forge', 'key.pem')))
+      .replace(/"[^"]*ca\.pem"/, JSON.stringify(file('forge', 'ca.pem')));
+    const configFile = path.join(path.dirname(certs), 'readme.toml');
+    writeFileSync(configFile, ours);
+    const resolved = resolveTemporalConnection({ env: { TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: profile } });
+    expect(resolved.connectionOptions.tls).toMatchObject({
+      serverRootCACertificate: readFileSync(file('forge', 'ca.pem')),
+      clientCertPair: { crt: readFileSync(file('forge', 'cert.pem')), key: readFileSync(file('forge', 'key.pem')) },
+    });
+  });
+
+  test('every TEMPORAL_* variable it names is one envconfig reads (or the server or Web UI image of compose)', () => {
+    const lib = path.dirname(require.resolve('@temporalio/envconfig'));
+    const envconfig = readFileSync(path.join(lib, 'envconfig-toml.js'), 'utf8');
+    const compose = readFileSync(path.resolve(__dirname, '../../docker-compose.yml'), 'utf8');
+    const named = new Set(readme.match(/\bTEMPORAL_[A-Z0-9_]*[A-Z0-9]\b/g) ?? []);
+    const unknown = [...named].filter((n) => !envconfig.includes(`'${n}'`) && !compose.includes(`${n}:`));
+    expect(unknown).toEqual([]);
   });
 });
 
