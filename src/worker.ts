@@ -150,6 +150,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     identity: config.promotion.identity,
     stageDefaults: config.promotion.stage,
     stageTmpDir: config.sandbox.limits.tmpDir,
+    stageNetwork: config.sandbox.limits.network,
     maxRounds: config.promotion.maxRounds,
   });
   // x402: the wallet and the spend policy, the seller (and with FORGE_X402_DEV, the local network this worker runs).

@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { FailureCategory, ProposedChange, StageReport } from '../contract/promotion-runs';
+import type { NetworkPolicy } from '../contract/network-policy';
 import {
   BranchNotFoundError,
   EmptyChangeError,
@@ -41,6 +42,8 @@ export interface PromotionActivityDeps {
    * a test or an operator finds it where the other run directories are. Unset: the sandbox's default.
    */
   stageTmpDir?: string;
+  /** What a stage's commands may reach over the network: the sandbox's policy (FORGE_SANDBOX_NETWORK). */
+  stageNetwork?: NetworkPolicy;
   /** How many times a change is verified when the branch keeps moving under it. */
   maxRounds: number;
 }
@@ -231,6 +234,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
         worktree: input.worktree,
         defaults: deps.stageDefaults,
         tmpDir: deps.stageTmpDir,
+        network: deps.stageNetwork,
         onHeartbeat: () => ctx.heartbeat(),
         signal: ctx.cancellationSignal,
       });

@@ -39,12 +39,14 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { spawnRelayed, type RelayedChild } from '../platform/spawner';
 import { CGROUP_JOINED, isExecutableFile, killTree, launchCommand, type ContainmentMode, type Launch } from './containment';
+import type { FilesystemView } from './filesystem-view';
 import { HeadTailBuffer, type CapturedOutput } from './head-tail-buffer';
+import { INTERNET, planNetwork, type NetworkPlan, type NetworkPolicy } from './network';
 import { sandboxTempRoot } from './paths';
 import { removeRunDir } from './remove-run-dir';
 import { createRunCgroup, type RunCgroup } from './run-cgroup';
@@ -88,6 +90,15 @@ export interface ContainedProcessOptions {
   containment?: ContainmentMode;
   /** `false`: no memory cgroup, the sampled fallback bounds the tree's memory (default: a cgroup where possible). */
   cgroup?: boolean;
+  /** What the tree may reach over the network (default: public destinations only; network.ts). */
+  network?: NetworkPolicy;
+  /**
+   * Directories the tree may write besides its private one (a promotion's worktree and HOME); everything else it sees
+   * is read-only, and only what it needs to run is there at all (filesystem-view.ts).
+   */
+  writable?: string[];
+  /** Directories it may read besides the system's and Node's (the packages the command loads). */
+  readable?: string[];
 }
 
 export type ContainedOutcome = 'exited' | 'timeout' | 'oom' | 'killed' | 'output-limit' | 'spawn-error';
@@ -161,6 +172,8 @@ export async function runContainedProcess(options: ContainedProcessOptions): Pro
       maxProcesses: limits.maxProcesses,
       containment: options.containment,
       cgroup: options.cgroup,
+      view: { writable: [dir, ...(options.writable ?? [])], readable: [dirname(command), ...(options.readable ?? [])], cwd, switchesUser: false },
+      network: await planNetwork(options.network ?? INTERNET),
     });
     contained.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     contained.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
@@ -278,7 +291,7 @@ export function launcherSaid(tail: TailBuffer): string[] {
   return tail
     .text()
     .split('\n')
-    .filter((l) => /^(unshare|setpriv|forge-sandbox):/.test(l) && !l.includes('sigprocmask') && l !== CGROUP_JOINED);
+    .filter((l) => /^(unshare|setpriv|bwrap|forge-sandbox):/.test(l) && !l.includes('sigprocmask') && l !== CGROUP_JOINED);
 }
 
 /** What {@link ContainedProcess.start} starts. */
@@ -301,6 +314,10 @@ export interface ContainedSpawn {
   containment?: ContainmentMode;
   /** `false`: no memory cgroup even where one could be made. */
   cgroup?: boolean;
+  /** Namespace modes: what the tree sees of the filesystem (filesystem-view.ts). */
+  view?: FilesystemView;
+  /** Namespace modes: the tree's network, planned (network.ts). */
+  network?: NetworkPlan;
 }
 
 /**
@@ -331,13 +348,12 @@ export class ContainedProcess implements SupervisedProcess {
     readonly cgroup: RunCgroup | undefined,
     /** FORGE_SANDBOX_RUN in its environment, for the process-group mode's hunt. */
     readonly marker: string,
-    spec: ContainedSpawn,
   ) {
     this.stdout = child.stdout as Readable;
     this.stderr = child.stdio[4] as Readable;
     this.channel = child.stdio[3] ?? undefined;
     let markJoined: () => void = () => undefined;
-    this.joined = cgroup && spec.joinCgroup === 'while-booting' ? new Promise<void>((r) => (markJoined = r)) : Promise.resolve();
+    this.joined = cgroup && launch.joinsWhileBooting ? new Promise<void>((r) => (markJoined = r)) : Promise.resolve();
     this.closed = new Promise<void>((r) => child.once('close', () => r()));
     child.stderr?.on('data', (chunk: Buffer) => {
       this.launcherStderr.push(chunk);
@@ -367,6 +383,8 @@ export class ContainedProcess implements SupervisedProcess {
         keepFd3: spec.channel,
         unsetPwd: spec.env.PWD === undefined && spec.joinCgroup !== 'while-booting',
         mode: spec.containment,
+        view: spec.view,
+        network: spec.network,
       });
       // 0: none; 1: the command's stdout; 2: the launcher's own stderr; 3: the harness channel; 4: the command's stderr.
       // (The launcher closes fd 3 for a command that has no channel.)
@@ -378,7 +396,7 @@ export class ContainedProcess implements SupervisedProcess {
         detached: launch.detached,
         channel: spec.channel ?? false,
       });
-      return new ContainedProcess(child, launch, cgroup, marker, spec);
+      return new ContainedProcess(child, launch, cgroup, marker);
     } catch (err) {
       void cgroup?.remove();
       throw err;

@@ -3,6 +3,8 @@ import type { EventEmitter } from 'node:events';
 import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from '../contract/limits';
+import { RESOLV_CONF_FD, viewArgs, type FilesystemView } from './filesystem-view';
+import { SLIRP, type NetworkPlan } from './network';
 
 /**
  * How the sandbox keeps a tool's whole process tree in hand.
@@ -29,6 +31,8 @@ export interface Launch {
   /** Spawn in a new session/process group (the process-group mode needs it for group kills). */
   detached: boolean;
   mode: ContainmentMode;
+  /** The launcher says {@link CGROUP_JOINED} once the command is in its cgroup (else it joined before exec). */
+  joinsWhileBooting: boolean;
 }
 
 /** The containment runs get: its mode, and what the host adds to it. */
@@ -42,15 +46,29 @@ export interface Containment {
    * queues it makes go with it.
    */
   privateProc: boolean;
+  /**
+   * Namespace modes: the run's read-only filesystem view (bubblewrap, filesystem-view.ts) and network namespace
+   * (network.ts). Unset where the mode has none (`process-group`, chosen on purpose by the operator).
+   */
+  hermetic?: { bwrap: string; slirp4netns?: string; nft?: string };
+  /**
+   * Why runs cannot start on this host as configured (no namespaces and no `process-group` chosen on purpose; bwrap
+   * missing): every run is refused with it, and the start-up log says it.
+   */
+  refused?: string;
+  /** Why runs get no user-mode network on this host (slirp4netns missing, /dev/net/tun closed): `internet` and allowlists are refused with it. */
+  noUserNetwork?: string;
 }
 
 let setprivWorks: boolean | undefined;
 let bestMode: ContainmentMode | undefined;
-const privateProcByMode = new Map<ContainmentMode, boolean>();
+const byMode = new Map<ContainmentMode, Containment>();
 
 /**
  * The containment of runs on this machine: `forced` when given (the operator's choice, e.g. `process-group` where
- * namespaces are known to be refused), else the best mode the machine allows. Each probe runs once per process.
+ * namespaces are known to be refused), else the best mode the machine allows. Each probe runs once per process. Where
+ * the machine allows no namespace, or lacks bubblewrap, and the operator did not choose `process-group`, `refused`
+ * says so: Forge runs no tool there rather than run it with the platform in reach.
  */
 export function containment(forced?: ContainmentMode): Containment {
   if (forced !== undefined && !SANDBOX_CONTAINMENT_MODES.includes(forced)) {
@@ -58,12 +76,51 @@ export function containment(forced?: ContainmentMode): Containment {
   }
   setprivWorks ??= probe('setpriv', ['--pdeathsig', 'KILL', '--', 'true']);
   const mode = forced ?? (bestMode ??= probeBestMode());
-  let privateProc = privateProcByMode.get(mode);
-  if (privateProc === undefined) {
-    privateProc = mode !== 'process-group' && probe('unshare', [...userNamespace(mode), '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--ipc', 'true']);
-    privateProcByMode.set(mode, privateProc);
+  let found = byMode.get(mode);
+  if (found) return found;
+  if (mode === 'process-group') {
+    found = {
+      mode,
+      setpriv: setprivWorks,
+      privateProc: false,
+      refused:
+        forced === undefined
+          ? 'this host allows no PID or user namespace, so a tool would run with the platform and its files in reach: Forge runs no tool here unless FORGE_SANDBOX_CONTAINMENT=process-group is set on purpose'
+          : undefined,
+    };
+  } else {
+    const privateProc = probe('unshare', [...userNamespace(mode), '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--ipc', 'true']);
+    const bwrap = launcherBinary('bwrap');
+    const nested = mode === 'user-pid-namespace' ? ['--unshare-user', '--uid', '1000', '--gid', '1000'] : [];
+    const bwrapWorks = probe('unshare', [...userNamespace(mode), '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--net', '--', bwrap, '--ro-bind', '/', '/', '--unshare-pid', ...nested, '--cap-drop', 'ALL', '--', '/bin/sh', '-c', 'true']);
+    const slirp = launcherBinary('slirp4netns');
+    const nft = launcherBinary('nft');
+    found = {
+      mode,
+      setpriv: setprivWorks,
+      privateProc,
+      hermetic: bwrapWorks && privateProc ? { bwrap, slirp4netns: isExecutableFile(slirp) ? slirp : undefined, nft: isExecutableFile(nft) ? nft : undefined } : undefined,
+      refused: bwrapWorks && privateProc
+        ? undefined
+        : `bubblewrap (bwrap) does not run here${isExecutableFile(bwrap) ? '' : ': it is not installed (Debian: apt-get install bubblewrap)'}, so a tool would see the host's files: Forge runs no tool here unless FORGE_SANDBOX_CONTAINMENT=process-group is set on purpose`,
+      noUserNetwork: !isExecutableFile(slirp)
+        ? 'slirp4netns is not installed (Debian: apt-get install slirp4netns)'
+        : process.getuid?.() !== 0 && !canOpenTun()
+          ? '/dev/net/tun is not open to Forge\'s user (Debian makes it 0666)'
+          : undefined,
+    };
   }
-  return { mode, setpriv: setprivWorks, privateProc };
+  byMode.set(mode, found);
+  return found;
+}
+
+function canOpenTun(): boolean {
+  try {
+    accessSync('/dev/net/tun', constants.R_OK | constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function probeBestMode(): ContainmentMode {
@@ -93,6 +150,7 @@ export interface LaunchOptions {
    * When the command enters the cgroup. `before-exec` (the default): nothing of it runs outside. `while-booting`: the
    * launcher moves it in while it starts (joining waits for an RCU grace period, ~13 ms here) and says so with
    * {@link CGROUP_JOINED} on its stderr; only for a command that runs nothing of its own until told to (the harness).
+   * The namespace modes always join before exec: the launcher's helpers (bwrap, slirp4netns) belong to the run too.
    */
   joinCgroup?: 'before-exec' | 'while-booting';
   /** Leave fd 3 (the harness channel) open in the command; otherwise it is closed before exec. */
@@ -101,7 +159,23 @@ export interface LaunchOptions {
   unsetPwd?: boolean;
   /** The containment mode to use (default: the best the machine allows, see {@link containment}). */
   mode?: ContainmentMode;
+  /** Namespace modes: the filesystem the command sees (required there). */
+  view?: FilesystemView;
+  /** Namespace modes: the run's network (default: loopback only). */
+  network?: NetworkPlan;
 }
+
+/** The launcher script of the namespace modes' network namespace (see {@link launchCommand}). */
+const NETWORK_SCRIPT = [
+  'net=$1; routes=$2; nft=$3; shift 3;',
+  'ip link set lo up 2>/dev/null;',
+  'if [ "$net" = slirp ]; then',
+  `  printf '%s' "$routes" | ip -batch - || { echo 'forge-sandbox: could not set the run network routes' >&2; exit 125; };`,
+  `  [ -z "$nft" ] || printf '%s' "$nft" | nft -f - || { echo 'forge-sandbox: could not load the network allowlist (nft)' >&2; exit 125; };`,
+  `  up() { while read -r i d r; do [ "$i" = ${SLIRP.device} ] && [ "$d" = 00000000 ] && return 0; done < /proc/net/route; return 1; };`,
+  `  n=0; until up; do n=$((n+1)); [ $n -gt 5000 ] && { echo 'forge-sandbox: the run network did not come up (slirp4netns)' >&2; exit 125; }; sleep 0.001; done;`,
+  'fi;',
+].join(' ');
 
 /**
  * The command that starts `argv` contained (argv[0] an absolute path), with the command's stderr on the launcher's
@@ -109,9 +183,17 @@ export interface LaunchOptions {
  * RLIMIT_NPROC set as `options` say, inside the cgroup `options.cgroupPath` when given. The address-space limit is
  * what makes off-heap allocations (Buffers, typed arrays, native code) fail instead of taking the machine where there
  * is no cgroup; the harness bounds V8's own heap separately with --max-old-space-size.
+ *
+ * In the namespace modes the tree is: `unshare` (PID, mount, IPC namespaces, and a user namespace where Forge is not
+ * root) → `sh`, the namespace's init, still in the host's network namespace → `unshare --net` → `sh`, which sets up
+ * the run's routes (network.ts) and waits for its network → `bwrap` (filesystem-view.ts) → the command. Beside it, for
+ * a user-mode network, init starts `slirp4netns` on the run's network namespace: inside the run's PID namespace, so it
+ * dies with the run, yet invisible to the command, which bwrap puts in a PID namespace of its own.
  */
 export function launchCommand(argv: string[], options: LaunchOptions = {}): Launch {
-  const { mode, setpriv, privateProc } = containment(options.mode);
+  const found = containment(options.mode);
+  const { mode, setpriv, privateProc } = found;
+  if (found.refused) throw new Error(found.refused);
   const prefix = setpriv ? [launcherBinary('setpriv'), '--pdeathsig', 'KILL', '--'] : [];
   // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
   // An empty limit is left as it is (not raised to unlimited, which a hard limit could refuse).
@@ -126,16 +208,27 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
     const joined = options.joinCgroup === 'while-booting' ? `{ [ -z "$cg" ] || { echo 0 > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; }; } || exit 125;` : joinSelf;
     const script = `${limits} ${joined} ${exec}`;
     const argvAll = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, ...argv];
-    return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode };
+    return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode, joinsWhileBooting: options.joinCgroup === 'while-booting' };
   }
-  // sh is the namespace's init (pid 1): it cannot be killed by the command from inside, so the command's own SIGKILL
-  // of itself still ends it; when the command ends, sh exits with its status and the kernel clears the namespace.
+  const hermetic = found.hermetic!;
+  if (!options.view) throw new Error('a namespace launch needs the filesystem view of its run');
+  const network = options.network ?? { kind: 'none', routes: '', nft: '' };
+  if (network.kind === 'slirp' && !hermetic.slirp4netns) throw new Error(`the run's network cannot be set up: ${found.noUserNetwork ?? 'slirp4netns is missing'}; or set FORGE_SANDBOX_NETWORK=none`);
+  if (network.nft !== '' && !hermetic.nft) throw new Error('a network allowlist needs nftables (Debian: apt-get install nftables), which is not installed');
+  const view = { ...options.view, resolver: network.kind === 'slirp' ? SLIRP.dns : undefined, nestedUser: mode === 'user-pid-namespace' };
+  const resolvConf = view.resolver ? ` ${RESOLV_CONF_FD}<<'EOF'\nnameserver ${view.resolver}\nEOF\n` : '';
+  const inner = `${NETWORK_SCRIPT} ${exec}${resolvConf}`;
+  // Init waits until `unshare --net` has made the new network namespace before slirp4netns joins it (joining the
+  // host's own would be far worse than no network), then waits for the run.
+  const slirp =
+    network.kind === 'slirp'
+      ? `n=0; while [ /proc/$inner/ns/net -ef /proc/$$/ns/net ]; do n=$((n+1)); [ $n -gt 5000 ] && break; sleep 0.001; done; ` +
+        `"${hermetic.slirp4netns}" --configure --mtu=65520 --disable-host-loopback --enable-sandbox --enable-seccomp "$inner" ${SLIRP.device} </dev/null >/dev/null 2>&1 3>&- 4>&- & `
+      : '';
   const script =
-    options.joinCgroup === 'while-booting'
-      ? `${limits} "$@" ${redirect} & node=$!; ` +
-        `[ -z "$cg" ] || { echo "$node" > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; } || { kill -9 "$node"; exit 125; }; ` +
-        'wait "$node"'
-      : `${limits} ( ${joinSelf} ${exec} ) & node=$!; wait "$node"`;
+    `${limits} ${joinSelf} script=$1; net=$2; routes=$3; nft=$4; shift 4; ` +
+    `"${launcherBinary('unshare')}" --net -- /bin/sh -c "$script" forge-sandbox "$net" "$routes" "$nft" "$@" & inner=$!; ` +
+    `${slirp}wait "$inner"`;
   const argvAll = [
     ...prefix,
     launcherBinary('unshare'),
@@ -151,9 +244,16 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
     script,
     'forge-sandbox',
     ...limitArgs,
+    inner,
+    network.kind,
+    network.routes,
+    network.nft,
+    hermetic.bwrap,
+    ...viewArgs(view),
+    '--',
     ...argv,
   ];
-  return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode };
+  return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode, joinsWhileBooting: false };
 }
 
 /** Where the launcher's own programs are looked for: fixed, so that neither Forge's PATH nor the run's matters. */

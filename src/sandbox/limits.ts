@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { ContainmentMode } from './containment';
+import type { NetworkPolicy } from './network';
 
 /** Bounds of one sandbox run. Every one has a default; callers and configuration override them. */
 export interface SandboxLimits {
@@ -40,6 +41,8 @@ export interface SandboxLimits {
   containment?: ContainmentMode;
   /** `false`: no memory cgroup per run, only per-process memory limits. Unset or `true`: a cgroup where Forge can make one. */
   cgroup?: boolean;
+  /** What runs may reach over the network (FORGE_SANDBOX_NETWORK; default public destinations only: network.ts). */
+  network?: NetworkPolicy;
   /** Where each run's private directory is made (runs' own users must be able to traverse it). Unset: /dev/shm when writable, else the OS temp dir. */
   tmpDir?: string;
 }

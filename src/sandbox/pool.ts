@@ -9,7 +9,7 @@ import type { PreloadSet } from './preload';
  */
 function bootKey(limits: SandboxLimits): string {
   const env = [...limits.envPassthrough].sort().map((name) => [name, process.env[name] ?? null]);
-  const placement = [limits.containment ?? null, limits.cgroup ?? true, limits.tmpDir ?? null];
+  const placement = [limits.containment ?? null, limits.cgroup ?? true, limits.tmpDir ?? null, limits.network ?? null];
   return JSON.stringify([limits.memoryMb, limits.virtualOverheadMb, limits.maxProcesses, limits.userIdBase, placement, env]);
 }
 

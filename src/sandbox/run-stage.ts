@@ -6,6 +6,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { StageCommandReport, StageReport, StageStatus } from '../contract/promotion-runs';
+import type { NetworkPolicy } from '../contract/network-policy';
 import type { PlannedStage, StageCommand } from '../git/verify-plan';
 import { runContainedProcess, type CapturedOutput, type ContainedProcessResult } from './contained-process';
 import { parseLocations } from './stage-locations';
@@ -35,6 +36,8 @@ export interface RunStageOptions {
   signal?: AbortSignal;
   /** Where the stage's private directories (HOME, each command's TMPDIR) are made (default: the sandbox's). */
   tmpDir?: string;
+  /** What its commands may reach over the network (default: public destinations only). */
+  network?: NetworkPolicy;
 }
 
 /** How much of each stream's end the report keeps (the primitive keeps 64 KiB of each; locations are parsed from it). */
@@ -99,6 +102,11 @@ export async function runStage(stage: PlannedStage, options: RunStageOptions): P
         onHeartbeat: options.onHeartbeat,
         signal: options.signal,
         tmpDir: options.tmpDir,
+        network: options.network,
+        // The worktree and the stage's HOME are all it writes; it reads the packages the worktree links to, and the
+        // Node that runs Forge (first on its PATH).
+        writable: [worktree, home],
+        readable: [join(worktree, 'node_modules'), dirname(process.execPath)],
       });
       const verdict = verdictOf(result, command.argv, limits);
       ran.push({ command, result, verdict });

@@ -5,6 +5,7 @@ import { compileTool } from './compile';
 import { ContainedProcess, launcherSaid } from './contained-process';
 import { FrameChannel } from './frames';
 import { resolveLimits, type SandboxLimits } from './limits';
+import { INTERNET, planNetwork } from './network';
 import { runnableModule, type RunnableModule } from './module-format';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
 import type { SandboxPool } from './pool';
@@ -171,6 +172,9 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
       channel: true,
       containment: limits.containment,
       cgroup: limits.cgroup,
+      // Its directory, the harness and the packages a tool may import: nothing else of the host's but the system.
+      view: { writable: [dir], readable: [dirname(harnessPath()), projectNodeModules()], cwd: dir, switchesUser: uid !== undefined },
+      network: await planNetwork(limits.network ?? INTERNET),
     });
     return { contained, dir, uid };
   } catch (err) {
