@@ -7,6 +7,7 @@ import { MAX_UID_BASE, SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from '.
 import { TYPECHECK_MODES, type TypecheckMode } from './contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
 import { ConfigError } from './contract/errors';
+import { parseNetworkPolicy, type NetworkPolicy } from './contract/network-policy';
 
 // Lives with the other error classes (contract/errors), which the CLI loads without zod; re-exported here.
 export { ConfigError };
@@ -75,6 +76,12 @@ export interface ForgeConfig {
       cgroup?: false;
       /** Forces one containment mode (FORGE_SANDBOX_CONTAINMENT); unset takes the strongest the machine allows. */
       containment?: ContainmentMode;
+      /**
+       * What runs (tool tests, calls, re-verifications, promotion stages) may reach (FORGE_SANDBOX_NETWORK): `internet`
+       * (default: public destinations only), `none`, or an allowlist `host[:port],...`. Never the host or its
+       * private networks, whatever the setting.
+       */
+      network: NetworkPolicy;
     };
   };
   migrations: {
@@ -205,6 +212,16 @@ const commaList = (v: string): string[] =>
     .map((s) => s.trim())
     .filter((s) => s !== '');
 
+/** FORGE_SANDBOX_NETWORK: `internet`, `none` or an allowlist (src/sandbox/network.ts says what each means). */
+const networkPolicy = z.string().transform((value, ctx) => {
+  try {
+    return parseNetworkPolicy(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^FORGE_SANDBOX_NETWORK: /, '') });
+    return z.NEVER;
+  }
+});
+
 function int(min: number, max: number) {
   return z
     .string()
@@ -287,6 +304,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_SANDBOX_TMPDIR',
   'FORGE_SANDBOX_CGROUP',
   'FORGE_SANDBOX_CONTAINMENT',
+  'FORGE_SANDBOX_NETWORK',
   'FORGE_SANDBOX_MAX_PROCESSES',
   'FORGE_SANDBOX_UID_BASE',
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
@@ -333,6 +351,8 @@ const SECRET_ENV_NAMES: readonly string[] = [
   'FORGE_X402_WALLET_KEY',
   'FORGE_X402_WALLET_KEY_FILE',
   'TEMPORAL_API_KEY',
+  'TEMPORAL_TLS_CLIENT_KEY_DATA',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
 ];
 
 /** FORGE_METRICS_ADDRESS: loopback by default, so metrics leave the machine only where an operator says so. */
@@ -423,6 +443,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
         tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
         cgroup: read(env, 'FORGE_SANDBOX_CGROUP', z.enum(['on', 'off']), 'on') === 'off' ? false : undefined,
         containment: readOptional(env, 'FORGE_SANDBOX_CONTAINMENT', z.enum(SANDBOX_CONTAINMENT_MODES)),
+        network: read(env, 'FORGE_SANDBOX_NETWORK', networkPolicy, 'internet'),
       },
     },
     migrations: {
