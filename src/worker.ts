@@ -19,6 +19,7 @@ import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { coalesce } from './registry/coalesce';
 import { attemptLedger, attemptsDirOf, removeOwnAttempts } from './platform/attempt-ledger';
 import { startReadApi, type ReadApi } from './platform/read-api';
+import { readApiTokenFileOf, workerReadApiToken } from './platform/read-api-token';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
 import { identityWithReadApi, READ_API_PATHS } from './contract/read-api';
 import { materializeActiveTools, writeToolVersion } from './registry/materialize';
@@ -96,7 +97,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   if (swept.length > 0) log(`forge: removed ${swept.length} temp file(s) a killed worker left in agent-tools/`);
   const initial = await publish();
   log(`forge: agent-tools/ at ${dir} holds ${initial.tools} active tool(s) (generation ${initial.generation})`);
-  log(describeIsolation(config.sandbox.limits));
+  for (const line of describeIsolation(config.sandbox.limits)) log(line);
   // Coalesced and a little delayed: a deployment run by this process publishes in its own activity right after its
   // commit, while the commit's NOTIFY is arriving here, so republishing at once would only repeat that work on the
   // deployment's critical path. A change committed by another host's worker is on disk here REPUBLISH_DELAY_MS later.
@@ -159,20 +160,31 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
   const attempts = attemptsDirOf(config.home);
   const interceptors = { activity: [attemptLedger(attempts)] };
-  // Reads answered without a run (src/contract/read-api.ts); the control worker's identity tells clients where.
+  // Reads answered without a run (src/contract/read-api.ts); the control worker's identity tells clients where, and
+  // only a caller holding the token gets an answer (src/platform/read-api-token.ts).
   let readApi: ReadApi | undefined;
-  if (config.readApi.address) {
-    readApi = await startReadApi(config.readApi.address, {
-      [READ_API_PATHS.tools]: () => toolActivities.listTools(),
-      [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
-      [READ_API_PATHS.pnlByTool]: () => payActivities.readPnl({ by: 'tool' }),
-      [READ_API_PATHS.pnlByDay]: () => payActivities.readPnl({ by: 'day' }),
-      [READ_API_PATHS.x402]: () => Promise.resolve(x402.info()),
-    }).catch((err: Error) => {
-      log(`forge: no read API on FORGE_API_ADDRESS=${config.readApi.address} (${err.message}); reads start a query run instead`);
-      return undefined;
-    });
-    if (readApi) log(`forge: read API at ${readApi.url} (forge tools, forge migrations: no run started)`);
+  const readApiAddress = config.readApi.address;
+  if (readApiAddress) {
+    readApi = await workerReadApiToken(config.home, config.readApi.token)
+      .then((token) =>
+        startReadApi(
+          readApiAddress,
+          {
+            [READ_API_PATHS.tools]: () => toolActivities.listTools(),
+            [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
+            [READ_API_PATHS.pnlByTool]: () => payActivities.readPnl({ by: 'tool' }),
+            [READ_API_PATHS.pnlByDay]: () => payActivities.readPnl({ by: 'day' }),
+            [READ_API_PATHS.x402]: () => Promise.resolve(x402.info()),
+          },
+          { token },
+        ),
+      )
+      .catch((err: Error) => {
+        log(`forge: no read API on FORGE_API_ADDRESS=${readApiAddress} (${err.message}); reads start a query run instead`);
+        return undefined;
+      });
+    const whose = config.readApi.token !== undefined ? 'FORGE_API_TOKEN' : readApiTokenFileOf(config.home);
+    if (readApi) log(`forge: read API at ${readApi.url} for clients holding the token in ${whose} (forge tools, forge migrations: no run started)`);
   }
   let control: Worker;
   let sandbox: Worker;
