@@ -166,12 +166,12 @@ export interface LaunchOptions {
 }
 
 /** The launcher script of the namespace modes' network namespace (see {@link launchCommand}). */
-const NETWORK_SCRIPT = [
+const networkScript = (ip: string, nft: string) => [
   'net=$1; routes=$2; nft=$3; shift 3;',
-  'ip link set lo up 2>/dev/null;',
+  `"${ip}" link set lo up || { echo 'forge-sandbox: could not bring the run network loopback up' >&2; exit 125; };`,
   'if [ "$net" = slirp ]; then',
-  `  printf '%s' "$routes" | ip -batch - || { echo 'forge-sandbox: could not set the run network routes' >&2; exit 125; };`,
-  `  [ -z "$nft" ] || printf '%s' "$nft" | nft -f - || { echo 'forge-sandbox: could not load the network allowlist (nft)' >&2; exit 125; };`,
+  `  said=$(printf '%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network routes: $said" >&2; exit 125; };`,
+  `  [ -z "$nft" ] || said=$(printf '%s' "$nft" | "${nft}" -f - 2>&1) || { echo "forge-sandbox: could not load the network allowlist (nft): $said" >&2; exit 125; };`,
   `  up() { while read -r i d r; do [ "$i" = ${SLIRP.device} ] && [ "$d" = 00000000 ] && return 0; done < /proc/net/route; return 1; };`,
   `  n=0; until up; do n=$((n+1)); [ $n -gt 5000 ] && { echo 'forge-sandbox: the run network did not come up (slirp4netns)' >&2; exit 125; }; sleep 0.001; done;`,
   'fi;',
@@ -217,7 +217,7 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
   if (network.nft !== '' && !hermetic.nft) throw new Error('a network allowlist needs nftables (Debian: apt-get install nftables), which is not installed');
   const view = { ...options.view, resolver: network.kind === 'slirp' ? SLIRP.dns : undefined, nestedUser: mode === 'user-pid-namespace' };
   const resolvConf = view.resolver ? ` ${RESOLV_CONF_FD}<<'EOF'\nnameserver ${view.resolver}\nEOF\n` : '';
-  const inner = `${NETWORK_SCRIPT} ${exec}${resolvConf}`;
+  const inner = `${networkScript(launcherBinary('ip'), hermetic.nft ?? 'nft')} ${exec}${resolvConf}`;
   // Init waits until `unshare --net` has made the new network namespace before slirp4netns joins it (joining the
   // host's own would be far worse than no network), then waits for the run.
   const slirp =
