@@ -15,6 +15,7 @@ import { loadConfig, type ForgeConfig } from './config';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
 import { READ_API_PATHS, readApiOf } from './contract/read-api';
+import { clientReadApiToken } from './platform/read-api-token';
 import { FailureType } from './contract/failures';
 import { ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
 import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
@@ -184,6 +185,8 @@ export class ForgeClient {
     private readonly outage: OutageOptions = {},
     /** FORGE_X402_FACILITATOR_URL as the caller's configuration has it: where discovery asks when the worker does not say. */
     private readonly facilitatorUrl?: string,
+    /** Where this client finds the read API's token: FORGE_API_TOKEN, else the token file under FORGE_HOME. */
+    private readonly readApi: { home: string; token?: string } = { home: '' },
   ) {}
 
   /** Connects through the standard Temporal environment configuration (TEMPORAL_ADDRESS, ..., or `options`). */
@@ -197,6 +200,7 @@ export class ForgeClient {
       resolveTemporalConnection(options).address,
       options,
       config.x402.facilitatorUrl,
+      { home: config.home, token: config.readApi.token },
     );
   }
 
@@ -216,6 +220,7 @@ export class ForgeClient {
       options.address ?? 'the configured address',
       options,
       config.x402.facilitatorUrl,
+      { home: config.home, token: config.readApi.token },
     );
   }
 
@@ -636,9 +641,12 @@ export class ForgeClient {
 
   /**
    * A read answered by the read API of a worker of this platform (src/contract/read-api.ts), found through the
-   * identities of the control queue's pollers, newest first; undefined when none answers.
+   * identities of the control queue's pollers, newest first, and asked with its token (src/platform/read-api-token.ts);
+   * undefined when this client holds no token or no read API answers it.
    */
   private async readThroughApi<T>(pathname: string): Promise<T | undefined> {
+    const token = clientReadApiToken(this.readApi.home, this.readApi.token);
+    if (token === undefined) return undefined;
     let pollers: proto.api.taskqueue.v1.IPollerInfo[];
     try {
       const described = await this.temporal.workflowService.describeTaskQueue({
@@ -655,8 +663,13 @@ export class ForgeClient {
     for (const url of urls) {
       if (!url) continue;
       try {
-        const response = await fetch(`${url}${pathname}`, { signal: AbortSignal.timeout(READ_API_TIMEOUT_MS) });
+        const response = await fetch(`${url}${pathname}`, {
+          headers: { authorization: `Bearer ${token}` },
+          signal: AbortSignal.timeout(READ_API_TIMEOUT_MS),
+        });
         if (response.ok) return (await response.json()) as T;
+        // A 401 (a worker of another FORGE_HOME, whose token differs) or a read that failed: the next one, then the workflow.
+        await response.body?.cancel();
       } catch {
         // Not reachable from here (another host's loopback, a worker gone): the next one, then the workflow.
       }

@@ -163,6 +163,8 @@ export async function startTestPlatform(
   };
   const config = loadConfig({ ...childEnv, DATABASE_URL: undefined });
   const forge = ForgeClient.fromClient(env.client, {
+    // This platform's FORGE_HOME, where the client finds the read API's token.
+    env: { ...process.env, ...childEnv },
     taskQueue: config.taskQueues.control,
     promotion: { taskQueue: config.taskQueues.promote, repo: config.promotion.repo },
   });
