@@ -170,8 +170,8 @@ const networkScript = (ip: string, nft: string) => [
   'net=$1; routes=$2; nft=$3; shift 3;',
   `"${ip}" link set lo up || { echo 'forge-sandbox: could not bring the run network loopback up' >&2; exit 125; };`,
   'if [ "$net" = slirp ]; then',
-  `  said=$(printf '%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network routes: $said" >&2; exit 125; };`,
-  `  [ -z "$nft" ] || said=$(printf '%s' "$nft" | "${nft}" -f - 2>&1) || { echo "forge-sandbox: could not load the network allowlist (nft): $said" >&2; exit 125; };`,
+  `  said=$(printf '%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network routes: "$said >&2; exit 125; };`,
+  `  [ -z "$nft" ] || said=$(printf '%s' "$nft" | "${nft}" -f - 2>&1) || { echo "forge-sandbox: could not load the network allowlist (nft): "$said >&2; exit 125; };`,
   `  up() { while read -r i d r; do [ "$i" = ${SLIRP.device} ] && [ "$d" = 00000000 ] && return 0; done < /proc/net/route; return 1; };`,
   `  n=0; until up; do n=$((n+1)); [ $n -gt 5000 ] && { echo 'forge-sandbox: the run network did not come up (slirp4netns)' >&2; exit 125; }; sleep 0.001; done;`,
   'fi;',
@@ -251,6 +251,9 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
     hermetic.bwrap,
     ...viewArgs(view),
     '--',
+    // bwrap always exports PWD for the directory it enters; `env -u` takes it out again where the command's
+    // environment must be exactly what it was given.
+    ...(options.unsetPwd ? ['/usr/bin/env', '-u', 'PWD', '--'] : []),
     ...argv,
   ];
   return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode, joinsWhileBooting: false };

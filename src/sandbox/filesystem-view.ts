@@ -7,7 +7,8 @@
  *
  * bwrap also drops every capability and sets no_new_privs before the run's program starts, so the run cannot change
  * its mounts or its network namespace's routes, and no setuid program gives it any. A harness that must switch to its
- * run's user keeps CAP_SETUID/CAP_SETGID (and CAP_DAC_READ_SEARCH, to enter its user's 0700 directory) until it does:
+ * run's user keeps CAP_SETUID/CAP_SETGID (CAP_DAC_READ_SEARCH, to enter its user's 0700 directory, and CAP_SYS_NICE, to
+ * take back the priority it preloaded at) until it does:
  * the switch from root clears them (see harness.cjs, becomeRunUser).
  */
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
@@ -114,7 +115,8 @@ export function viewArgs(view: FilesystemView): string[] {
   args.push('--chdir', view.cwd);
   if (view.nestedUser) args.push('--unshare-user', '--uid', '1000', '--gid', '1000');
   args.push('--cap-drop', 'ALL');
-  if (view.switchesUser && !view.nestedUser) args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_DAC_READ_SEARCH');
+  // (CAP_SYS_NICE: a spare preloads at nice 19 and takes its priority back before the run.)
+  if (view.switchesUser && !view.nestedUser) args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_NICE');
   return args;
 }
 

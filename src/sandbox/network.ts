@@ -87,7 +87,8 @@ function ipv4Value(address: string): number | undefined {
 export async function planNetwork(policy: NetworkPolicy): Promise<NetworkPlan & { skipped: string[] }> {
   if (policy.kind === 'none') return { kind: 'none', routes: '', nft: '', skipped: [] };
   const denied = [...NEVER_REACHABLE_V4, ...hostPublicAddresses().map((a) => `${a}/32`)];
-  const routes = denied.map((cidr) => `route add unreachable ${cidr}`).join('\n') + '\n';
+  // replace, not add: idempotent, whatever the namespace already holds.
+  const routes = denied.map((cidr) => `route replace unreachable ${cidr}`).join('\n') + '\n';
   if (policy.kind === 'internet') return { kind: 'slirp', routes, nft: '', skipped: [] };
   const skipped: string[] = [];
   const rules: string[] = [];

@@ -173,7 +173,7 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
       containment: limits.containment,
       cgroup: limits.cgroup,
       // Its directory, the harness and the packages a tool may import: nothing else of the host's but the system.
-      view: { writable: [dir], readable: [dirname(harnessPath()), projectNodeModules()], cwd: dir, switchesUser: uid !== undefined },
+      view: { writable: [dir], readable: [dirname(harnessPath()), projectNodeModules(), ...(options.preload ?? [])], cwd: dir, switchesUser: uid !== undefined },
       network: await planNetwork(limits.network ?? INTERNET),
     });
     return { contained, dir, uid };

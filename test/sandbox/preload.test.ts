@@ -1,8 +1,8 @@
 import { bareImports, esmEntryOf, PreloadSet } from '../../src/sandbox/preload';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runSandbox, SandboxPool } from '../../src/sandbox';
+import { projectNodeModules } from '../../src/sandbox/paths';
 
 // Spares that load the packages tools import before their run (issue 15). The verdict guarantees under a pool are
 // the hostile corpus's (sandbox.test.ts runs it through a pool that preloads zod); here: what is preloaded, and that a
@@ -34,7 +34,8 @@ test('PreloadSet: the configured packages first, then the most recently imported
 test('a tool run on a spare gets the preloaded module itself (evaluated once, before the run), and runs as on a fresh process', async () => {
   // A module that records the harness's argv length when it is evaluated: a spare preloads it while its argv still
   // names the preload files; a fresh process (or a spare that did not preload it) evaluates it when the tool imports it.
-  const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-preload-'));
+  // Inside the installed packages: a run sees those (and its own directory) and nothing else of the host's files.
+  const dir = mkdtempSync(path.join(projectNodeModules(), '.forge-preload-test-'));
   chmodSync(dir, 0o755);
   const probe = path.join(dir, 'probe.mjs');
   writeFileSync(probe, 'export const argvAtLoad = process.argv.length;\n', { mode: 0o644 });
