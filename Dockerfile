@@ -14,6 +14,11 @@ RUN npm run build
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
+# The sandbox's containment: every tool run and promotion stage gets a read-only filesystem view (bubblewrap) and a
+# network namespace of its own with user-mode networking (slirp4netns, routes set with iproute2, allowlists with
+# nftables). Without them Forge refuses to run tools (README, "What a tool can reach").
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap slirp4netns nftables iproute2 \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund --no-save) && npm cache clean --force

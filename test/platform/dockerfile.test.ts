@@ -28,6 +28,11 @@ test('every npm install step falls back from npm ci to npm install of the locked
   for (const line of installs) expect(line).toMatch(/npm ci [^|]*\|\| npm install [^&]*--no-save/);
 });
 
+test("the runtime image has the sandbox's containment programs (without them Forge refuses to run tools)", () => {
+  const apt = instructions(stages[1]).find((l) => l.includes('apt-get install'));
+  for (const pkg of ['bubblewrap', 'slirp4netns', 'nftables', 'iproute2']) expect(apt).toMatch(new RegExp(`\\b${pkg}\\b`));
+});
+
 test('the build stage builds from exactly what it copies', async () => {
   const build = instructions(stages[0]);
   const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : root, 'forge-image-build-'));
