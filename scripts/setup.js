@@ -113,7 +113,8 @@ function main() {
     return 0;
   }
   const home = forgeHome(process.env);
-  fs.mkdirSync(home, { recursive: true });
+  // Private from the start, as Forge makes FORGE_HOME (src/platform/private-home.ts): its state goes here too.
+  fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const attempts = [];
   for (const attempt of [tryPip, tryGo]) {
     const res = attempt(home);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type * as ConfigModule from '../config';
 import type * as DbModule from '../db';
 import type * as AgentRepoModule from '../platform/agent-repo';
+import type * as PrivateHomeModule from '../platform/private-home';
 import type * as RunWorkers from './run-workers';
 
 /**
@@ -16,6 +17,7 @@ export function registerUp(program: Command): void {
     .description('Start the embedded platform: Temporal dev server + Web UI, database, workers (Ctrl-C stops it all)')
     .action(async () => {
       const config = loadConfig();
+      makeStatePrivate(config);
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { seedAgentRepo } = require('../platform/agent-repo') as typeof AgentRepoModule;
       // With TEMPORAL_ADDRESS set, use that Temporal (CLI.md) instead of starting the dev server.
@@ -42,6 +44,7 @@ export function registerUp(program: Command): void {
     .description('Run Forge workers against the configured Temporal (TEMPORAL_ADDRESS, ...) and database (DATABASE_URL)')
     .action(async () => {
       const config = loadConfig();
+      makeStatePrivate(config);
       const database = openDatabaseAhead(config);
       const { runUntilSignal } = workerSide();
       await runUntilSignal(
@@ -51,6 +54,12 @@ export function registerUp(program: Command): void {
         database,
       );
     });
+}
+
+/** FORGE_HOME (and agent-tools/) private to this user, before the database, the dev server or a worker writes there. */
+function makeStatePrivate(config: ConfigModule.ForgeConfig): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (require('../platform/private-home') as typeof PrivateHomeModule).makeStatePrivate(config, (line) => process.stderr.write(`${line}\n`));
 }
 
 /** Forge's configuration (zod and the schemas: ~90 ms), read only by the commands that need it. */

@@ -1,4 +1,5 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { PRIVATE_FILE_MODE } from '../contract/private-modes';
 import { liveProcess } from '../platform/live-process';
 import { DatabaseOpenError } from './errors';
 
@@ -10,7 +11,7 @@ import { DatabaseOpenError } from './errors';
 export function lockDataDir(lockFile: string): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const fd = openSync(lockFile, 'wx');
+      const fd = openSync(lockFile, 'wx', PRIVATE_FILE_MODE);
       writeSync(fd, String(process.pid));
       closeSync(fd);
       return () => {

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { drizzle } from 'drizzle-orm/pglite';
+import { PRIVATE_DIR_MODE } from '../contract/private-modes';
 import { assertChannelName } from './channels';
 import { DatabaseOpenError } from './errors';
 import { migratePglite } from './migrate';
@@ -33,7 +33,9 @@ const SESSION_RESET = [
  */
 export async function openPglite(dataDir: string, schema: string): Promise<ForgeDatabase> {
   const inMemory = isInMemoryDataDir(dataDir);
-  if (!inMemory) mkdirSync(path.dirname(dataDir), { recursive: true });
+  // Private from the start: PGlite fills a new directory with files of mode 0666 (its initdb image), and only a
+  // directory of this user's alone keeps others out of them until startPlatform tightens them.
+  if (!inMemory) mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   // Held across restarts of the thread: the directory stays this process's.
   const release = inMemory ? () => undefined : lockDataDir(`${dataDir}.lock`);
   // One session, so a session-level search_path holds for the migrations and every later query (set again on restart).

@@ -1,7 +1,9 @@
 import { cp, mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { PRIVATE_DIR_MODE } from '../contract/private-modes';
 import { git } from '../git/exec';
 import { packageRoot, projectNodeModules } from '../sandbox/paths';
+import { tightenTree } from './private-home';
 
 /** The small agent codebase shipped in examples/, the starting point of a newcomer's agent repository. */
 export function exampleAgentRepo(): string {
@@ -20,7 +22,7 @@ export async function seedAgentRepo(input: {
   example?: string;
 }): Promise<'created' | 'existing'> {
   if (await stat(input.target).then(() => true, () => false)) return 'existing';
-  await mkdir(path.dirname(input.target), { recursive: true });
+  await mkdir(path.dirname(input.target), { recursive: true, mode: PRIVATE_DIR_MODE });
   const staging = `${input.target}.seeding-${process.pid}`;
   await rm(staging, { recursive: true, force: true });
   try {
@@ -37,6 +39,8 @@ export async function seedAgentRepo(input: {
     await git(['init', '--quiet', '--initial-branch=main'], { cwd: staging });
     await git(['add', '--all'], { cwd: staging });
     await git(['commit', '--quiet', '-m', 'The agent repository, seeded by Forge from examples/agent-repo'], { cwd: staging, env });
+    // Under FORGE_HOME, private as everything there: the copy and git's objects come with the umask's modes.
+    tightenTree(staging);
     await rename(staging, input.target);
     return 'created';
   } finally {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ActivityNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../contract/private-modes';
 import { liveProcess } from './live-process';
 
 /*
@@ -66,9 +67,10 @@ export function attemptLedger(dir: string): ActivityInterceptorsFactory {
           activityType: info.activityType,
           attempt: info.attempt,
         };
-        made ??= mkdir(own, { recursive: true });
+        // Private: a task token lets whoever holds it complete or fail the attempt.
+        made ??= mkdir(own, { recursive: true, mode: PRIVATE_DIR_MODE });
         // Awaited (a fraction of a millisecond on FORGE_HOME): an attempt killed at its very start is on file too.
-        const written = await made.then(() => writeFile(file, JSON.stringify(record))).then(
+        const written = await made.then(() => writeFile(file, JSON.stringify(record), { mode: PRIVATE_FILE_MODE })).then(
           () => true,
           () => false,
         );

@@ -4,6 +4,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { FORGE_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../contract/private-modes';
 import { DevServerError } from './errors';
 import { isPortFree } from './free-port';
 import { requireTemporalBinary } from './temporal-binary';
@@ -147,13 +148,14 @@ const START_ATTEMPTS = 3;
 async function startDevServerOnce(options: DevServerOptions, ip: string): Promise<DevServer> {
   const namespace = options.namespace ?? 'default';
   const binary = options.binary ?? requireTemporalBinary();
-  mkdirSync(options.home, { recursive: true });
+  mkdirSync(options.home, { recursive: true, mode: PRIVATE_DIR_MODE });
   const logFile = path.join(options.home, 'temporal-server.log');
+  const dbFile = path.join(options.home, 'temporal.sqlite');
   const args = [
     'server',
     'start-dev',
     '--db-filename',
-    path.join(options.home, 'temporal.sqlite'),
+    dbFile,
     '--ip',
     ip,
     '--port',
@@ -170,13 +172,24 @@ async function startDevServerOnce(options: DevServerOptions, ip: string): Promis
   // setpriv execs the server in place (same pid, same group) with a parent-death signal: if this process is killed
   // with SIGKILL and cannot stop the server, the kernel kills the server instead of leaving it orphaned on its ports.
   const [command, argv] = withParentDeathSignal(binary, args);
-  const child = spawn(command, argv, {
-    // Own process group: stop() signals the group, so nothing the server spawned outlives it.
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  // Every run's history is in the server's SQLite file (tools' sources and inputs included), which it would create with
+  // the umask's mode (0644). Spawned with umask 077, all it creates is this user's alone. (It cannot be created private
+  // beforehand: the server sets its schema up only in a file it creates.) process.umask is process-wide, but spawn forks
+  // synchronously: the mask is restored before any other JavaScript runs, and a file another thread creates meanwhile
+  // only comes out more private.
+  const umask = process.umask(0o077);
+  let child: ChildProcess;
+  try {
+    child = spawn(command, argv, {
+      // Own process group: stop() signals the group, so nothing the server spawned outlives it.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } finally {
+    process.umask(umask);
+  }
   const tail = new OutputTail();
-  const log = createWriteStream(logFile, { flags: 'a' });
+  const log = createWriteStream(logFile, { flags: 'a', mode: PRIVATE_FILE_MODE });
   log.on('error', () => undefined); // a full disk must not crash the platform over a log line
   for (const stream of [child.stdout, child.stderr]) {
     stream?.on('data', (chunk: Buffer) => {

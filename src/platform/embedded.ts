@@ -5,6 +5,7 @@ import { loadConfig } from '../config';
 import type { EmbeddedForge, StartForgeOptions } from '../embedded';
 import { ToolRegistry } from '../registry/tool-registry';
 import { seedAgentRepo } from './agent-repo';
+import { makeStatePrivate } from './private-home';
 import { startPlatform } from './run-platform';
 import { installForgeRuntime } from './telemetry';
 
@@ -44,6 +45,8 @@ export async function startEmbeddedForge(options: StartForgeOptions): Promise<Em
     write: (text) => log(text.replace(/\n$/, '')),
   });
 
+  // As `forge up`: Forge's state private to this user before anything is written there (src/platform/private-home.ts).
+  makeStatePrivate(config, log);
   // As `forge up`: the default agent repository is seeded the first time, so promoteBuiltin works at once.
   if (config.promotion.repo === path.join(config.home, 'agent-repo')) {
     await seedAgentRepo({ target: config.promotion.repo, identity: config.promotion.identity });

@@ -5,6 +5,7 @@ import { openDatabase, type ForgeDatabase } from '../db';
 import type * as WorkerModule from '../worker';
 import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
 import { startDevServer, type DevServer } from './dev-server';
+import { tightenTree } from './private-home';
 import type { TemporalConnectOptions } from './temporal-connection';
 import { connectWorkerConnection } from './worker-connection';
 
@@ -76,6 +77,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { createForgeWorkers } = require('../worker') as typeof WorkerModule;
     const database = await opening;
+    // A new PGlite directory holds PGlite's initdb image, files of mode 0666: private now, as everything under FORGE_HOME.
+    if (db.kind === 'pglite') tightenTree(db.dataDir);
     const workers = await createForgeWorkers({ config, connection, namespace, database, log });
     const done = workers.run();
     undo.push(async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { liveProcess } from '../platform/live-process';
+import { PRIVATE_FILE_MODE } from '../contract/private-modes';
 
 /**
  * Writes `data` to a fresh temp file beside `target` (same directory, hence the same file system, so the later
@@ -9,7 +10,8 @@ import { liveProcess } from '../platform/live-process';
  */
 async function writeTemp(target: string, data: string | Buffer): Promise<string> {
   const temp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', 0o644);
+  // Other tools' code, private as the directories of agent-tools/ are (TOOL_CONTRACT.md, "What a tool can reach").
+  const handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
   try {
     await handle.writeFile(data);
     await handle.sync();

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ToolFileFormatError } from './errors';
 import { memo, type LoadedTool, type Snapshot, type ToolSource } from './source';
 import { ACTIVE_INDEX_FILE, readActiveIndex, readCompiledJs, readManifest } from './tool-files';
+import { PRIVATE_DIR_MODE } from '../contract/private-modes';
 
 const MANIFEST_READS_AT_ONCE = 64;
 
@@ -85,7 +86,7 @@ export function directorySource(dir: string, options: { pollIntervalMs: number; 
 
     async watch(changed) {
       // fs.watch needs the directory; an agent started before the first deployment creates it (empty, harmless).
-      await mkdir(dir, { recursive: true });
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
       const watcher = options.fsWatch ? watchIndex(dir, changed) : undefined;
       // fs.watch is not reliable everywhere (network file systems, containers' bind mounts, exhausted inotify
       // watches), so a cheap stat poll backs it up: a rename changes the inode, a rewrite the mtime or size.

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, stat, unlink } from 'node:fs/promises';
+import { PRIVATE_FILE_MODE } from '../contract/private-modes';
 
 /** A lock older than this is taken over: its holder died (sections under it last milliseconds). */
 const STALE_MS = 5_000;
@@ -33,7 +34,7 @@ export async function withFileLock<T>(lockFile: string, fn: () => Promise<T>, ti
 
 async function tryCreate(lockFile: string, token: string): Promise<boolean> {
   try {
-    const handle = await open(lockFile, 'wx');
+    const handle = await open(lockFile, 'wx', PRIVATE_FILE_MODE);
     try {
       await handle.writeFile(token);
     } finally {

@@ -17,6 +17,7 @@ import {
 import { ToolFileConflictError } from './errors';
 import { withFileLock } from './file-lock';
 import type { ActiveEntry, ActiveIndex } from './types';
+import { PRIVATE_DIR_MODE } from '../contract/private-modes';
 
 /**
  * Writes the files of one stored version under `dir` (source, compiled module, manifest last). The deploy activity
@@ -110,7 +111,7 @@ async function replaceIndex(dir: string, eventId: number, tools: Record<string, 
   const generation = Math.max(eventId, (current?.generation ?? -1) + 1);
   // Another process sharing the directory (a second worker on this host) may write too: the look at what is there
   // and the replacement are one step under a lock file, so active.json never goes back past what it wrote.
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   return withFileLock(path.join(dir, ACTIVE_INDEX_LOCK_FILE), async () => {
     const latest = await readActiveIndex(dir);
     if (latest && latest.generation >= generation) return latest;

@@ -6,6 +6,7 @@ import { inputJsonSchemaOf } from './input-json-schema';
 import { writeFileAtomic, writeFileOnce } from './atomic-file';
 import { InvalidToolNameError, ToolFileConflictError, ToolFileFormatError } from './errors';
 import type { ActiveEntry, ActiveIndex, ToolManifest } from './types';
+import { PRIVATE_DIR_MODE } from '../contract/private-modes';
 
 // TOOL_NAME_PATTERN (the contract's one rule for tool names) is also what keeps every path below inside the
 // agent-tools directory.
@@ -83,7 +84,7 @@ export interface WriteVersionResult {
 export async function writeToolVersionFiles(dir: string, files: ToolVersionFiles): Promise<WriteVersionResult> {
   const { name, version } = files.manifest;
   const paths = versionPaths(dir, name, version);
-  await mkdir(path.join(dir, name), { recursive: true });
+  await mkdir(path.join(dir, name), { recursive: true, mode: PRIVATE_DIR_MODE });
   let created = false;
   const steps: [string, string][] = [
     [paths.source, files.sourceTs],
@@ -159,7 +160,7 @@ export async function readActiveIndex(dir: string): Promise<ActiveIndex | undefi
  */
 export async function writeActiveIndex(dir: string, index: ActiveIndex): Promise<void> {
   for (const name of Object.keys(index.tools)) assertToolName(name);
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const sorted = Object.fromEntries(Object.entries(index.tools).sort(([a], [b]) => (a < b ? -1 : 1)));
   await writeFileAtomic(path.join(dir, ACTIVE_INDEX_FILE), JSON.stringify({ ...index, tools: sorted }, null, 2) + '\n');
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findFreePort } from '../../src/platform/free-port';
@@ -19,12 +19,11 @@ export interface ForgeUp {
 }
 
 /**
- * Starts `forge up` with its own dev server, ports and FORGE_HOME (a temp directory named `prefix...`, readable by the
- * sandbox's users), plus `env`, and resolves once it says it is up.
+ * Starts `forge up` with its own dev server, ports and FORGE_HOME (a temp directory named `prefix...`, which Forge keeps
+ * to its own user: what a tool should read goes elsewhere), plus `env`, and resolves once it says it is up.
  */
 export async function startForgeUp(prefix: string, env: NodeJS.ProcessEnv = {}): Promise<ForgeUp> {
   const home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), prefix));
-  chmodSync(home, 0o755);
   const port = await findFreePort();
   const metricsPort = await findFreePort();
   const child: ChildProcess = spawn(

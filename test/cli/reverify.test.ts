@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startForgeUp, type ForgeUp } from './forge-up';
 import { runForge, runForgeJson } from './run-cli';
@@ -14,18 +15,22 @@ let up: ForgeUp;
 let home: string;
 let clientEnv: NodeJS.ProcessEnv;
 let metricsUrl: string;
-const pkg = () => path.join(home, 'pkg');
-const lib = () => path.join(pkg(), 'lib.mjs');
+// The package the tools import: outside FORGE_HOME, which is Forge's user's alone (issue 24), and readable by the
+// sandbox's own users.
+const pkg = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-cli-reverify-pkg-'));
+const lib = () => path.join(pkg, 'lib.mjs');
 
 beforeAll(async () => {
   up = await startForgeUp('forge-cli-reverify-', { FORGE_REVERIFY_INTERVAL: '2h' });
   ({ home, clientEnv, metricsUrl } = up);
-  // The package the tools import, readable by the sandbox's own user.
-  mkdirSync(pkg(), { mode: 0o755 });
+  chmodSync(pkg, 0o755);
   writeFileSync(lib(), 'export function scale(n) { return n * 2; }\n', { mode: 0o644 });
 }, 90_000);
 
-afterAll(() => up?.stop());
+afterAll(async () => {
+  await up?.stop();
+  rmSync(pkg, { recursive: true, force: true });
+});
 
 test('forge reverify shows the schedule; --pause and --resume change it, and the text says so', async () => {
   const shown = await runForgeJson(['reverify'], { env: clientEnv });
