@@ -36,6 +36,7 @@ describe('loadConfig', () => {
       envPassthrough: [],
       maxProcesses: 512,
       userIdBase: 2_100_000_000,
+      network: { kind: 'internet' },
     });
     expect(config.migrations).toEqual({ lockTimeoutMs: 5_000, statementTimeoutMs: 60_000 });
   });
@@ -67,6 +68,12 @@ describe('loadConfig', () => {
     expect(config.builtinTools).toEqual([...DEFAULT_BUILTIN_TOOLS]);
     expect(config.builtinTools).toEqual(expect.arrayContaining(['shell', 'read_file', 'write_file', 'http_fetch', 'deploy_tool']));
     expect(config.sandbox.limits.memoryMb).toBe(512);
+    expect(loadConfig({ FORGE_SANDBOX_NETWORK: 'none' }).sandbox.limits.network).toEqual({ kind: 'none' });
+    expect(loadConfig({ FORGE_SANDBOX_NETWORK: 'api.example.com, example.org:443' }).sandbox.limits.network).toEqual({
+      kind: 'allow',
+      hosts: [{ host: 'api.example.com' }, { host: 'example.org', port: 443 }],
+    });
+    expect(() => loadConfig({ FORGE_SANDBOX_NETWORK: 'example.org:99999' })).toThrow(/FORGE_SANDBOX_NETWORK.*not a host or host:port/);
   });
 
   test.each([
