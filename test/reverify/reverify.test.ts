@@ -1,5 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { REVERIFY_SCHEDULE_ID, type ReverifySummary } from '../../src/client';
 import { createReverifyStore } from '../../src/db';
@@ -7,17 +6,22 @@ import { ensureReverifySchedule } from '../../src/platform/reverify-schedule';
 import { ToolRegistry } from '../../src/registry';
 import { sleep, until } from '../chaos/end-state';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
+import { startTestInternet, type TestInternet } from '../helpers/test-internet';
+import { projectNodeModules } from '../../src/sandbox/paths';
 
 const temporal = useTemporal();
 
 /*
  * How a dependency rots here: a local package (an ES module under a temp dir that tools import by absolute path)
  * renames the export some tools call, as a package's new major version does. Tools that import the renamed export
- * fail to load; tools that import only what stayed keep passing. Every tool appends its name to a log when its test
- * runs, which is how the test counts sandbox runs per tool.
+ * fail to load; tools that import only what stayed keep passing. Every tool reports its name to a server of the test's
+ * own when its test runs, which is how the test counts sandbox runs per tool: a run writes nothing outside its own
+ * directory, so the report goes over its network, to the test's "internet" (test/helpers/test-internet.ts), whose
+ * server appends it to the log. The package lives among the installed packages, which a run may read.
  */
-const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-const pkgDir = mkdtempSync(path.join(base, 'forge-reverify-pkg-'));
+const SERVER_HOST = '198.51.100.10';
+const SERVER_PORT = 8080;
+const pkgDir = mkdtempSync(path.join(projectNodeModules(), '.forge-reverify-pkg-'));
 const lib = path.join(pkgDir, 'lib.mjs');
 const runLog = path.join(pkgDir, 'runs.log');
 const flakyMarker = path.join(pkgDir, 'fail-once');
@@ -29,14 +33,19 @@ const LIB_V2 = '// 2.0: scale() is now multiply()\nexport function multiply(n, b
 function tool(name: string, variant: string, uses?: 'scale' | 'offset', extra = ''): string {
   const imp = uses ? `import { ${uses} } from ${JSON.stringify(lib)};\n` : '';
   const value = uses === 'scale' ? 'scale(n)' : uses === 'offset' ? 'n + offset' : 'n + 1';
-  return `${imp}import { appendFileSync } from 'node:fs';
-import { z } from 'zod';
+  return `${imp}import { z } from 'zod';
+import { request } from 'node:http';
+const post = (path: string, body: string) => new Promise<number>((resolve, reject) => {
+  const req = request({ host: '${SERVER_HOST}', port: ${SERVER_PORT}, path, method: 'POST' }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
+  req.on('error', reject);
+  req.end(body);
+});
 export default {
   name: '${name}',
   description: 'reverify test tool (${variant})',
   inputSchema: z.object({ n: z.number() }),
   async execute({ n }: { n: number }) {
-    appendFileSync(${JSON.stringify(runLog)}, '${name} ${variant} ' + process.pid + '\\n');
+    await post('/log', '${name} ${variant} ' + process.pid + '\\n');
     ${extra}
     await new Promise((r) => setTimeout(r, 50));
     return { value: ${value}, variant: '${variant}' };
@@ -45,8 +54,21 @@ export default {
 `;
 }
 
-/** Fails when the marker file is there (and removes it): the next test passes. */
-const flakyExtra = `try { (await import('node:fs')).unlinkSync(${JSON.stringify(flakyMarker)}); throw new Error('upstream hiccup'); } catch (e) { if ((e as Error).message === 'upstream hiccup') throw e; }`;
+/** Fails when the marker file is there (the server removes it and answers 500): the next test passes. */
+const flakyExtra = `if ((await post('/flaky', '')) === 500) throw new Error('upstream hiccup');`;
+
+/** The test's server: appends what /log is sent to the run log; /flaky answers 500 once per marker file. */
+const serverSource = `
+const fs = require('node:fs');
+require('node:http').createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => (body += d));
+  req.on('end', () => {
+    if (req.url === '/log') fs.appendFileSync(${JSON.stringify(runLog)}, body);
+    if (req.url === '/flaky') { try { fs.unlinkSync(${JSON.stringify(flakyMarker)}); res.statusCode = 500; } catch {} }
+    res.end('ok');
+  });
+}).listen(8080, '198.51.100.10', () => console.log('ready'));`;
 
 const QUARANTINED = ['rot_both_1', 'rot_both_2', 'rot_both_3'];
 const DEGRADED = ['rot_new_1', 'rot_new_2', 'rot_new_3', 'rot_two_newer'];
@@ -72,18 +94,19 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-describe('scheduled re-verification with quarantine', () => {
+// (Root only: the test's own internet is a network namespace with a veth. CI runs as root.)
+(process.getuid?.() === 0 ? describe : describe.skip)('scheduled re-verification with quarantine', () => {
   let platform: TestPlatform;
   let registry: ToolRegistry;
+  let internet: TestInternet;
 
   beforeAll(async () => {
     writeFileSync(lib, LIB_V1);
     writeFileSync(runLog, '');
-    // The sandbox runs each test as a user of its own: the package must be readable, the log and the marker's
-    // directory writable by it.
-    chmodSync(pkgDir, 0o777);
+    // The sandbox runs each test as a user of its own: the package must be readable by it.
+    chmodSync(pkgDir, 0o755);
     chmodSync(lib, 0o644);
-    chmodSync(runLog, 0o666);
+    internet = await startTestInternet(serverSource);
     platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_REVERIFY_INTERVAL: '2h' } });
     registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100 });
   }, 120_000);
@@ -91,6 +114,7 @@ describe('scheduled re-verification with quarantine', () => {
   afterAll(async () => {
     await registry?.close();
     await platform?.teardown();
+    await internet?.stop();
     rmSync(pkgDir, { recursive: true, force: true });
   });
 
@@ -123,7 +147,7 @@ describe('scheduled re-verification with quarantine', () => {
     const { forge } = platform;
     const deploy = async (name: string, variant: string, uses?: 'scale' | 'offset', extra?: string) => {
       const r = await forge.deployTool({ name, source: tool(name, variant, uses, extra), testInput: { n: 3 } });
-      expect(r).toMatchObject({ status: 'active' });
+      expect({ status: r.status, why: r.status === 'active' ? undefined : JSON.stringify(r).slice(0, 600) }).toEqual({ status: 'active', why: undefined });
       return r.version!;
     };
     await inBatches(PLAIN, 4, (n) => deploy(n, 'v1'));
