@@ -22,7 +22,7 @@ const temporal = useTemporal();
 const reports: CellReport[] = [];
 
 afterAll(async () => {
-  removeReverifyPackage();
+  await removeReverifyPackage();
   await stopPayNetwork();
   if (process.env.FORGE_CHAOS_REPORT) writeFileSync(process.env.FORGE_CHAOS_REPORT, JSON.stringify(reports, null, 2));
 });

@@ -1,8 +1,8 @@
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startForgeUp, type ForgeUp } from './forge-up';
 import { runForge, runForgeJson } from './run-cli';
+import { projectNodeModules } from '../../src/sandbox/paths';
 
 /**
  * `forge reverify` as an operator runs it against `forge up` (its own dev server, so the namespace-wide
@@ -17,7 +17,7 @@ let clientEnv: NodeJS.ProcessEnv;
 let metricsUrl: string;
 // The package the tools import: outside FORGE_HOME, which is Forge's user's alone (issue 24), and readable by the
 // sandbox's own users.
-const pkg = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-cli-reverify-pkg-'));
+const pkg = mkdtempSync(path.join(projectNodeModules(), '.forge-cli-reverify-pkg-')); // a run reads the installed packages, nothing else of the host's
 const lib = () => path.join(pkg, 'lib.mjs');
 
 beforeAll(async () => {

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -13,6 +12,7 @@ import { findFreePort } from '../../src/platform/free-port';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 import { cliEnv, FORGE_BIN, ROOT, runCommand } from '../cli/run-cli';
+import { projectNodeModules } from '../../src/sandbox/paths';
 
 /*
  * `forge mcp` as an MCP client meets it: the real binary (npm run build first), started over stdio by the SDK's own
@@ -267,7 +267,7 @@ describe('forge mcp over stdio', () => {
 
   test('reverify now quarantines a tool whose package broke: the summary says so, list_changed, and the tool is gone', async () => {
     // A package the tool imports, readable by the sandbox's own user; then it changes under the deployed tool.
-    const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-mcp-pkg-'));
+    const dir = mkdtempSync(path.join(projectNodeModules(), '.forge-mcp-pkg-')); // a run reads the installed packages, nothing else of the host's
     chmodSync(dir, 0o755);
     const lib = path.join(dir, 'lib.mjs');
     writeFileSync(lib, 'export function scale(n) { return n * 2; }\n', { mode: 0o644 });

@@ -1,9 +1,9 @@
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ReverifySummary } from '../../src/client';
 import { seedActiveTools, type SeedTool } from '../../bench/reverify-seed';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
+import { projectNodeModules } from '../../src/sandbox/paths';
 
 const temporal = useTemporal();
 
@@ -16,8 +16,8 @@ const temporal = useTemporal();
 const TOTAL = 500;
 const BROKEN = ['rot_a', 'rot_b', 'rot_c', 'rot_d', 'rot_e', 'rot_f', 'rot_g'];
 
-const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-const pkgDir = mkdtempSync(path.join(base, 'forge-reverify-scale-'));
+// Among the installed packages: a run reads those, nothing else of the host's files.
+const pkgDir = mkdtempSync(path.join(projectNodeModules(), '.forge-reverify-scale-'));
 const lib = path.join(pkgDir, 'lib.mjs');
 
 const tool = (name: string, usesPackage: boolean): SeedTool => ({

@@ -1,6 +1,6 @@
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { startTestInternet, type TestInternet } from '../../helpers/test-internet';
+import { projectNodeModules } from '../../../src/sandbox/paths';
 import path from 'node:path';
 import type { ForgeClient } from '../../../src/client';
 import type { ReverifySummary } from '../../../src/contract/reverify-runs';
@@ -27,14 +27,33 @@ import type { RunResult, RunSpace, Scenario } from './scenarios';
 
 let made: string | undefined;
 /** The directory, made at the first setup (importing the matrix makes nothing); removed by {@link removeReverifyPackage}. */
-const dir = () => (made ??= mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-chaos-reverify-')));
+// Among the installed packages, which a run may read (it sees nothing else of the host's files).
+const dir = () => (made ??= mkdtempSync(path.join(projectNodeModules(), '.forge-chaos-reverify-')));
 const lib = () => path.join(dir(), 'lib.mjs');
 const runLog = () => path.join(dir(), 'runs.log');
 
-/** Removes the package and the log (the matrix calls it after its last cell). */
-export function removeReverifyPackage(): void {
+/**
+ * Where a tool's test reports that it ran: a run writes nothing outside its own directory, so it tells a server on
+ * the test's own internet (test/helpers/test-internet.ts), which appends the line to the log. Started at the first
+ * setup, stopped with the package.
+ */
+let internet: Promise<TestInternet> | undefined;
+const SERVER_HOST = '198.51.100.10';
+const logServer = () => `
+const fs = require('node:fs');
+require('node:http').createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => (body += d));
+  req.on('end', () => { fs.appendFileSync(${JSON.stringify(runLog())}, body); res.end('ok'); });
+}).listen(8080, '${SERVER_HOST}', () => console.log('ready'));`;
+
+/** Removes the package and the log, and stops the log's server (the matrix calls it after its last cell). */
+export async function removeReverifyPackage(): Promise<void> {
   if (made) rmSync(made, { recursive: true, force: true });
   made = undefined;
+  const started = internet;
+  internet = undefined;
+  await (await started?.catch(() => undefined))?.stop();
 }
 
 const LIB_V1 = 'export function scale(n) { return n * 2; }\nexport const offset = 7;\n';
@@ -44,14 +63,18 @@ const LIB_V2 = '// 2.0: scale() is now multiply()\nexport function multiply(n, b
 function tool(name: string, variant: string, uses?: 'scale' | 'offset'): string {
   const imp = uses ? `import { ${uses} } from ${JSON.stringify(lib())};\n` : '';
   const value = uses === 'scale' ? 'scale(n)' : uses === 'offset' ? 'n + offset' : 'n + 1';
-  return `${imp}import { appendFileSync } from 'node:fs';
+  return `${imp}import { request } from 'node:http';
 import { z } from 'zod';
 export default {
   name: '${name}',
   description: 'a tool of the re-verification chaos scenario (${variant})',
   inputSchema: z.object({ n: z.number() }),
   async execute({ n }: { n: number }) {
-    appendFileSync(${JSON.stringify(runLog())}, '${name} ${variant}\\n');
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ host: '${SERVER_HOST}', port: 8080, method: 'POST' }, (res) => { res.resume(); res.on('end', () => resolve()); });
+      req.on('error', reject);
+      req.end('${name} ${variant}\\n');
+    });
     await new Promise((r) => setTimeout(r, 100));
     return { value: ${value}, variant: '${variant}' };
   },
@@ -68,6 +91,8 @@ const TOOLS: Record<string, ('scale' | 'offset' | undefined)[]> = {
 
 async function setup(forge: ForgeClient): Promise<void> {
   writeFileSync(lib(), LIB_V1);
+  internet ??= startTestInternet(logServer());
+  await internet;
   writeFileSync(runLog(), '');
   // The sandbox runs each test as a user of its own: the package must be readable and the log writable by it.
   chmodSync(dir(), 0o755);
