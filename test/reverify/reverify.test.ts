@@ -19,7 +19,8 @@ const temporal = useTemporal();
  * directory, so the report goes over its network, to the test's "internet" (test/helpers/test-internet.ts), whose
  * server appends it to the log. The package lives among the installed packages, which a run may read.
  */
-const SERVER_HOST = '198.51.100.10';
+/** The test's server address: set once the test's internet is up (before any tool source is made). */
+let SERVER_HOST = '';
 const SERVER_PORT = 8080;
 const pkgDir = mkdtempSync(path.join(projectNodeModules(), '.forge-reverify-pkg-'));
 const lib = path.join(pkgDir, 'lib.mjs');
@@ -58,7 +59,7 @@ export default {
 const flakyExtra = `if ((await post('/flaky', '')) === 500) throw new Error('upstream hiccup');`;
 
 /** The test's server: appends what /log is sent to the run log; /flaky answers 500 once per marker file. */
-const serverSource = `
+const serverSource = (address: string) => `
 const fs = require('node:fs');
 require('node:http').createServer((req, res) => {
   let body = '';
@@ -68,7 +69,7 @@ require('node:http').createServer((req, res) => {
     if (req.url === '/flaky') { try { fs.unlinkSync(${JSON.stringify(flakyMarker)}); res.statusCode = 500; } catch {} }
     res.end('ok');
   });
-}).listen(8080, '198.51.100.10', () => console.log('ready'));`;
+}).listen(8080, '${address}', () => console.log('ready'));`;
 
 const QUARANTINED = ['rot_both_1', 'rot_both_2', 'rot_both_3'];
 const DEGRADED = ['rot_new_1', 'rot_new_2', 'rot_new_3', 'rot_two_newer'];
@@ -107,6 +108,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
     chmodSync(pkgDir, 0o755);
     chmodSync(lib, 0o644);
     internet = await startTestInternet(serverSource);
+    SERVER_HOST = internet.addresses[0];
     platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_REVERIFY_INTERVAL: '2h' } });
     registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100 });
   }, 120_000);

@@ -50,10 +50,10 @@ beforeAll(async () => {
   if (!asRoot) return;
   sh('ip', ['netns', 'add', NS]);
   sh('ip', ['link', 'add', HOST_IF, 'type', 'veth', 'peer', 'name', NS_IF, 'netns', NS]);
-  sh('ip', ['addr', 'add', `${HOST_ADDR}/24`, 'dev', HOST_IF]);
+  sh('ip', ['addr', 'add', `${HOST_ADDR}/28`, 'dev', HOST_IF]);
   sh('ip', ['link', 'set', HOST_IF, 'up']);
-  sh('ip', ['-n', NS, 'addr', 'add', `${PUBLIC_A}/24`, 'dev', NS_IF]);
-  sh('ip', ['-n', NS, 'addr', 'add', `${PUBLIC_B}/24`, 'dev', NS_IF]);
+  sh('ip', ['-n', NS, 'addr', 'add', `${PUBLIC_A}/28`, 'dev', NS_IF]);
+  sh('ip', ['-n', NS, 'addr', 'add', `${PUBLIC_B}/28`, 'dev', NS_IF]);
   sh('ip', ['-n', NS, 'link', 'set', NS_IF, 'up']);
   sh('ip', ['-n', NS, 'link', 'set', 'lo', 'up']);
   // The test's internet: on each public address and port, a server that answers with where it is.

@@ -38,14 +38,15 @@ const runLog = () => path.join(dir(), 'runs.log');
  * setup, stopped with the package.
  */
 let internet: Promise<TestInternet> | undefined;
-const SERVER_HOST = '198.51.100.10';
-const logServer = () => `
+/** The log server's address: set once the test's internet is up (before any tool source is made). */
+let SERVER_HOST = '';
+const logServer = (address: string) => `
 const fs = require('node:fs');
 require('node:http').createServer((req, res) => {
   let body = '';
   req.on('data', (d) => (body += d));
   req.on('end', () => { fs.appendFileSync(${JSON.stringify(runLog())}, body); res.end('ok'); });
-}).listen(8080, '${SERVER_HOST}', () => console.log('ready'));`;
+}).listen(8080, '${address}', () => console.log('ready'));`;
 
 /** Removes the package and the log, and stops the log's server (the matrix calls it after its last cell). */
 export async function removeReverifyPackage(): Promise<void> {
@@ -91,8 +92,8 @@ const TOOLS: Record<string, ('scale' | 'offset' | undefined)[]> = {
 
 async function setup(forge: ForgeClient): Promise<void> {
   writeFileSync(lib(), LIB_V1);
-  internet ??= startTestInternet(logServer());
-  await internet;
+  internet ??= startTestInternet(logServer);
+  SERVER_HOST = (await internet).addresses[0];
   writeFileSync(runLog(), '');
   // The sandbox runs each test as a user of its own: the package must be readable and the log writable by it.
   chmodSync(dir(), 0o755);
