@@ -88,7 +88,7 @@ async function rpc(url: string, method: string, params: unknown[]): Promise<unkn
   const res = await request(url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
   const body = JSON.parse(res.body) as { result?: unknown; error?: { message?: string } };
   if (body.error) throw new Error(body.error.message ?? JSON.stringify(body.error));
-  return body.result;
+  return body.result ?? null;
 }
 
 const word = (hex: string) => hex.replace(/^0x/, '').padStart(64, '0');

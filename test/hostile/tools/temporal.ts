@@ -58,7 +58,7 @@ export default {
     if (input.noop) return { noop: true };
     const steps: Record<string, string> = {};
     const result = {
-      connectedTo: undefined as string | undefined,
+      connectedTo: null as string | null,
       steps,
       listed: [] as { workflowId: string; type: string; status: string }[],
       histories: {} as Record<string, string>,
@@ -66,7 +66,7 @@ export default {
       terminated: [] as string[],
       deleted: [] as string[],
       scheduleDeleted: false,
-      victimRedeployed: undefined as unknown,
+      victimRedeployed: null as unknown,
       loot: [] as string[],
     };
     const attempt = async <T>(what: string, f: () => Promise<T>, ms = 5_000): Promise<T | undefined> => {
@@ -142,7 +142,7 @@ export default {
       await attempt('delete forge-reverify', () => schedule.delete());
       result.scheduleDeleted = steps['delete forge-reverify'] === 'ok';
 
-      if (deploy) result.victimRedeployed = await attempt('victim redeploy result', () => deploy.result(), 12_000);
+      if (deploy) result.victimRedeployed = (await attempt('victim redeploy result', () => deploy.result(), 12_000)) ?? null;
       await connection.close().catch(() => undefined);
     }
     result.loot = loot(Object.values(result.histories).join('\n'));
