@@ -157,7 +157,10 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
     if (uid !== undefined) await chown(dir, uid, uid);
     // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
     // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
-    const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--enable-source-maps', harnessPath(), ...(options.preload ?? [])];
+    // --disable-wasm-trap-handler: WebAssembly memory is then bounds-checked in code instead of by guard regions, which
+    // reserve ~10 GiB of address space per memory and so fail under the run's RLIMIT_AS; without it the global fetch
+    // (undici parses HTTP in WebAssembly) and any wasm package fail with "Cannot allocate Wasm memory".
+    const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--disable-wasm-trap-handler', '--enable-source-maps', harnessPath(), ...(options.preload ?? [])];
     // All of the run's processes together get what one of them may address.
     const memoryBytes = (limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024;
     const contained = ContainedProcess.start({

@@ -141,6 +141,20 @@ maybe('a run reaches the internet and nothing of the host', () => {
     for (const t of targets.slice(2)) expect(out[t]).not.toMatch(/host secret/);
   });
 
+  test("a tool's global fetch reaches the public server (undici's WebAssembly fits the run's address-space limit)", async () => {
+    const source = `import { z } from 'zod';
+export default {
+  name: 'fetcher',
+  inputSchema: z.object({ url: z.string() }),
+  async execute({ url }: { url: string }) { return { body: await (await fetch(url)).text() }; },
+};`;
+    const v = await runSandbox({ name: 'fetcher', source, input: { url: `http://${PUBLIC_A}:${PORT}/` } });
+    // The test's server answers raw text, not HTTP: what matters is that fetch ran and connected, so either a parse
+    // error from undici about that text, or the text; never a WebAssembly allocation failure.
+    expect(JSON.stringify(v)).not.toMatch(/Wasm memory|WebAssembly/);
+    expect(['passed', 'failed']).toContain(v.status);
+  });
+
   test('private, shared, link-local and metadata ranges are unreachable', async () => {
     const targets = ['10.0.0.1:80', '172.16.0.1:80', '192.168.0.1:80', '169.254.169.254:80', '100.64.0.1:80', '198.18.0.1:80'];
     const out = await probe('internet', targets);
