@@ -59,7 +59,7 @@ export default {
 const flakyExtra = `if ((await post('/flaky', '')) === 500) throw new Error('upstream hiccup');`;
 
 /** The test's server: appends what /log is sent to the run log; /flaky answers 500 once per marker file. */
-const serverSource = (address: string) => `
+const serverSource = ([address]: [string, string]) => `
 const fs = require('node:fs');
 require('node:http').createServer((req, res) => {
   let body = '';

@@ -1,36 +1,32 @@
 /**
  * What a run reaches over the network, checked from outside (TOOL_CONTRACT.md, "What a tool can reach"). The test
- * makes its own "internet": a network namespace with a veth to the host, whose far end holds TEST-NET-2 addresses
- * (198.51.100.10 and .11, public-looking by design) with servers of the test's own; the host's end (198.51.100.1) is
- * one of the host's own addresses. Beside them the host runs servers on loopback and on every address (0.0.0.0),
+ * makes its own "internet" (test/helpers/test-internet.ts): a network namespace with a veth to the host, whose far
+ * end holds two TEST-NET-2 addresses (public-looking by design) with servers of the test's own; the host's end is one
+ * of the host's own addresses. Beside them the host runs servers on loopback and on every address (0.0.0.0),
  * standing in for the platform's services. Each case asserts, from the servers' side, who was reached: a run under
  * any policy never opens a connection to a host server, however the address is written; it reaches the test's
  * internet by default, only the listed host and port under an allowlist, and nothing with `none`.
  *
  * Runs as root (network namespaces and veths need it; CI is root): skipped otherwise, with the reason.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { runContainedProcess, runSandbox, type SandboxVerdict } from '../../src/sandbox';
 import { parseNetworkPolicy } from '../../src/contract/network-policy';
+import { startTestInternet, type TestInternet } from '../helpers/test-internet';
 
 const asRoot = process.getuid?.() === 0;
-const id = randomBytes(3).toString('hex');
-const NS = `forge-egress-${id}`;
-const HOST_IF = `feh${id}`;
-const NS_IF = `fen${id}`;
-const HOST_ADDR = '198.51.100.1';
-const PUBLIC_A = '198.51.100.10';
-const PUBLIC_B = '198.51.100.11';
 const PORT = 8080;
 const OTHER_PORT = 8081;
+// Set once the test's internet is up.
+let HOST_ADDR = '';
+let PUBLIC_A = '';
+let PUBLIC_B = '';
+let internet: TestInternet | undefined;
 
 /** Servers on the host: each counts the connections it accepted (what a run must never open). */
 const hostServers: { name: string; server: Server; accepted: number; port: number }[] = [];
-let inNamespace: ChildProcess | undefined;
 
 async function hostServer(name: string, host: string): Promise<void> {
   const entry = { name, server: createServer(), accepted: 0, port: 0 };
@@ -44,26 +40,18 @@ async function hostServer(name: string, host: string): Promise<void> {
   hostServers.push(entry);
 }
 
-const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: 'pipe' });
-
 beforeAll(async () => {
   if (!asRoot) return;
-  sh('ip', ['netns', 'add', NS]);
-  sh('ip', ['link', 'add', HOST_IF, 'type', 'veth', 'peer', 'name', NS_IF, 'netns', NS]);
-  sh('ip', ['addr', 'add', `${HOST_ADDR}/28`, 'dev', HOST_IF]);
-  sh('ip', ['link', 'set', HOST_IF, 'up']);
-  sh('ip', ['-n', NS, 'addr', 'add', `${PUBLIC_A}/28`, 'dev', NS_IF]);
-  sh('ip', ['-n', NS, 'addr', 'add', `${PUBLIC_B}/28`, 'dev', NS_IF]);
-  sh('ip', ['-n', NS, 'link', 'set', NS_IF, 'up']);
-  sh('ip', ['-n', NS, 'link', 'set', 'lo', 'up']);
   // The test's internet: on each public address and port, a server that answers with where it is.
-  const serve = `
+  internet = await startTestInternet(
+    (addresses) => `
     const net = require('node:net');
-    for (const host of ['${PUBLIC_A}', '${PUBLIC_B}']) for (const port of [${PORT}, ${OTHER_PORT}])
+    for (const host of ${JSON.stringify(addresses)}) for (const port of [${PORT}, ${OTHER_PORT}])
       net.createServer((s) => s.end('public ' + host + ':' + port + '\\n')).listen(port, host);
-    setTimeout(() => console.log('ready'), 100);`;
-  inNamespace = spawn('ip', ['netns', 'exec', NS, process.execPath, '-e', serve], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await once(inNamespace.stdout!, 'data');
+    setTimeout(() => console.log('ready'), 100);`,
+  );
+  [PUBLIC_A, PUBLIC_B] = internet.addresses;
+  HOST_ADDR = internet.hostAddress;
   await hostServer('loopback', '127.0.0.1');
   await hostServer('every address', '0.0.0.0');
   await hostServer('ipv6 loopback', '::1');
@@ -71,14 +59,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const { server } of hostServers) server.close();
-  inNamespace?.kill('SIGKILL');
-  if (!asRoot) return;
-  try {
-    sh('ip', ['link', 'del', HOST_IF]);
-  } catch {
-    // Gone with the namespace already.
-  }
-  sh('ip', ['netns', 'del', NS]);
+  await internet?.stop();
 });
 
 /** The host's own addresses (besides the veth's): each a way to a host server listening on every address. */

@@ -40,7 +40,7 @@ const runLog = () => path.join(dir(), 'runs.log');
 let internet: Promise<TestInternet> | undefined;
 /** The log server's address: set once the test's internet is up (before any tool source is made). */
 let SERVER_HOST = '';
-const logServer = (address: string) => `
+const logServer = ([address]: [string, string]) => `
 const fs = require('node:fs');
 require('node:http').createServer((req, res) => {
   let body = '';
