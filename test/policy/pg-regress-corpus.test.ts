@@ -5,11 +5,10 @@ import type { PolicyReport } from '../../src/policy';
 import { judgeEveryStatement } from '../../src/policy/check-migration';
 import { stripPsql } from './psql-script';
 
-/** shared/ sits beside the repository (CI clones it there); FORGE_SHARED_DIR points elsewhere when needed. */
-const sharedDir = process.env.FORGE_SHARED_DIR ?? path.resolve(__dirname, '../../../shared');
-const corpusDir = path.join(sharedDir, 'corpora', 'pg-regress');
+/** PostgreSQL's own regression SQL, vendored with its origin and licence (test/fixtures/pg-regress/README.md). */
+const corpusDir = path.join(__dirname, '..', 'fixtures', 'pg-regress');
 
-/** The twelve files of shared/corpora/pg-regress/README.md. */
+/** The twelve files of test/fixtures/pg-regress/README.md. */
 const FILES = [
   'drop_if_exists.sql',
   'truncate.sql',
