@@ -1,11 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ForgeClient } from '../../src/client';
 import { findFreePort } from '../../src/platform/free-port';
+import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { viemAccounts } from '../../src/x402/viem';
 import { cliEnv, FORGE_BIN, ROOT, runCommand, type CliResult } from '../cli/run-cli';
 import { processesMarkedWith } from '../helpers/processes';
@@ -80,6 +81,14 @@ export async function startHostilePlatform(user: string, env: NodeJS.ProcessEnv 
   spawnSync('chmod', ['0755', scratch]);
   if (user !== 'root') chownSync(scratch, uid, gid);
   const home = path.join(scratch, 'home');
+  // The temporal CLI the setup installed lives under the project's .forge, which setup makes private to its user
+  // (issue 24): another user gets a copy of its own, first on its PATH.
+  const binDir = path.join(scratch, 'bin');
+  if (user !== 'root') {
+    mkdirSync(binDir, { mode: 0o755 });
+    copyFileSync(requireTemporalBinary(), path.join(binDir, 'temporal'));
+    chmodSync(path.join(binDir, 'temporal'), 0o755);
+  }
   const walletKey = viemAccounts.generatePrivateKey();
   const envSecret = `HOSTILE_SECRET_worker_env_${randomBytes(8).toString('hex')}`;
   const apiToken = `HOSTILE_SECRET_api_token_${randomBytes(8).toString('hex')}`;
@@ -98,6 +107,7 @@ export async function startHostilePlatform(user: string, env: NodeJS.ProcessEnv 
     FORGE_X402_WALLET_KEY: walletKey,
     HOSTILE_WORKER_SECRET: envSecret,
     FORGE_API_TOKEN: apiToken,
+    ...(user === 'root' ? {} : { PATH: `${binDir}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` }),
     ...env,
   });
   const [command, args] = asUser(user, process.execPath, [FORGE_BIN, 'up']);
