@@ -53,20 +53,7 @@ export async function startForgeUp(prefix: string, env: NodeJS.ProcessEnv = {}):
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     stderr: () => stderr,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        process.kill(child.pid!, 'SIGTERM');
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-        clearTimeout(timer);
-      }
-      for (const p of processesMarkedWith(home)) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
+      await stopForgeUp(child, home);
       rmSync(home, { recursive: true, force: true });
     },
   };
@@ -83,4 +70,25 @@ export async function startForgeUp(prefix: string, env: NodeJS.ProcessEnv = {}):
     await new Promise((r) => setTimeout(r, 100));
   }
   return up;
+}
+
+/**
+ * Stops a `forge up` process: SIGTERM and up to 15 s for it to exit, then SIGKILL to whatever still carries its
+ * FORGE_HOME (the dev server, workers' helpers), so nothing outlives the test.
+ */
+export async function stopForgeUp(child: ChildProcess, home: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(child.pid!, 'SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
+    clearTimeout(timer);
+  }
+  for (const p of processesMarkedWith(home)) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 }

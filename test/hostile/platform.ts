@@ -8,8 +8,8 @@ import { ForgeClient } from '../../src/client';
 import { findFreePort } from '../../src/platform/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { viemAccounts } from '../../src/x402/viem';
+import { stopForgeUp } from '../cli/forge-up';
 import { cliEnv, FORGE_BIN, ROOT, runCommand, type CliResult } from '../cli/run-cli';
-import { processesMarkedWith } from '../helpers/processes';
 
 /**
  * A real `forge up` for the hostile corpus, as issue 24 attacked it: its own dev server (gRPC and Web UI), worker,
@@ -118,20 +118,7 @@ export async function startHostilePlatform(user: string, env: NodeJS.ProcessEnv 
   const held: { connection?: Connection } = {};
   const stop = async () => {
     await held.connection?.close().catch(() => undefined);
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      process.kill(child.pid!, 'SIGTERM');
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 15_000)))]);
-      clearTimeout(timer);
-    }
-    for (const p of processesMarkedWith(home)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    await stopForgeUp(child, home);
     rmSync(scratch, { recursive: true, force: true });
   };
   const deadline = Date.now() + 90_000;
