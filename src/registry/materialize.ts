@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ToolStore, ToolVersion } from '../db';
 import { Mutex } from './mutex';
@@ -73,7 +73,38 @@ export function materializeActiveTools(store: ToolStore, dir: string): Promise<A
   return state.lock.run(() => materializeLocked(store, dir, state.verified));
 }
 
+/**
+ * How often one materialisation writes again after finding files it named gone: a deletion (rm -rf of agent-tools/)
+ * that raced it. Past that the call fails and its caller's next attempt (the next look of rebuildWhenLost, the next
+ * change) tries again.
+ */
+const MAX_PASSES = 5;
+
 async function materializeLocked(store: ToolStore, dir: string, verified: Map<string, string>): Promise<ActiveIndex> {
+  for (let pass = 1; ; pass++) {
+    const { index, tools } = await materializePass(store, dir, verified);
+    // A look at a file is a moment's truth only: a deletion running beside this call (another process, or one that
+    // blocked this process while a read was in flight) can take away a file it saw, or had just written, before
+    // active.json names it. So the files are looked at once more after active.json is in place, and whatever is
+    // missing is written again, with active.json, until what it names is all there.
+    const missing = await missingVersions(dir, tools);
+    if (missing.length === 0) {
+      await removeDeletedTools(store, dir, index);
+      return index;
+    }
+    for (const key of missing) verified.delete(key);
+    if (pass >= MAX_PASSES) {
+      throw new Error(`agent-tools/ at ${dir} keeps losing files while it is written (${missing.join(', ')} missing after ${pass} passes)`);
+    }
+  }
+}
+
+/** One pass: every active version's files, then active.json. Returns the index on disk and what it was built from. */
+async function materializePass(
+  store: ToolStore,
+  dir: string,
+  verified: Map<string, string>,
+): Promise<{ index: ActiveIndex; tools: Record<string, ActiveEntry> }> {
   // The event id is read before the pointers, so the pointers are at least as new as the generation they get.
   const [newest] = await store.listEvents({ limit: 1 });
   const eventId = newest?.id ?? 0;
@@ -93,15 +124,25 @@ async function materializeLocked(store: ToolStore, dir: string, verified: Map<st
     if (manifest && manifest.contentHash !== row.contentHash) {
       throw new ToolFileConflictError(versionPaths(dir, row.name, row.version).manifest, row.name, row.version);
     }
-    // The manifest is written last, so when it exists the source and module beside it do too.
-    if (!manifest) await writeToolVersionFiles(dir, filesFromRow(row));
+    // Written whether or not the manifest was there: writeToolVersionFiles leaves identical files alone and creates
+    // whichever of the three is missing, so a version a deletion took half of is made whole again.
+    await writeToolVersionFiles(dir, filesFromRow(row));
     verified.set(key, row.contentHash);
     tools[pointer.name] = { version: row.version, contentHash: row.contentHash };
   }
 
-  const index = await replaceIndex(dir, eventId, tools);
-  await removeDeletedTools(store, dir, index);
-  return index;
+  return { index: await replaceIndex(dir, eventId, tools), tools };
+}
+
+/** `name@version` of every version in `tools` with a file missing on disk now. */
+async function missingVersions(dir: string, tools: Record<string, ActiveEntry>): Promise<string[]> {
+  const missing: string[] = [];
+  for (const [name, entry] of Object.entries(tools)) {
+    const paths = versionPaths(dir, name, entry.version);
+    const present = await Promise.all([paths.source, paths.compiled, paths.manifest].map((file) => access(file).then(() => true, () => false)));
+    if (present.includes(false)) missing.push(`${name}@${entry.version}`);
+  }
+  return missing;
 }
 
 /** Writes active.json unless nothing moved, never with a generation at or below the one on disk. */

@@ -1,7 +1,8 @@
+import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { ToolRegistry } from '../../src/registry';
+import { materializeActiveTools, ToolRegistry } from '../../src/registry';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 import { databaseView, diskView, expectDiskAgreesWithDatabase, stageOf, until } from './end-state';
@@ -97,4 +98,31 @@ test('deleted while nothing runs: the worker rebuilds it from the database on it
   await registryAgrees();
   expect(registry!.get('lost_b')?.version).toBe(1);
   expect(registry!.get('lost_slow')?.version).toBe(1);
+}, 60_000);
+
+test('deleted again and again while the worker publishes, the other CPU busy: active.json never names a file that is not there', async () => {
+  // The cell above once failed on a quiet machine with active.json back but lost_a's three files missing: a
+  // publication had looked at lost_a's manifest (a read on libuv's threads) just before the rm -rf, trusted it, and
+  // named lost_a in the active.json it wrote after. Here the deletion races the worker's own publication (its
+  // function and its cache of checked versions, as its rebuildWhenLost and every change call it) at a different point
+  // each round, while a busy loop takes the other core, and after each round whatever active.json names must be there.
+  const hog = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  const violations: string[] = [];
+  try {
+    for (let round = 0; round < 40; round++) {
+      const publishing = materializeActiveTools(store(), dir()).catch(() => undefined);
+      for (let tick = 0; tick < round % 10; tick++) await new Promise((r) => setImmediate(r));
+      rmSync(dir(), { recursive: true, force: true });
+      await publishing;
+      const disk = await diskView(dir()).catch(() => ({ tools: {}, missingFiles: [] as string[] }));
+      for (const file of disk.missingFiles) violations.push(`round ${round}: active.json names ${file}, which is missing`);
+    }
+  } finally {
+    hog.kill('SIGKILL');
+  }
+  expect(violations).toEqual([]);
+  // And the last deletion is repaired by the worker on its own, as in the cell above.
+  await until(() => existsSync(path.join(dir(), 'active.json')), 5_000, 'the worker to rebuild agent-tools/');
+  await expectDiskAgreesWithDatabase(store(), dir());
+  await registryAgrees();
 }, 60_000);

@@ -77,6 +77,33 @@ describe('materializeActiveTools', () => {
     expect(violations).toEqual([]);
   });
 
+  it('never leaves active.json naming a file that a deletion racing it removed (rm -rf in the middle, in a loop)', async () => {
+    for (const name of ['mat_race_a', 'mat_race_b', 'mat_race_c']) {
+      const row = await storeVersion(store, name, greeterSource(name, 'race'));
+      await store.activate(name, row.version);
+    }
+    // Once materialised, every version is "verified" in this process: the next calls look at manifests only.
+    await materializeActiveTools(store, dir);
+    const violations: string[] = [];
+    for (let round = 0; round < 60; round++) {
+      const publishing = materializeActiveTools(store, dir).catch(() => undefined);
+      // Let it get a different distance each round (reads of manifests in flight on libuv's threads, writes under
+      // way), then delete the whole directory at once, as the chaos test's rm -rf does: synchronously, so whatever
+      // the materialisation saw a moment ago is gone when its next step runs.
+      for (let tick = 0; tick < round % 15; tick++) await new Promise((r) => setImmediate(r));
+      rmSync(dir, { recursive: true, force: true });
+      await publishing;
+      const index = await readActiveIndex(dir).catch(() => undefined);
+      for (const [name, entry] of Object.entries(index?.tools ?? {})) {
+        const paths = versionPaths(dir, name, entry.version);
+        for (const file of [paths.source, paths.compiled, paths.manifest]) {
+          if (!existsSync(file)) violations.push(`round ${round}: active.json names ${name} v${entry.version} but ${path.basename(file)} is missing`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
   it('serialises concurrent calls, and the generation on disk never goes down', async () => {
     const seen: number[] = [];
     let watching = true;
