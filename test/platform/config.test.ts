@@ -114,6 +114,13 @@ describe('loadConfig', () => {
     expect(loadConfig({}).readApi).toEqual({ address: '127.0.0.1:0', token: undefined });
     expect(loadConfig({ FORGE_API_TOKEN: 'a'.repeat(32), FORGE_API_ADDRESS: 'off' }).readApi).toEqual({ token: 'a'.repeat(32) });
     expect(configError({ FORGE_API_TOKEN: 'hunter2 with spaces' }).message).not.toContain('hunter2');
+    // FORGE_MCP_TOKEN alike (issue 25: an invalid one was echoed back), too short or with a space, nor in the cause.
+    for (const token of ['hunter2short', 'hunter2 with spaces, long enough']) {
+      const err = configError({ FORGE_MCP_TOKEN: token });
+      expect(err.variable).toBe('FORGE_MCP_TOKEN');
+      expect(err.message).toContain('value hidden');
+      expect(JSON.stringify({ message: err.message, cause: err.cause, stack: err.stack })).not.toContain('hunter2');
+    }
     for (const name of ['DATABASE_URL', 'FORGE_API_TOKEN', 'FORGE_MCP_TOKEN', 'TEMPORAL_API_KEY']) {
       expect(configError({ FORGE_SANDBOX_ENV_PASSTHROUGH: `LANG,${name}` }).message).toContain(`may not pass ${name}`);
     }
