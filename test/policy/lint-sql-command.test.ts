@@ -45,6 +45,16 @@ function file(name: string, sql: string): string {
 }
 
 describe('forge lint-sql', () => {
+  it("accepts the README's first migration, examples/agent_notes.sql, which creates what its comment says and nothing else", async () => {
+    const example = path.join(__dirname, '..', '..', 'examples', 'agent_notes.sql');
+    const { code, stdout } = await run([example, '--json']);
+    expect(code).toBe(ExitCode.ok);
+    const out = JSON.parse(stdout);
+    expect(out.accepted).toBe(true);
+    // The comment promises the agent's own table and an index on it, and says it adds no column to a core table.
+    expect(out.statements.map((s: { rule: string }) => s.rule)).toEqual(['create-agent-table', 'create-agent-index']);
+  });
+
   it('prints exactly one JSON object and exits 0 for an accepted migration', async () => {
     const f = file('ok.sql', 'CREATE TABLE agent_notes (id int);\nCREATE INDEX agent_notes_id ON agent_notes (id);\n');
     const { code, stdout } = await run([f, '--json']);
