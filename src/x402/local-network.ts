@@ -51,8 +51,11 @@ export interface LocalX402Network {
   balanceOf(address: Address): Promise<bigint>;
   /** Whether the EIP-3009 authorization `nonce` of `authorizer` has been used (or canceled), read from the chain. */
   authorizationState(authorizer: Address, nonce: Hex): Promise<boolean>;
-  /** A new wallet from `generatePrivateKey()`, holding `tokens` base units of the token when given. */
-  newWallet(tokens?: bigint): Promise<LocalWallet>;
+  /**
+   * A new wallet from `generatePrivateKey()`, holding `tokens` base units of the token when given, and gas money (a
+   * payer cancels an authorization it gave up on with a transaction of its own) unless `gas: false`.
+   */
+  newWallet(tokens?: bigint, options?: { gas?: boolean }): Promise<LocalWallet>;
   /** Stops the chain. Idempotent. */
   stop(): Promise<void>;
 }
@@ -166,8 +169,9 @@ export async function startLocalX402Network(options: LocalX402NetworkOptions = {
       balanceOf: (address) => publicClient.readContract({ ...tokenContract, functionName: 'balanceOf', args: [address] }),
       authorizationState: (authorizer, nonce) =>
         publicClient.readContract({ ...tokenContract, functionName: 'authorizationState', args: [authorizer, nonce] }),
-      newWallet: async (tokens) => {
+      newWallet: async (tokens, options = {}) => {
         const wallet = newWallet();
+        if (options.gas !== false) await testClient.setBalance({ address: wallet.address, value: GAS_MONEY });
         if (tokens !== undefined && tokens > 0n) await fund(wallet.address, tokens);
         return wallet;
       },
