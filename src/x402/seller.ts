@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { decodePaymentSignatureHeader } from '@x402/core/http';
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http';
 import {
   x402HTTPResourceServer,
   x402ResourceServer,
@@ -184,8 +184,11 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
     // the nonce used on the chain (402 from the facilitator's verify) instead of running the tool again and
     // failing at settlement.
     const key = paymentKey(c.req.header('payment-signature') ?? c.req.header('x-payment'));
-    if (key === undefined) return current.middleware(c, next);
-    return paymentLocks.run(key, () => current.middleware(c, next));
+    const returned = await (key === undefined ? current.middleware(c, next) : paymentLocks.run(key, () => current.middleware(c, next)));
+    // The middleware either returns its 402 or leaves it in c.res (a refused settlement).
+    if (returned instanceof Response) return termsInBody(returned);
+    c.res = await termsInBody(c.res);
+    return undefined;
   });
   app.post(`${TOOL_ROUTE_PREFIX}:name`, (c) => callTool(c, options.invoke));
 
@@ -278,6 +281,29 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
     throw err;
   }
   return { url, port, refresh, close };
+}
+
+/**
+ * A 402 with its payment requirements in the JSON body as well as in the base64 PAYMENT-REQUIRED header. x402 v2 puts
+ * them in the header only (@x402/hono answers `{}`), so a person with curl, or a client that reads bodies (as v1
+ * clients did), saw nothing of the terms; the body is now the header's PaymentRequired, decoded, the same object. Any
+ * other response, and a 402 without that header (a settlement refused: its reason is in PAYMENT-RESPONSE) or with a
+ * body of its own (HTML for a browser), passes unchanged.
+ */
+async function termsInBody(res: Response): Promise<Response> {
+  const header = res.headers.get('payment-required');
+  if (res.status !== 402 || !header || !(res.headers.get('content-type') ?? '').includes('application/json')) return res;
+  const body = await res.clone().text();
+  if (body.trim() !== '{}' && body.trim() !== '') return res;
+  let terms: unknown;
+  try {
+    terms = decodePaymentRequiredHeader(header);
+  } catch {
+    return res;
+  }
+  const headers = new Headers(res.headers);
+  headers.delete('content-length');
+  return new Response(JSON.stringify(terms), { status: res.status, statusText: res.statusText, headers });
 }
 
 /** The paid route's handler: runs after the payment is verified; its status decides whether it is settled. */

@@ -132,6 +132,23 @@ test('an unpaid call gets 402 with the terms: price, payee, token and network, a
   expect(sales).toEqual([]);
 });
 
+test('the 402 carries the terms in its JSON body too, the same object as the PAYMENT-REQUIRED header (not {})', async () => {
+  const res = await post('sum', { a: 1, b: 2 });
+  expect(res.status).toBe(402);
+  expect(res.headers.get('content-type')).toContain('application/json');
+  const fromHeader = decodePaymentRequiredHeader(res.headers.get('PAYMENT-REQUIRED') as string);
+  const body = (await res.json()) as PaymentRequired;
+  expect(body).toEqual(fromHeader);
+  expect(body).toMatchObject({ x402Version: 2, error: 'Payment required', accepts: [expect.objectContaining({ amount: PRICE.toString() })] });
+  // A refused payment's 402 (here: a PAYMENT-SIGNATURE that is not a payment) carries them in the body as well.
+  const stale = await post('sum', { a: 1, b: 2 }, { 'PAYMENT-SIGNATURE': 'not-a-payment' });
+  expect(stale.status).toBe(402);
+  const staleBody = (await stale.json()) as PaymentRequired;
+  expect(staleBody.accepts).toHaveLength(1);
+  expect(staleBody).toEqual(decodePaymentRequiredHeader(stale.headers.get('PAYMENT-REQUIRED') as string));
+  expect(calls).toEqual([]);
+});
+
 test("a paid call gets the tool's result; exactly the price moves; onSale says settled once, with the nonce", async () => {
   const before = await balances();
   const sent: string[] = [];
