@@ -74,7 +74,7 @@ export const OPERATIONS: Operation[] = [
       'The same content deploys once (idempotent).',
     input: z.object({
       name: toolName,
-      source: z.string().describe('the TypeScript module (TOOL_CONTRACT.md)'),
+      source: z.string().describe('the TypeScript module, as docs/tool-contract.md in the Forge repository describes it'),
       testInput: z.unknown().optional().describe('the input the test run calls execute with (default {})'),
       description: z.string().max(2000).optional().describe("stored with the version; default: the module's own description"),
     }),
