@@ -11,6 +11,7 @@ export * from './hashes';
 export * from './kinds';
 export * from './limits';
 export * from './migration-runs';
+export * from './never-reachable';
 export * from './policy-verdict';
 export * from './promotion-runs';
 export * from './reverify-runs';

@@ -1,8 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PRIVATE_FILE_MODE } from '../contract/private-modes';
+import { homeSecret } from './home-secret';
 
 /*
  * The read API answers only Forge's own clients (TOOL_CONTRACT.md, "What a tool can reach": a tool that found it on
@@ -29,29 +28,7 @@ export const readApiTokenFileOf = (home: string) => path.join(home, READ_API_TOK
  */
 export async function workerReadApiToken(home: string, configured: string | undefined): Promise<string> {
   if (configured !== undefined) return configured;
-  const file = readApiTokenFileOf(home);
-  const existing = await readFile(file, 'utf8').then((t) => t.trim(), () => undefined);
-  if (existing !== undefined && TOKEN.test(existing)) return existing;
-  const token = randomBytes(32).toString('base64url');
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(temp, `${token}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
-  try {
-    if (existing !== undefined) {
-      // A file that holds no token (emptied, cut short): replaced, and read back (a worker doing the same meanwhile wins).
-      await rename(temp, file);
-      return workerReadApiToken(home, configured);
-    }
-    try {
-      await link(temp, file);
-      return token;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // Another worker was first: its token is the home's.
-      return workerReadApiToken(home, configured);
-    }
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
+  return homeSecret(readApiTokenFileOf(home));
 }
 
 /**

@@ -17,27 +17,12 @@ import { isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { networkInterfaces } from 'node:os';
 import type { NetworkPolicy } from '../contract/network-policy';
+import { isNeverReachable, NEVER_REACHABLE_V4 } from '../contract/never-reachable';
 
 export { INTERNET, parseNetworkPolicy, describeNetworkPolicy, type NetworkPolicy } from '../contract/network-policy';
 
-/**
- * IPv4 ranges no run ever reaches, whatever the policy: this host, its networks and everything that is not a public
- * destination (RFC 6890's special-purpose registry, less the documentation ranges, which are public-looking by design
- * and what the tests' own "internet" server lives on).
- */
-export const NEVER_REACHABLE_V4 = [
-  '0.0.0.0/8', // "this network"
-  '10.0.0.0/8', // private
-  '100.64.0.0/10', // shared address space (carrier-grade NAT)
-  '127.0.0.0/8', // loopback
-  '169.254.0.0/16', // link-local, the cloud metadata service
-  '172.16.0.0/12', // private
-  '192.0.0.0/24', // IETF protocol assignments
-  '192.88.99.0/24', // 6to4 relay anycast
-  '192.168.0.0/16', // private
-  '198.18.0.0/15', // benchmarking
-  '224.0.0.0/3', // multicast, reserved, broadcast
-] as const;
+/** The ranges no run ever reaches, whatever the policy: one list, shared with the dev facilitator (src/contract). */
+export { NEVER_REACHABLE_V4, isNeverReachable } from '../contract/never-reachable';
 
 /** slirp4netns's fixed layout inside the namespace (its defaults). */
 export const SLIRP = { device: 'tap0', cidr: '10.0.2.0/24', gateway: '10.0.2.2', dns: '10.0.2.3', address: '10.0.2.100' } as const;
@@ -61,22 +46,6 @@ export function hostPublicAddresses(): string[] {
     }
   }
   return [...found];
-}
-
-/** Whether an IPv4 address (dotted quad) is in {@link NEVER_REACHABLE_V4}. */
-export function isNeverReachable(address: string): boolean {
-  const value = ipv4Value(address);
-  if (value === undefined) return true; // not IPv4: runs have no IPv6 route, so nothing to allow
-  return NEVER_REACHABLE_V4.some((cidr) => {
-    const [base, bits] = cidr.split('/');
-    const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
-    return ((value & mask) >>> 0) === ((ipv4Value(base)! & mask) >>> 0);
-  });
-}
-
-function ipv4Value(address: string): number | undefined {
-  if (isIP(address) !== 4) return undefined;
-  return address.split('.').reduce((acc, part) => acc * 256 + Number(part), 0) >>> 0;
 }
 
 /**
