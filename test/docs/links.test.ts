@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { buildProgram } from '../../src/cli';
+import { NEVER_REACHABLE_V4 } from '../../src/contract/never-reachable';
 import { githubSlug, headingAnchors, isExternal, markdownLinks } from './markdown';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -93,5 +94,28 @@ describe('the CLI reference (docs/cli.md) cannot drift from the CLI', () => {
     const section = sections.get(name) ?? '';
     const missing = command.options.map((o) => o.long).filter((flag): flag is string => flag !== undefined && !section.includes(flag));
     expect(missing).toEqual([]);
+  });
+});
+
+describe('the references name what the code enforces', () => {
+  test('docs/tool-contract.md lists every IPv4 range no sandbox run reaches', () => {
+    const contract = readFileSync(path.join(ROOT, 'docs', 'tool-contract.md'), 'utf8');
+    expect(NEVER_REACHABLE_V4.filter((cidr) => !contract.includes(`\`${cidr}\``))).toEqual([]);
+  });
+
+  test('docs/schema-policy.md names every rule id the policy can answer with', () => {
+    const policyDir = path.join(ROOT, 'src', 'policy');
+    const source = readdirSync(policyDir)
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => readFileSync(path.join(policyDir, f), 'utf8'))
+      .join('\n');
+    // Rule ids are kebab-case string literals; these few are not rules (a package name, the reasons a function is refused).
+    const NOT_RULES = new Set(['libpg-query', 'deny-list', 'parallel-unsafe', 'parallel-restricted']);
+    const ids = new Set([...source.matchAll(/'([a-z][a-z0-9]*(?:-[a-z0-9]+)+)'/g)].map((m) => m[1]).filter((id) => !NOT_RULES.has(id)));
+    // One rule id is built from a template: `rename-agent-${what}` for a column or a constraint.
+    ids.add('rename-agent-column').add('rename-agent-constraint');
+    const reference = readFileSync(path.join(ROOT, 'docs', 'schema-policy.md'), 'utf8');
+    // A new kebab-case literal in src/policy that is not a rule id belongs in NOT_RULES above.
+    expect([...ids].filter((id) => !reference.includes(`\`${id}\``)).sort()).toEqual([]);
   });
 });
