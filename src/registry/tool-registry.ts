@@ -1,7 +1,5 @@
-import type { ForgeDatabase } from '../db/types';
 import type { SandboxLimits, SandboxStatus } from '../sandbox';
 import { loadConfig } from '../config';
-import { databaseSource } from './database-source';
 import { directorySource } from './directory-source';
 import { RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError } from './errors';
 import { coalesce } from './coalesce';
@@ -37,8 +35,13 @@ export interface ToolRegistryOptions {
   onReloadError?: (error: unknown) => void;
 }
 
-/** Where to load from: the agent-tools directory (no database needed), or the database itself. */
-export type ToolRegistrySource = { dir: string } | { database: ForgeDatabase };
+/**
+ * Where to load from: the agent-tools directory (no database needed), or any other source, such as the database's
+ * (`databaseSource(database)` in src/registry/database-source.ts). A source rather than a database handle here: the
+ * handle's type is drizzle's, and the SDK's declarations must not pull drizzle's (which fail to type-check without the
+ * drivers it does not install) into every program that imports ToolRegistry.
+ */
+export type ToolRegistrySource = { dir: string } | { source: ToolSource };
 
 /** A tool call's outcome. Tool failures are results, never exceptions. */
 export type InvokeResult =
@@ -109,15 +112,15 @@ export class ToolRegistry {
 
   /**
    * Opens a registry and loads the active versions. With `{ dir }` it reads `<dir>/active.json` and the manifests and
-   * follows changes through fs.watch plus a poll; with `{ database }` it reads the store and reloads on TOOLS_CHANNEL
-   * notifications. The database handle stays the caller's to close.
+   * follows changes through fs.watch plus a poll; with `{ source }` it loads and follows that source (the database's reads
+   * the store and reloads on TOOLS_CHANNEL notifications; its database handle stays the caller's to close).
    * @throws RegistryLoadError when the first load fails.
    */
   static async open(options: ToolRegistrySource & ToolRegistryOptions): Promise<ToolRegistry> {
     const source =
       'dir' in options
         ? directorySource(options.dir, { pollIntervalMs: options.pollIntervalMs ?? 500, fsWatch: options.fsWatch ?? true })
-        : databaseSource(options.database);
+        : options.source;
     const invoker =
       options.invoker ??
       defaultInvoker(options);

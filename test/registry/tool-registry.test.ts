@@ -14,6 +14,7 @@ import {
 } from '../../src/registry';
 import { processesMarkedWith } from '../helpers/processes';
 import { greeterSource, scratchDatabase, scratchDir, storeVersion } from './helpers';
+import { databaseSource } from '../../src/registry/database-source';
 
 const spinnerSource = `import { z } from 'zod';
 export default {
@@ -205,7 +206,7 @@ describe('ToolRegistry', () => {
 
   describe('database mode', () => {
     it('loads from the store and reloads on NOTIFY', async () => {
-      const registry = await open({ database: db.database });
+      const registry = await open({ source: databaseSource(db.database) });
       const current = (await store.getActive('greeter'))!.version;
       expect(registry.get('greeter')?.version).toBe(current);
       expect(await registry.invoke('greeter', { who: 'db' })).toMatchObject({ ok: true, version: current });

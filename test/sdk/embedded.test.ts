@@ -249,7 +249,7 @@ describe('startForge from the packed package', () => {
     project = packAndInstall();
     // Compiled as the README's reader would (an ES module under node16, top-level await), then run as .mjs.
     writeFileSync(path.join(project.dir, 'embedded.mts'), snippets[0]);
-    const compilerOptions = { strict: true, skipLibCheck: true, types: ['node'], target: 'ES2022', lib: ['ES2022'], module: 'node16', outDir: 'out' };
+    const compilerOptions = { strict: true, types: ['node'], target: 'ES2022', lib: ['ES2022'], module: 'node16', outDir: 'out' };
     writeFileSync(path.join(project.dir, 'tsconfig.embedded.json'), JSON.stringify({ compilerOptions, files: ['embedded.mts'] }));
     const tsc = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.embedded.json'], {
       cwd: project.dir,

@@ -199,7 +199,8 @@ export const connect: () => Promise<forge.ForgeClient> = () => forge.ForgeClient
 export const made = new forge.ForgeClient();
 `,
     );
-    const strict = { strict: true, noEmit: true, skipLibCheck: true, types: ['node'], target: 'ES2022', lib: ['ES2022'] };
+    // No skipLibCheck: a consumer's strict build type-checks Forge's declarations and everything they import (issue 25).
+    const strict = { strict: true, noEmit: true, types: ['node'], target: 'ES2022', lib: ['ES2022'] };
     for (const [name, compilerOptions, files] of [
       ['tsconfig.node16.json', { ...strict, module: 'node16', moduleResolution: 'node16' }, ['agent.mts', 'agent.cts']],
       ['tsconfig.bundler.json', { ...strict, module: 'preserve', moduleResolution: 'bundler' }, ['agent.mts']],
@@ -232,7 +233,7 @@ export const made = new forge.ForgeClient();
         return `readme-${i}.mts`;
       });
       // Compiled as the README's reader would, an ES module under node16 (top-level await), into .mjs files to run.
-      const compilerOptions = { strict: true, skipLibCheck: true, types: ['node'], target: 'ES2022', lib: ['ES2022'], module: 'node16', outDir: 'out' };
+      const compilerOptions = { strict: true, types: ['node'], target: 'ES2022', lib: ['ES2022'], module: 'node16', outDir: 'out' };
       writeFileSync(path.join(project.dir, 'tsconfig.readme.json'), JSON.stringify({ compilerOptions, files }));
       const compiled = spawnSync(process.execPath, [TSC, '-p', 'tsconfig.readme.json'], { cwd: project.dir, encoding: 'utf8' });
       expect(compiled.stdout + compiled.stderr).toBe('');
