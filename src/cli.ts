@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ExitCode, UsageError } from './commands/exit-codes';
 import { drainOutput, printError, printResult } from './commands/output';
-import { ConfigError, ForgeInputError, PlatformUnreachableError } from './contract/errors';
+import { ConfigError, ForgeInputError, NoWorkerError, PlatformUnreachableError, SearchAttributesMissingError } from './contract/errors';
 import { DevServerError, TemporalBinaryNotFoundError } from './platform/errors';
 import { waitBeforeExit } from './commands/at-exit';
 import { registerCall } from './commands/call';
@@ -75,7 +75,10 @@ export async function exitWhenDrained(code: number): Promise<never> {
   process.exit(code);
 }
 
-/** Runs the CLI and resolves to its exit code (CLI.md: 0 ok, 1 refused, 2 usage, 3 unreachable). */
+/**
+ * Runs the CLI and resolves to its exit code (CLI.md: 0 ok, 1 refused, 2 usage, 3 unreachable: also a platform that is
+ * up but cannot run Forge's runs, with no worker polling or search attributes missing).
+ */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   const json = argv.includes('--json');
@@ -100,6 +103,18 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof PlatformUnreachableError) {
       printError(json, err.message, { unreachable: err.address });
+      return ExitCode.unreachable;
+    }
+    if (err instanceof NoWorkerError) {
+      // The platform is up but not whole: nothing runs Forge's runs. Exit 3, as for a platform that cannot be reached.
+      const { taskQueue, namespace, workflowId, runWithdrawn } = err;
+      printError(json, `${err.message} Or add --wait to wait for a worker.`, { type: err.name, taskQueue, namespace, workflowId, runWithdrawn });
+      return ExitCode.unreachable;
+    }
+    if (err instanceof SearchAttributesMissingError) {
+      // A Temporal that Forge cannot run on as it is set up: nothing was started; the commands say how to fix it.
+      const { namespace, missing, commands } = err;
+      printError(json, err.message, { type: err.name, namespace, missing, commands });
       return ExitCode.unreachable;
     }
     if (err instanceof DevServerError || err instanceof TemporalBinaryNotFoundError) {

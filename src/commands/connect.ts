@@ -4,8 +4,20 @@ import type { ForgeClient } from '../client';
 import { PlatformUnreachableError } from '../contract/errors';
 import type * as ConnectionModule from '../platform/temporal-connection';
 
-/** Connects the SDK for one CLI command and closes it afterwards, whatever happens. */
-export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>): Promise<T> {
+/**
+ * How long a command waits for a run's result before it checks that a Forge worker polls, and gives up (exit 3) when
+ * none does: a run that answers sooner costs no check at all.
+ */
+export const NO_WORKER_CHECK_AFTER_MS = 2_500;
+
+/** The help of `--wait`, the flag of every command that waits on a run a worker must take. */
+export const WAIT_HELP = 'when no Forge worker polls, wait for one however long it takes (default: say so within a few seconds, exit 3)';
+
+/**
+ * Connects the SDK for one CLI command and closes it afterwards, whatever happens. Unless `wait`, a run that no
+ * worker takes ends the command with a NoWorkerError within a few seconds, instead of a silent wait.
+ */
+export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>, options: { wait?: boolean } = {}): Promise<T> {
   // Loaded here, not at the top: the SDK and gRPC are ~0.4 s of start-up that --help, --version, lint-sql and
   // sandbox never need.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -13,6 +25,7 @@ export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>
   await failFastWhenRefused();
   let said = 0;
   const client = await ForgeClient.connect({
+    failWithoutWorkerAfterMs: options.wait ? undefined : NO_WORKER_CHECK_AFTER_MS,
     // A run outlives a Temporal restart; the CLI waits through it and says so, at most every 10 s.
     onOutage: ({ address, workflowId, unreachableMs, giveUpAfterMs }) => {
       if (said > 0 && unreachableMs - said < 10_000) return;

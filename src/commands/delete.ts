@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 
@@ -10,8 +10,9 @@ export function registerDelete(program: Command): void {
     .description('Deactivate a tool and remove its versions')
     .argument('<name>', 'the tool')
     .option('--json', 'print one JSON object')
-    .action(async (name: string, opts: { json?: boolean }) => {
-      const result = await withForgeClient((forge) => forge.deleteTool(name));
+    .option('--wait', WAIT_HELP)
+    .action(async (name: string, opts: { json?: boolean; wait?: boolean }) => {
+      const result = await withForgeClient((forge) => forge.deleteTool(name), { wait: opts.wait });
       printResult(!!opts.json, result, () => result.message);
       process.exitCode = result.status === 'deleted' ? ExitCode.ok : ExitCode.refused;
     });

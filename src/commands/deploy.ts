@@ -1,7 +1,7 @@
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import type { DeployToolResult } from '../contract/tool-runs';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
@@ -17,15 +17,19 @@ export function registerDeploy(program: Command): void {
     .option('--test-input <json>', 'the input the test run calls execute with', '{}')
     .option('--description <text>', 'what the tool does (stored with the version)')
     .option('--json', 'print one JSON object')
-    .action(async (file: string, opts: { name?: string; testInput: string; description?: string; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (file: string, opts: { name?: string; testInput: string; description?: string; json?: boolean; wait?: boolean }) => {
       const testInput = parseJsonOption('--test-input', opts.testInput);
       const source = await readInputFile(file);
       const name = opts.name ?? basename(file, extname(file));
-      const result = await withForgeClient(async (forge) => {
-        const handle = await forge.startDeployTool({ name, source, testInput, description: opts.description });
-        process.stderr.write(`deploying ${name} — run ${handle.workflowId}\n`);
-        return handle.result({ onProgress: progressPrinter() });
-      });
+      const result = await withForgeClient(
+        async (forge) => {
+          const handle = await forge.startDeployTool({ name, source, testInput, description: opts.description });
+          process.stderr.write(`deploying ${name} — run ${handle.workflowId}\n`);
+          return handle.result({ onProgress: progressPrinter() });
+        },
+        { wait: opts.wait },
+      );
       printResult(!!opts.json, result, () => describeDeploy(result));
       process.exitCode = result.status === 'active' ? ExitCode.ok : ExitCode.refused;
     });

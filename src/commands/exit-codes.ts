@@ -6,7 +6,10 @@ export const ExitCode = {
   refused: 1,
   /** Bad usage or bad input. */
   usage: 2,
-  /** The platform could not be reached. */
+  /**
+   * The platform could not be reached, or is not whole: no Forge worker polls (and --wait was not given), or its
+   * Temporal lacks Forge's search attributes. Nothing was done, unless the error names a run that waits for a worker.
+   */
   unreachable: 3,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

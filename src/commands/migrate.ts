@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { MigrateSchemaResult } from '../contract/migration-runs';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
@@ -18,12 +18,13 @@ export function registerMigrate(program: Command): void {
     .argument('<file>', 'the migration (SQL), or - for stdin')
     .requiredOption('--name <name>', "the migration's name (its identity: the same name is applied once)")
     .option('--json', 'print one JSON object')
-    .action(async (file: string, opts: { name: string; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (file: string, opts: { name: string; json?: boolean; wait?: boolean }) => {
       const sql = await readInputFile(file);
       const result = await withForgeClient(async (forge) => {
         process.stderr.write(`migrating ${opts.name} — run schema-migrate/${opts.name}\n`);
         return forge.migrateSchema({ name: opts.name, sql }, { onProgress: progressPrinter() });
-      });
+      }, { wait: opts.wait });
       printResult(!!opts.json, result, () => describeMigration(result));
       process.exitCode = result.status === 'applied' || result.status === 'alreadyApplied' ? ExitCode.ok : ExitCode.refused;
     });

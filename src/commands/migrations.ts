@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 
@@ -9,8 +9,9 @@ export function registerMigrations(program: Command): void {
     .command('migrations')
     .description('List the applied schema migrations, oldest first')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { json?: boolean }) => {
-      const result = await withForgeClient((forge) => forge.listMigrations());
+    .option('--wait', WAIT_HELP)
+    .action(async (opts: { json?: boolean; wait?: boolean }) => {
+      const result = await withForgeClient((forge) => forge.listMigrations(), { wait: opts.wait });
       printResult(!!opts.json, result, () =>
         result.migrations.length === 0
           ? 'No migration is applied yet. Apply one with `forge migrate --name NAME FILE.sql`.'

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import type { ProposedChange, PromoteBuiltinResult } from '../contract/promotion-runs';
 import type { RunProgress } from '../contract/run-progress';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
@@ -26,7 +26,8 @@ export function registerPromote(program: Command): void {
     .option('--message <text>', 'the commit message')
     .option('--dry-run', 'verify everything, merge nothing')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { repo?: string; branch?: string; change: string[]; message?: string; dryRun?: boolean; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (opts: { repo?: string; branch?: string; change: string[]; message?: string; dryRun?: boolean; json?: boolean; wait?: boolean }) => {
       if (opts.change.length === 0) throw new UsageError('name at least one --change REL_PATH=LOCAL_FILE');
       const changes: ProposedChange[] = [];
       for (const spec of opts.change) {
@@ -55,7 +56,7 @@ export function registerPromote(program: Command): void {
         } finally {
           timer.stop();
         }
-      });
+      }, { wait: opts.wait });
       printResult(!!opts.json, result, () => describePromotion(result));
       process.exitCode = result.status === 'rejected' ? ExitCode.refused : ExitCode.ok;
     });

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { BuiltinReverifyReport, ReverifyScheduleInfo, ReverifySummary } from '../contract/reverify-runs';
 import { ScheduleMissingError } from '../contract/errors';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printError, printResult } from './output';
 import { progressPrinter } from './progress-display';
@@ -15,12 +15,13 @@ export function registerReverify(program: Command): void {
     .option('--pause', 'pause the schedule')
     .option('--resume', 'resume the schedule')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { now?: boolean; pause?: boolean; resume?: boolean; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (opts: { now?: boolean; pause?: boolean; resume?: boolean; json?: boolean; wait?: boolean }) => {
       const json = !!opts.json;
       if ([opts.now, opts.pause, opts.resume].filter(Boolean).length > 1) throw new UsageError('give at most one of --now, --pause, --resume');
       try {
         if (opts.now) {
-          const summary = await withForgeClient((forge) => forge.reverifyNow({ onProgress: json ? undefined : progressPrinter() }));
+          const summary = await withForgeClient((forge) => forge.reverifyNow({ onProgress: json ? undefined : progressPrinter() }), { wait: opts.wait });
           printResult(json, summary, () => describeSummary(summary));
           process.exitCode = ExitCode.ok;
           return;

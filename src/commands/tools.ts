@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 
@@ -9,8 +9,9 @@ export function registerTools(program: Command): void {
     .command('tools')
     .description('List the active tools and their versions')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { json?: boolean }) => {
-      const result = await withForgeClient((forge) => forge.listTools());
+    .option('--wait', WAIT_HELP)
+    .action(async (opts: { json?: boolean; wait?: boolean }) => {
+      const result = await withForgeClient((forge) => forge.listTools(), { wait: opts.wait });
       printResult(!!opts.json, result, () =>
         result.tools.length === 0
           ? 'No tools are active yet. Deploy one with `forge deploy FILE.ts`.'

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { PayResult, PnlResult, SellResult, ServicesResult } from '../contract/pay-runs';
-import { withForgeClient } from './connect';
+import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
@@ -20,7 +20,8 @@ export function registerPay(program: Command): void {
     .option('--body <text>', 'the request body, as sent (e.g. JSON)')
     .option('--max <amount>', 'the most this payment may cost, in base units of the asset (lowers the configured maximum)')
     .option('--json', 'print one JSON object')
-    .action(async (url: string, opts: { method?: string; header: string[]; body?: string; max?: string; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (url: string, opts: { method?: string; header: string[]; body?: string; max?: string; json?: boolean; wait?: boolean }) => {
       if (opts.max !== undefined && !/^\d{1,78}$/.test(opts.max)) {
         throw new UsageError(`--max ${JSON.stringify(opts.max)}: write a whole number of base units (1000000 is 1.00 of a 6-decimals token)`);
       }
@@ -38,6 +39,7 @@ export function registerPay(program: Command): void {
           maxAmount: opts.max,
           onProgress: opts.json ? undefined : progressPrinter(),
         }),
+        { wait: opts.wait },
       );
       printResult(!!opts.json, result, () => describePayment(result));
       process.exitCode = result.status === 'paid' ? ExitCode.ok : ExitCode.refused;
@@ -70,10 +72,11 @@ export function registerPnl(program: Command): void {
     .description('Profit and loss of x402 payments: income from tools sold, spend on resources paid for, and net')
     .option('--by <key>', 'tool or day', 'tool')
     .option('--json', 'print one JSON object')
-    .action(async (opts: { by: string; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (opts: { by: string; json?: boolean; wait?: boolean }) => {
       if (opts.by !== 'tool' && opts.by !== 'day') throw new UsageError(`--by must be tool or day, not ${JSON.stringify(opts.by)}`);
       const by = opts.by;
-      const result = await withForgeClient((forge) => forge.pnl({ by }));
+      const result = await withForgeClient((forge) => forge.pnl({ by }), { wait: opts.wait });
       printResult(!!opts.json, result, () => describePnl(result));
       process.exitCode = ExitCode.ok;
     });
@@ -105,12 +108,13 @@ export function registerSell(program: Command): void {
     .option('--description <text>', 'what buyers read (default: the tool\'s own description)')
     .option('--stop', 'stop selling it')
     .option('--json', 'print one JSON object')
-    .action(async (tool: string, opts: { price?: string; description?: string; stop?: boolean; json?: boolean }) => {
+    .option('--wait', WAIT_HELP)
+    .action(async (tool: string, opts: { price?: string; description?: string; stop?: boolean; json?: boolean; wait?: boolean }) => {
       if (!!opts.stop === (opts.price !== undefined)) throw new UsageError('give --price AMOUNT, or --stop to withdraw the offer');
       if (opts.price !== undefined && !/^[1-9]\d{0,77}$/.test(opts.price)) {
         throw new UsageError(`--price ${JSON.stringify(opts.price)}: write a whole number of base units, more than 0 (1000000 is 1.00 of a 6-decimals token)`);
       }
-      const result = await withForgeClient((forge) => forge.sell(tool, { price: opts.price, stop: opts.stop, description: opts.description }));
+      const result = await withForgeClient((forge) => forge.sell(tool, { price: opts.price, stop: opts.stop, description: opts.description }), { wait: opts.wait });
       printResult(!!opts.json, result, () => describeSale(result));
       process.exitCode = result.status === 'refused' ? ExitCode.refused : ExitCode.ok;
     });

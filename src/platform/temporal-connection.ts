@@ -63,6 +63,21 @@ export function isUnreachableError(err: unknown): boolean {
   return false;
 }
 
+/**
+ * The search attribute a Temporal error says the namespace has no mapping for (a start: "Namespace default has no
+ * mapping defined for search attribute ForgeStage"; a list query: "invalid search attribute: ForgeStage"), or
+ * undefined for any other error. The server answers INVALID_ARGUMENT (3) either way.
+ */
+export function missingSearchAttributeOf(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (isGrpcServiceError(e) && e.code !== 3) return undefined;
+    const text = `${e.message} ${(e as { details?: unknown }).details ?? ''}`;
+    const match = /no mapping defined for search attribute (\w+)|invalid search attribute: (\w+)/.exec(text);
+    if (match) return match[1] ?? match[2];
+  }
+  return undefined;
+}
+
 /** Wraps an unreachable-type error in a PlatformUnreachableError with one clear sentence; returns others as is. */
 export function toPlatformError(err: unknown, address: string): unknown {
   if (err instanceof PlatformUnreachableError || !isUnreachableError(err)) return err;
