@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
@@ -434,21 +434,37 @@ export class ForgeClient {
    */
   async pay(url: string, options: PayOptions = {}): Promise<PayResult> {
     const parsed = parseInput(payInputSchema, { url, ...options, onProgress: undefined }, 'pay');
-    const input: PayInput = { ...parsed, maxAmount: parsed.maxAmount === undefined ? undefined : String(parsed.maxAmount) };
+    // Without a key of the caller's, a fresh one: printed in the result, so that a retry after a timeout can join.
+    const idempotencyKey = parsed.idempotencyKey ?? shortId();
+    const input: PayInput = { ...parsed, idempotencyKey, maxAmount: parsed.maxAmount === undefined ? undefined : String(parsed.maxAmount) };
     const target = new URL(parsed.url);
     const subject = `${target.host}${target.pathname}`;
-    const workflowId = `${PAY_WORKFLOW_PREFIX}${target.host}/${shortId()}`;
-    const handle = await this.call(() =>
+    const workflowId = payWorkflowId(input, idempotencyKey);
+    const start = () =>
       this.temporal.workflow.start('payWorkflow', {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
         args: [input],
+        // The same key joins the run in flight, and never starts a second payment after the first one ended.
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
         typedSearchAttributes: searchAttributes('pay', subject),
         staticSummary: `Pay for ${input.method ?? 'GET'} ${subject}`,
-        staticDetails: [`**resource:** ${parsed.url}`, `**method:** ${input.method ?? 'GET'}`, ...(input.maxAmount ? [`**max amount:** ${input.maxAmount}`] : [])].join('\n'),
-      }),
-    );
+        staticDetails: [
+          `**resource:** ${parsed.url}`,
+          `**method:** ${input.method ?? 'GET'}`,
+          `**idempotency key:** ${idempotencyKey}`,
+          ...(input.maxAmount ? [`**max amount:** ${input.maxAmount}`] : []),
+        ].join('\n'),
+      });
+    let handle: WorkflowHandle;
+    try {
+      handle = await this.call(start);
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      handle = this.temporal.workflow.getHandle(workflowId);
+    }
     return this.waitWithProgress<PayResult>(handle, options.onProgress, { kind: 'pay', subject });
   }
 
@@ -1005,17 +1021,33 @@ export interface PayOptions {
   body?: string;
   /** The most this payment may cost, in base units (lowers the configured per-payment maximum). */
   maxAmount?: string | bigint | number;
+  /**
+   * This payment's key (any text up to 200 characters): paying again with the same key, method, URL and body joins the
+   * first run (its result, once it ended) instead of paying twice. Without one, a fresh key is made and returned.
+   */
+  idempotencyKey?: string;
   onProgress?: ProgressListener;
 }
 
+/** A pay run's ID: derived from what is paid for and the caller's key, so that a retry finds the first run. */
+function payWorkflowId(input: PayInput, idempotencyKey: string): string {
+  const digest = createHash('sha256').update(canonicalJson({ method: input.method ?? 'GET', url: input.url, body: input.body ?? null, idempotencyKey })).digest('hex');
+  return `${PAY_WORKFLOW_PREFIX}${new URL(input.url).host}/${digest.slice(0, 24)}`;
+}
+
 const payInputSchema = z.object({
-  url: z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL'),
+  url: z
+    .string()
+    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL')
+    // A password in a URL would travel in the run's input and history: refused, and (zod's message) never echoed.
+    .refine((v) => !URL.canParse(v) || (new URL(v).username === '' && new URL(v).password === ''), 'must not carry credentials (user:password@): send them in a header'),
   method: z.string().regex(/^[A-Z]+$/, 'must be an HTTP method in capitals (GET, POST, ...)').optional(),
   headers: z.record(z.string(), z.string()).optional(),
   body: z.string().max(1024 * 1024, 'must be at most 1 MiB').optional(),
   maxAmount: z
     .union([z.string().regex(/^\d{1,78}$/, 'must be a whole number of base units'), z.bigint().nonnegative(), z.number().int().nonnegative()])
     .optional(),
+  idempotencyKey: z.string().min(1).max(200, 'must be at most 200 characters').optional(),
   onProgress: z.undefined(),
 });
 

@@ -7,6 +7,8 @@ import { choosePayment, type SpendPolicy } from '../x402/spend-policy';
 import type * as PayerModule from '../x402/payer';
 import type { PaidExchange, SignedPayment } from '../x402/payer';
 import type { Ledger } from '../x402/ledger';
+import type * as ChainTruthModule from '../x402/chain-truth';
+import type { AuthorizationVerdict, CancelOutcome } from '../x402/chain-truth';
 import type { Hex } from '../x402/viem';
 
 export type { PaidExchange };
@@ -14,6 +16,8 @@ export type { PaidExchange };
 /** The paying side (viem, @x402/evm, @x402/core), loaded by the first payment: see x402/runtime.ts. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const payingSide = () => require('../x402/payer') as typeof PayerModule;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const chainTruth = () => require('../x402/chain-truth') as typeof ChainTruthModule;
 
 /** What paying needs of the ledger: the outgoing rows, one per pay run. */
 export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;
@@ -48,6 +52,19 @@ export interface RecordInput {
 
 export type RecordOutcome = { status: 'paid'; txHash?: string; reason?: string } | { status: 'failed'; reason: string };
 
+/** One signed authorization as the pay run knows it: enough to ask the chain about it and to cancel it. */
+export interface PaymentOnChain {
+  requirement: X402PaymentRequirements;
+  nonce: Hex;
+  payer: string;
+  validBefore: number;
+}
+
+/** What the chain decided, for the ledger: a settlement (with its transaction) or a failure (with why). */
+export type ChainDecision = { status: 'settled'; txHash: string; note?: string } | { status: 'failed'; reason: string };
+
+export type { AuthorizationVerdict, CancelOutcome };
+
 /** A step that cannot succeed by retrying (no wallet configured): the run ends failed with this message. */
 const notRetryable = (message: string, type: string) => ApplicationFailure.create({ message, type, nonRetryable: true });
 
@@ -78,7 +95,16 @@ export function createPayActivities(deps: PayActivityDeps) {
       if (!deps.walletKey()) {
         return { ok: false, limit: 'wallet', reason: 'no wallet is configured: set FORGE_X402_WALLET_KEY or FORGE_X402_WALLET_KEY_FILE on the worker (or FORGE_X402_DEV=1)' };
       }
-      const verdict = choosePayment(input.paymentRequired.accepts, deps.policy, input.maxAmount === undefined ? undefined : BigInt(input.maxAmount));
+      if (!deps.rpcUrl) {
+        return { ok: false, limit: 'network', reason: 'no chain to read: set FORGE_X402_RPC_URL (or FORGE_X402_DEV=1). Forge pays only where it can see on the chain whether a payment settled' };
+      }
+      // The configured network is the chain Forge reads: a payment anywhere else could never be checked or cancelled.
+      const configured = `eip155:${await chainTruth().chainIdOf(deps.rpcUrl)}`;
+      const policy = { ...deps.policy, allowedNetworks: deps.policy.allowedNetworks.length > 0 ? deps.policy.allowedNetworks.filter((n) => n === configured) : [configured] };
+      if (policy.allowedNetworks.length === 0) {
+        return { ok: false, limit: 'network', reason: `FORGE_X402_ALLOWED_NETWORKS (${deps.policy.allowedNetworks.join(', ')}) does not include ${configured}, the chain FORGE_X402_RPC_URL serves: nothing can be paid` };
+      }
+      const verdict = choosePayment(input.paymentRequired.accepts, policy, input.maxAmount === undefined ? undefined : BigInt(input.maxAmount));
       if (!verdict.ok) return verdict;
       const { requirement } = verdict;
       const reserved = await deps.ledger.reserveOut({
@@ -114,7 +140,13 @@ export function createPayActivities(deps: PayActivityDeps) {
         // Reconciliation released it (a run stalled for over an hour): signing now could pay outside the budget.
         throw notRetryable(`the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`, 'ForgeReservationReleased');
       }
-      const signed = await payingSide().signPayment(key, input.paymentRequired, input.requirement);
+      let signed;
+      try {
+        signed = await payingSide().signPayment(key, input.paymentRequired, input.requirement);
+      } catch (err) {
+        // Signing is local and deterministic: terms it cannot sign now it never will.
+        throw notRetryable(`the terms cannot be signed: ${(err as Error).message}`, 'ForgeUnsignableTerms');
+      }
       await deps.ledger.attachNonce(input.workflowId, signed.nonce);
       return signed;
     },
@@ -164,6 +196,42 @@ export function createPayActivities(deps: PayActivityDeps) {
           : `the resource answered HTTP ${exchange.response.httpStatus} without settling the payment`;
       const { row } = await deps.ledger.failOut(workflowId, reason);
       return row.status === 'settled' ? { status: 'paid', txHash: row.txHash ?? undefined } : { status: 'failed', reason: row.reason ?? reason };
+    },
+
+    /**
+     * What the chain says of the run's authorization (settled with its transaction, cancelled, open or expired). The
+     * seller's claimed transaction is only a hint, checked against the chain. Throws when the chain cannot be read.
+     */
+    async checkPayment(input: PaymentOnChain & { claimedTx?: string }): Promise<AuthorizationVerdict> {
+      const rpcUrl = deps.rpcUrl;
+      if (!rpcUrl) throw notRetryable('no chain to read: FORGE_X402_RPC_URL is not set', 'ForgeNoChain');
+      const { requirement, nonce, payer, validBefore } = input;
+      return chainTruth().readAuthorization(rpcUrl, { asset: requirement.asset, payTo: requirement.payTo, amount: requirement.amount, payer, nonce, validBefore }, input.claimedTx);
+    },
+
+    /** Cancels the run's authorization on the chain, so that no seller can settle it after Forge gave up on it. */
+    async cancelPayment(input: PaymentOnChain): Promise<CancelOutcome> {
+      const key = deps.walletKey();
+      if (!key || !deps.rpcUrl) return { sent: false, reason: 'no wallet or no chain configured' };
+      const { name, version } = input.requirement.extra as { name?: unknown; version?: unknown };
+      if (typeof name !== 'string' || typeof version !== 'string') return { sent: false, reason: 'the terms name no EIP-712 domain (extra.name, extra.version)' };
+      return chainTruth().cancelAuthorization(deps.rpcUrl, key, { asset: input.requirement.asset, nonce: input.nonce }, { name, version });
+    },
+
+    /**
+     * Writes what the chain decided into the run's ledger row (settled with the chain's transaction, or failed: the
+     * reservation released). A row already final keeps its status (an earlier attempt, or reconciliation, decided it).
+     */
+    async recordDecision(input: { workflowId: string; payer: string; decision: ChainDecision }): Promise<RecordOutcome> {
+      const { workflowId, payer, decision } = input;
+      if (decision.status === 'settled') {
+        const { row } = await deps.ledger.settleOut(workflowId, { txHash: decision.txHash, payer });
+        return row.status === 'settled'
+          ? { status: 'paid', txHash: row.txHash ?? decision.txHash, reason: decision.note }
+          : { status: 'failed', reason: row.reason ?? 'the ledger had already failed this payment' };
+      }
+      const { row } = await deps.ledger.failOut(workflowId, decision.reason);
+      return row.status === 'settled' ? { status: 'paid', txHash: row.txHash ?? undefined } : { status: 'failed', reason: row.reason ?? decision.reason };
     },
 
     /** The P&L from the ledger's view (empty before the first payment made the ledger). */

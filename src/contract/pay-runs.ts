@@ -17,14 +17,31 @@ export interface PayRequest {
 export interface PayInput extends PayRequest {
   /** The most this one payment may cost, in base units; lowers (never raises) the configured per-payment maximum. */
   maxAmount?: string;
+  /** The caller's key for this payment: the run's ID is derived from it, so a retried pay joins the first run. */
+  idempotencyKey?: string;
 }
+
+/**
+ * How long a pay run waits, after the seller answered without a settlement the chain can see, for one to show before
+ * it cancels the authorization: a seller's settlement is normally mined before it answers, so this only covers an RPC
+ * node a block behind the seller's.
+ */
+export const SETTLEMENT_GRACE_SECONDS = 8;
+
+/** How long a pay run keeps asking a chain that cannot be read before it reports `pending`. */
+export const CHAIN_PATIENCE_SECONDS = 60;
 
 /** The spend-policy limits a payment can be refused by (each named in the refusal with its amounts). */
 export const SPEND_LIMITS = ['maxPerPayment', 'dailyBudget', 'payee', 'network', 'asset', 'scheme', 'wallet'] as const;
 export type SpendLimit = (typeof SPEND_LIMITS)[number];
 
-/** `paid`: the response came back after a settled payment (or the resource asked for none: amount "0"). */
-export type PayStatus = 'paid' | 'refused' | 'failed';
+/**
+ * `paid`: the chain shows the payment settled (or the resource asked for none: amount "0"); the response is what came
+ * back. `failed`: the chain shows it can never settle (cancelled by Forge, or expired unused): nothing was paid.
+ * `pending`: the chain could not say yet (unreachable, or the cancellation could not be sent): the amount stays
+ * reserved against the budget until reconciliation decides it from the chain, at the latest when it expires.
+ */
+export type PayStatus = 'paid' | 'refused' | 'failed' | 'pending';
 
 /**
  * The signal by which PayWorkflow's send step hands a settled answer to its run before returning: if the worker dies
@@ -53,6 +70,8 @@ export interface PayResult {
   limit?: SpendLimit;
   /** Why it was refused or failed, or what an operator should know about a payment (e.g. its response was lost). */
   reason?: string;
+  /** The key the run's ID was derived from: pay again with it to join this run instead of paying twice. */
+  idempotencyKey?: string;
 }
 
 /** The resource's answer to the unpaid request: the terms, or (no payment asked) the response itself. */

@@ -1,6 +1,14 @@
-import { defineSignal, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { PaidExchange, PayActivities, RecordOutcome } from '../activities/pay-activities';
-import { PAID_ANSWER_SIGNAL, type PaidResponse, type PayInput, type PayResult, type X402PaymentRequirements } from '../contract/pay-runs';
+import { defineSignal, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { AuthorizationVerdict, ChainDecision, PaidExchange, PayActivities, PaymentOnChain, RecordOutcome } from '../activities/pay-activities';
+import {
+  CHAIN_PATIENCE_SECONDS,
+  PAID_ANSWER_SIGNAL,
+  SETTLEMENT_GRACE_SECONDS,
+  type PaidResponse,
+  type PayInput,
+  type PayResult,
+  type X402PaymentRequirements,
+} from '../contract/pay-runs';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { Progress } from './progress';
 import { refused } from './refusal';
@@ -24,6 +32,15 @@ const httpSteps = proxyActivities<PayActivities>({
   startToCloseTimeout: '45 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 4 },
 });
+
+/** Steps that read or write the chain: bounded, so that a chain out of reach makes the run report `pending`. */
+const chainSteps = proxyActivities<PayActivities>({
+  startToCloseTimeout: '90 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+});
+
+/** The patch that made the chain, not the seller's answer, decide a payment (issue 26). */
+const CHAIN_DECIDES = 'forge-pay-chain-decides';
 
 /**
  * Pays for one HTTP resource over x402, exactly once, within the spend policy (CLI.md `forge pay`):
@@ -114,18 +131,109 @@ async function pay(input: PayInput): Promise<PayResult> {
     progress.done('send', `HTTP ${exchange.response.httpStatus} (the answer of an attempt that died before it was recorded)`);
   }
 
-  progress.start('record');
-  const outcome: RecordOutcome = await ledgerSteps.recordPayment.executeWithOptions({ summary: 'record the settlement in the ledger' }, [
-    { workflowId, requirement, nonce: signed.nonce, payer: signed.payer, exchange, sendError },
-  ]);
+  if (!patched(CHAIN_DECIDES)) {
+    // Runs started before the chain decided: the seller's settlement response counted (replayed as they ran).
+    progress.start('record');
+    const outcome: RecordOutcome = await ledgerSteps.recordPayment.executeWithOptions({ summary: 'record the settlement in the ledger' }, [
+      { workflowId, requirement, nonce: signed.nonce, payer: signed.payer, exchange, sendError },
+    ]);
+    const response = exchange ? responseFields(exchange.response) : {};
+    if (outcome.status === 'paid') {
+      progress.done('record', outcome.txHash ? `settled in ${outcome.txHash.slice(0, 12)}…` : 'settled');
+      return end({ status: 'paid', workflowId, ...termsOf(requirement), ...response, txHash: outcome.txHash, reason: outcome.reason });
+    }
+    progress.failed('record', outcome.reason);
+    return end({ status: 'failed', workflowId, ...termsOf(requirement), ...response, reason: outcome.reason }, 'send');
+  }
+
+  progress.start('record', 'ask the chain whether the authorization was used');
+  const payment: PaymentOnChain = { requirement, nonce: signed.nonce, payer: signed.payer, validBefore: signed.validBefore };
+  const decided = await decideFromChain(payment, exchange, sendError);
   const response = exchange ? responseFields(exchange.response) : {};
+  const terms = { ...termsOf(requirement), ...response, idempotencyKey: input.idempotencyKey };
+  if (decided.status === 'pending') {
+    progress.failed('record', decided.reason);
+    return end({ status: 'pending', workflowId, ...terms, reason: decided.reason }, 'record');
+  }
+  const outcome = await ledgerSteps.recordDecision.executeWithOptions({ summary: 'write what the chain decided in the ledger' }, [
+    { workflowId, payer: signed.payer, decision: decided },
+  ]);
   if (outcome.status === 'paid') {
-    progress.done('record', outcome.txHash ? `settled in ${outcome.txHash.slice(0, 12)}…` : 'settled');
-    return end({ status: 'paid', workflowId, ...termsOf(requirement), ...response, txHash: outcome.txHash, reason: outcome.reason });
+    progress.done('record', `settled in ${outcome.txHash?.slice(0, 12) ?? '?'}…`);
+    return end({ status: 'paid', workflowId, ...terms, txHash: outcome.txHash, reason: outcome.reason });
   }
   progress.failed('record', outcome.reason);
-  return end({ status: 'failed', workflowId, ...termsOf(requirement), ...response, reason: outcome.reason }, 'send');
+  return end({ status: 'failed', workflowId, ...terms, reason: outcome.reason }, 'send');
 }
+
+/**
+ * Asks the chain until it decides: settled (paid), cancelled or expired (failed: it can never move money). A seller's
+ * error, silence or receipt decides nothing. An authorization still open after the grace is cancelled on the chain by
+ * Forge; when the cancellation cannot be sent, or the chain cannot be read, the run reports `pending`, the amount
+ * staying reserved until reconciliation decides it (by the authorization's expiry at the latest).
+ */
+async function decideFromChain(
+  payment: PaymentOnChain,
+  exchange: PaidExchange | undefined,
+  sendError: string | undefined,
+): Promise<ChainDecision | { status: 'pending'; reason: string }> {
+  const claimedTx = exchange?.settlement?.success ? exchange.settlement.transaction : undefined;
+  const answered = exchange
+    ? `the seller answered HTTP ${exchange.response.httpStatus}${claimedTx ? ` with a settlement receipt naming ${claimedTx}` : exchange.settlement ? ' and a failed settlement' : ' without a settlement'}`
+    : `the seller could not be reached with the payment (${sendError ?? 'no response'})`;
+  const started = Date.now();
+  let unreadableSince: number | undefined;
+  let cancel: { sent: boolean; txHash?: string; reason?: string } | undefined;
+  for (let check = 0; ; check++) {
+    let verdict: AuthorizationVerdict;
+    try {
+      verdict = await chainSteps.checkPayment.executeWithOptions({ summary: `ask the chain about nonce ${payment.nonce.slice(0, 10)}…` }, [{ ...payment, claimedTx }]);
+      unreadableSince = undefined;
+    } catch (err) {
+      unreadableSince ??= Date.now();
+      if (Date.now() - unreadableSince >= CHAIN_PATIENCE_SECONDS * 1000) {
+        return { status: 'pending', reason: `${answered}; the chain cannot be read (${causeOf(err)}): the amount stays reserved until reconciliation reads it, at the latest when the authorization expires (${isoOf(payment.validBefore)})` };
+      }
+      await sleep('5 seconds');
+      continue;
+    }
+    switch (verdict.state) {
+      case 'settled': {
+        const notes = [
+          claimedTx && claimedTx.toLowerCase() !== verdict.txHash.toLowerCase() ? `the seller's receipt named ${claimedTx}, the chain shows ${verdict.txHash}` : undefined,
+          !exchange ? `${answered}, but the payment settled on the chain` : exchange.response.httpStatus >= 400 ? `the payment settled on the chain, but ${answered}` : undefined,
+        ].filter((n): n is string => n !== undefined);
+        return { status: 'settled', txHash: verdict.txHash, note: notes.length > 0 ? notes.join('; ') : undefined };
+      }
+      case 'cancelled':
+        return {
+          status: 'failed',
+          reason: `${answered}, and the chain shows no settlement${claimedTx ? ` (no such transfer in ${claimedTx})` : ''}: Forge cancelled the authorization on the chain${cancel?.txHash ? ` in ${cancel.txHash}` : ''}, so nothing can be paid with it; the reservation is released`,
+        };
+      case 'expired':
+        return { status: 'failed', reason: `${answered}, and the authorization expired unused on the chain: nothing was paid; the reservation is released` };
+      case 'open':
+        break;
+    }
+    if (cancel && !cancel.sent) {
+      return {
+        status: 'pending',
+        reason: `${answered}, and the chain shows no settlement; Forge could not cancel the authorization (${cancel.reason}): the amount stays reserved until it expires (${isoOf(payment.validBefore)}), when reconciliation releases it`,
+      };
+    }
+    if (!cancel && Date.now() - started >= SETTLEMENT_GRACE_SECONDS * 1000) {
+      try {
+        cancel = await chainSteps.cancelPayment.executeWithOptions({ summary: `cancel nonce ${payment.nonce.slice(0, 10)}… on the chain` }, [payment]);
+      } catch (err) {
+        cancel = { sent: false, reason: causeOf(err) };
+      }
+      continue;
+    }
+    await sleep(check < 10 ? '1 second' : '3 seconds');
+  }
+}
+
+const isoOf = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 
 function termsOf(requirement: X402PaymentRequirements | undefined): Pick<PayResult, 'amount' | 'asset' | 'network' | 'payTo'> {
   return requirement ? { amount: requirement.amount, asset: requirement.asset, network: requirement.network, payTo: requirement.payTo } : {};

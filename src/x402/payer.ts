@@ -27,11 +27,31 @@ export class PaymentRequestError extends Error {
   override readonly name = 'PaymentRequestError';
 }
 
+/**
+ * Reads the response, its body only up to MAX_PAID_BODY_BYTES: the rest is never read (the stream is cancelled), so a
+ * seller's endless body costs a bounded buffer, not the worker's memory.
+ */
 async function readResponse(response: Response): Promise<PaidResponse> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => (headers[name.toLowerCase()] = value));
-  const bytes = Buffer.from(await response.arrayBuffer());
-  const bodyTruncated = bytes.length > MAX_PAID_BODY_BYTES;
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  let bodyTruncated = false;
+  const reader = response.body?.getReader();
+  if (reader) {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      length += value.byteLength;
+      if (length > MAX_PAID_BODY_BYTES) {
+        bodyTruncated = true;
+        await reader.cancel().catch(() => undefined);
+        break;
+      }
+    }
+  }
+  const bytes = Buffer.concat(chunks);
   return {
     httpStatus: response.status,
     headers,

@@ -10,7 +10,7 @@ export interface SpendPolicy {
   dailyBudget: bigint;
   /** Lower-case addresses; empty: any payee. */
   allowedPayees: string[];
-  /** CAIP-2 networks (`eip155:8453`); empty: any EVM network the wallet can sign for. */
+  /** CAIP-2 networks (`eip155:8453`); empty: the configured chain's only (paying checks it is among these too). */
   allowedNetworks: string[];
   /** Lower-case token addresses; empty: none (paying needs an asset an operator named). */
   allowedAssets: string[];
@@ -49,6 +49,11 @@ function refusalOf(requirement: X402PaymentRequirements, policy: SpendPolicy, ca
   if (!(requirement.maxTimeoutSeconds > 0 && requirement.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS)) {
     // A signed authorization stays valid this long; reconciliation relies on its expiry to tell unpaid from lost.
     return { limit: 'scheme', reason: `the resource asks for an authorization valid ${requirement.maxTimeoutSeconds} s; Forge signs for at most ${MAX_AUTHORIZATION_SECONDS} s` };
+  }
+  const transfer = requirement.extra?.assetTransferMethod;
+  if (transfer !== undefined && transfer !== 'eip3009') {
+    // Forge's settlement check and its cancellation are EIP-3009's: a Permit2 payment could be neither read nor cancelled.
+    return { limit: 'scheme', reason: `the resource asks for extra.assetTransferMethod ${JSON.stringify(transfer)}; Forge pays only with EIP-3009 authorizations ("eip3009")` };
   }
   if (!BASE_UNITS.test(amount)) return { limit: 'scheme', reason: `the resource asks for an amount that is not a whole number of base units: "${amount}"` };
   if (BigInt(amount) > cap) {
