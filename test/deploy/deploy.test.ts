@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { ForgeInputError, type RunProgress } from '../../src/client';
 import { ToolRegistry } from '../../src/registry';
@@ -292,3 +293,67 @@ describe.each([
     }
   });
 });
+
+describe('waiting for a long run with progress, as the CLI does', () => {
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    // The test on the sandbox queue, as a promotion's stages and a re-verification's runs are: the workflow answers
+    // its progress query at once all the while (a test run in place holds the workflow task, and the query waits).
+    platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_SANDBOX_TEST_HERE: 'off' } });
+  }, 120_000);
+  afterAll(() => platform?.teardown());
+
+  test('no AbortSignal collects more than one listener per call: dozens of progress queries, no MaxListenersExceededWarning', async () => {
+    // forge promote and forge reverify --now printed MaxListenersExceededWarning: every gRPC call made under an
+    // AbortSignal leaves an 'abort' listener on it (Temporal's connection never removes it), and one signal served a
+    // progress query every 150 ms. (Node's warning goes to the real process, which a jest test does not see: the
+    // listeners are counted on every signal the client hands Temporal instead, after each call.)
+    const client = temporal().client;
+    const original = client.withAbortSignal.bind(client);
+    const signals = new Set<AbortSignal>();
+    let most = 0;
+    let calls = 0;
+    client.withAbortSignal = async <R>(signal: AbortSignal, fn: () => Promise<R>): Promise<R> => {
+      signals.add(signal);
+      calls++;
+      try {
+        return await original(signal, fn);
+      } finally {
+        for (const s of signals) most = Math.max(most, getEventListeners(s, 'abort').length);
+      }
+    };
+    try {
+      const seen: RunProgress[] = [];
+      const started = Date.now();
+      const result = await platform.forge.deployTool(
+        { name: 'slow_listener', source: slowTool('slow_listener'), testInput: { ms: 4_000 } },
+        { onProgress: (p) => seen.push(p) },
+      );
+      expect(result).toMatchObject({ status: 'active', name: 'slow_listener' });
+      // Long enough for well over ten queries (one per 150 ms), each of which once left a listener behind.
+      expect(Date.now() - started).toBeGreaterThan(4_000);
+      expect(calls).toBeGreaterThan(10);
+      expect(seen.length).toBeGreaterThan(1);
+    } finally {
+      client.withAbortSignal = original;
+    }
+    // Node warns past 10; a call's own signal holds Temporal's one listener (and the caller's signal one forwarder).
+    expect(most).toBeLessThanOrEqual(2);
+  }, 60_000);
+});
+
+/** A tool whose test takes `ms`. */
+function slowTool(name: string): string {
+  return `import { z } from 'zod';
+export default {
+  name: '${name}',
+  description: 'Waits.',
+  inputSchema: z.object({ ms: z.number() }),
+  timeoutMs: 20_000,
+  async execute({ ms }: { ms: number }) {
+    await new Promise((r) => setTimeout(r, ms));
+    return { waited: ms };
+  },
+};
+`;
+}
