@@ -4,7 +4,8 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The lock file is written where the registry serves only this platform's optional binaries, so npm ci may call it
-# out of sync; npm install then installs the same locked versions (as .ci/run does).
+# out of sync; npm install then installs the same locked versions (as .ci/run does). package.json's prepare builds
+# only where scripts/build.js is, so it does nothing in this layer of dependencies; `npm run build` below does it.
 RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund --no-save
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
