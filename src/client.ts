@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
+  isGrpcDeadlineError,
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
@@ -17,7 +18,15 @@ import { temporal as proto } from '@temporalio/proto';
 import { READ_API_PATHS, readApiOf } from './contract/read-api';
 import { clientReadApiToken } from './platform/read-api-token';
 import { FailureType } from './contract/failures';
-import { ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
+import {
+  ForgeInputError,
+  NoWorkerError,
+  PlatformUnreachableError,
+  RunNotFoundError,
+  ScheduleMissingError,
+  SearchAttributesMissingError,
+  type SearchAttributeSpec,
+} from './contract/errors';
 import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
 import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
 import { FORGE_KINDS, RUN_STATUSES, type ForgeKind } from './contract/kinds';
@@ -25,7 +34,7 @@ export { RUN_STATUSES } from './contract/kinds';
 import { MAX_DEPLOY_SOURCE_BYTES, MAX_MIGRATION_SQL_BYTES } from './contract/limits';
 import { MIGRATE_STAGES, MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
 import type { RunProgress, StageRecord } from './contract/run-progress';
-import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from './contract/search-attributes';
+import { FORGE_SEARCH_ATTRIBUTES, ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from './contract/search-attributes';
 import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import { DEPLOY_STAGES, type DeleteToolResult, type DeployToolInput, type DeployToolResult, type ListToolsResult, type RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
@@ -38,7 +47,14 @@ import {
   type PromoteBuiltinResult,
   type PromoteBuiltinWorkflowInput,
 } from './contract/promotion-runs';
-import { connectClient, resolveTemporalConnection, toPlatformError, type TemporalConnectOptions } from './platform/temporal-connection';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  connectClient,
+  missingSearchAttributeOf,
+  resolveTemporalConnection,
+  toPlatformError,
+  type TemporalConnectOptions,
+} from './platform/temporal-connection';
 
 // The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
 export * from './contract';
@@ -114,6 +130,23 @@ export interface OutageOptions {
   waitThroughOutageMs?: number;
   /** Told each time the wait finds the service unreachable and tries again (the CLI says so on stderr). */
   onOutage?: (outage: OutageEvent) => void;
+  /**
+   * Give up on a run no Forge worker polls for: once a wait for a result has had no answer for this long, the client
+   * checks the control queue's pollers (DescribeTaskQueue), and when none is there on two checks in a row it throws a
+   * NoWorkerError, withdrawing the run if it had not begun. Default: undefined, wait however long it takes (a program
+   * may start its workers after its runs). The CLI sets 2.5 s unless given --wait.
+   */
+  failWithoutWorkerAfterMs?: number;
+}
+
+/** What `describeWorkers` tells of a task queue. */
+export interface WorkersInfo {
+  taskQueue: string;
+  namespace: string;
+  /** True when at least one worker polls it now. */
+  polling: boolean;
+  /** The workers that polled it lately (a live worker polls again at least once a minute), newest first. */
+  pollers: Array<{ identity: string; lastAccessTime: string }>;
 }
 
 export interface OutageEvent {
@@ -126,6 +159,8 @@ export interface OutageEvent {
 }
 
 const DEFAULT_WAIT_THROUGH_OUTAGE_MS = 120_000;
+/** How long one slice of a cancellable wait for a result lasts (a few of the server's ~20 s long polls). */
+const RESULT_WAIT_SLICE_MS = 60_000;
 
 /**
  * Runs Temporal calls under an AbortSignal of their own that `signal` aborts. Temporal's connection adds an 'abort'
@@ -317,10 +352,10 @@ export class ForgeClient {
    * no read API of this platform can be reached (a client on another host), through a query workflow.
    */
   async listTools(): Promise<ListToolsResult> {
-    return (
-      (await this.readThroughApi<ListToolsResult>(READ_API_PATHS.tools)) ??
-      this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools')
-    );
+    const read = await this.readThroughApi<ListToolsResult>(READ_API_PATHS.tools);
+    if (read) return read;
+    await this.requireWorker();
+    return this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
   }
 
   /**
@@ -364,6 +399,7 @@ export class ForgeClient {
   async listMigrations(): Promise<ListMigrationsResult> {
     const read = await this.readThroughApi<ListMigrationsResult>(READ_API_PATHS.migrations);
     if (read) return read;
+    await this.requireWorker();
     return this.run<ListMigrationsResult>(
       'listMigrationsWorkflow',
       `forge-query/list-migrations/${shortId()}`,
@@ -420,21 +456,37 @@ export class ForgeClient {
    */
   async pay(url: string, options: PayOptions = {}): Promise<PayResult> {
     const parsed = parseInput(payInputSchema, { url, ...options, onProgress: undefined }, 'pay');
-    const input: PayInput = { ...parsed, maxAmount: parsed.maxAmount === undefined ? undefined : String(parsed.maxAmount) };
+    // Without a key of the caller's, a fresh one: printed in the result, so that a retry after a timeout can join.
+    const idempotencyKey = parsed.idempotencyKey ?? shortId();
+    const input: PayInput = { ...parsed, idempotencyKey, maxAmount: parsed.maxAmount === undefined ? undefined : String(parsed.maxAmount) };
     const target = new URL(parsed.url);
     const subject = `${target.host}${target.pathname}`;
-    const workflowId = `${PAY_WORKFLOW_PREFIX}${target.host}/${shortId()}`;
-    const handle = await this.call(() =>
+    const workflowId = payWorkflowId(input, idempotencyKey);
+    const start = () =>
       this.temporal.workflow.start('payWorkflow', {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
         args: [input],
+        // The same key joins the run in flight, and never starts a second payment after the first one ended.
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
         typedSearchAttributes: searchAttributes('pay', subject),
         staticSummary: `Pay for ${input.method ?? 'GET'} ${subject}`,
-        staticDetails: [`**resource:** ${parsed.url}`, `**method:** ${input.method ?? 'GET'}`, ...(input.maxAmount ? [`**max amount:** ${input.maxAmount}`] : [])].join('\n'),
-      }),
-    );
+        staticDetails: [
+          `**resource:** ${parsed.url}`,
+          `**method:** ${input.method ?? 'GET'}`,
+          `**idempotency key:** ${idempotencyKey}`,
+          ...(input.maxAmount ? [`**max amount:** ${input.maxAmount}`] : []),
+        ].join('\n'),
+      });
+    let handle: WorkflowHandle;
+    try {
+      handle = await this.call(start);
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      handle = this.temporal.workflow.getHandle(workflowId);
+    }
     return this.waitWithProgress<PayResult>(handle, options.onProgress, { kind: 'pay', subject });
   }
 
@@ -496,10 +548,10 @@ export class ForgeClient {
   async pnl(options: { by?: 'tool' | 'day' } = {}): Promise<PnlResult> {
     const by = options.by ?? 'tool';
     if (by !== 'tool' && by !== 'day') throw new ForgeInputError(`pnl: by must be "tool" or "day", not ${JSON.stringify(by)}`, [{ path: ['by'], message: 'must be tool or day' }]);
-    return (
-      (await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay)) ??
-      this.run<PnlResult>('readPnlWorkflow', `forge-query/pnl/${shortId()}`, 'query', 'pnl', [{ by }], `Read the x402 P&L by ${by}`)
-    );
+    const read = await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay);
+    if (read) return read;
+    await this.requireWorker();
+    return this.run<PnlResult>('readPnlWorkflow', `forge-query/pnl/${shortId()}`, 'query', 'pnl', [{ by }], `Read the x402 P&L by ${by}`);
   }
 
   /**
@@ -525,7 +577,12 @@ export class ForgeClient {
         await new Promise((r) => setTimeout(r, 200));
       }
     }
-    return this.waitWithProgress<ReverifySummary>(this.temporal.workflow.getHandle(workflowId), options.onProgress, { kind: 'reverify', subject: 'tools' });
+    // The schedule's run, not this client's: left to go on should no worker poll.
+    return this.waitWithProgress<ReverifySummary>(this.temporal.workflow.getHandle(workflowId), options.onProgress, {
+      kind: 'reverify',
+      subject: 'tools',
+      startedHere: false,
+    });
   }
 
   /** The `forge-reverify` schedule: interval, paused or not, the next runs, the last run and its summary's counts. */
@@ -717,13 +774,34 @@ export class ForgeClient {
    * A run's result. A long wait outlives servers: while the service cannot be reached the wait tries again, with
    * backoff, for up to `waitThroughOutageMs` (the SDK's own retries give up after ~20 s), telling `onOutage` each time.
    */
-  private async awaitResult<T>(handle: WorkflowHandle): Promise<T> {
+  private async awaitResult<T>(handle: WorkflowHandle, startedHere = true): Promise<T> {
+    const afterMs = this.outage.failWithoutWorkerAfterMs;
+    if (afterMs === undefined) return this.resultThroughOutages<T>(handle);
+    // The check runs beside the wait and only once the result is `afterMs` late: a run that answers quickly costs
+    // nothing more.
+    const stop = new AbortController();
+    // A run withdrawn for want of a worker ends terminated: that end is the NoWorkerError's to report, not the wait's.
+    let withdrawing = false;
+    const result = this.resultThroughOutages<T>(handle, stop.signal).catch((err: unknown) => {
+      if (withdrawing) return new Promise<never>(() => undefined);
+      throw err;
+    });
+    const withdraw = () => (withdrawing = true);
+    try {
+      return await Promise.race([result, this.failWhenNoWorker(handle, afterMs, startedHere ? withdraw : undefined, stop.signal)]);
+    } finally {
+      stop.abort();
+    }
+  }
+
+  private async resultThroughOutages<T>(handle: WorkflowHandle, signal?: AbortSignal): Promise<T> {
     const giveUpAfterMs = this.outage.waitThroughOutageMs ?? DEFAULT_WAIT_THROUGH_OUTAGE_MS;
     let since: number | undefined;
     for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 5_000)) {
       try {
-        return (await handle.result()) as T;
+        return (signal ? await this.resultInSlices(handle, signal) : await handle.result()) as T;
       } catch (err) {
+        if (signal?.aborted) throw err;
         const refused = refusedResult(err);
         if (refused !== undefined) return refused as T;
         const platform = toPlatformError(err, this.address);
@@ -737,12 +815,117 @@ export class ForgeClient {
     }
   }
 
+  /**
+   * `handle.result()` that `signal` can cancel, waited for in slices of RESULT_WAIT_SLICE_MS, each on a signal of its
+   * own: every long poll of the wait (one per ~20 s) leaves a listener on the signal it ran under (see
+   * {@link withOwnSignal}), so one signal for a wait of minutes (a promotion, `forge reverify --now`) collected more
+   * than ten.
+   */
+  private async resultInSlices(handle: WorkflowHandle, signal: AbortSignal): Promise<unknown> {
+    for (;;) {
+      const sliceEnds = Date.now() + RESULT_WAIT_SLICE_MS;
+      try {
+        return await withOwnSignal(this.temporal, signal, () => this.temporal.withDeadline(sliceEnds, () => handle.result()));
+      } catch (err) {
+        // The slice's own deadline: the run is still going, the next slice waits on.
+        const deadline = isGrpcDeadlineError(err) || isGrpcDeadlineError((err as Error)?.cause);
+        if (deadline && !signal.aborted && Date.now() >= sliceEnds - 1_000) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * The workers polling a task queue (default: the control queue, where every Forge run starts): `polling` is false
+   * when no Forge worker would take a run started now. One DescribeTaskQueue call.
+   */
+  async describeWorkers(taskQueue: string = this.taskQueue): Promise<WorkersInfo> {
+    const namespace = this.temporal.options.namespace;
+    const described = await this.call(() =>
+      this.temporal.workflowService.describeTaskQueue({
+        namespace,
+        taskQueue: { name: taskQueue },
+        taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      }),
+    );
+    // The server lists a worker for minutes after its last poll (a killed one too); a live one polls again at least
+    // once a minute (its long poll's timeout), so an older last access means a worker that is gone.
+    const now = Date.now();
+    const pollers = (described.pollers ?? [])
+      .map((p) => ({ identity: p.identity ?? '', at: Number(p.lastAccessTime?.seconds ?? 0) * 1000 + Math.floor((p.lastAccessTime?.nanos ?? 0) / 1e6) }))
+      .filter((p) => now - p.at < LIVE_POLLER_MS)
+      .sort((a, b) => b.at - a.at)
+      .map((p) => ({ identity: p.identity, lastAccessTime: new Date(p.at).toISOString() }));
+    return { taskQueue, namespace, polling: pollers.length > 0, pollers };
+  }
+
+  /**
+   * Rejects with a NoWorkerError once two checks NO_WORKER_CONFIRM_MS apart, the first `afterMs` into the wait, found
+   * no worker polling the control queue; pending while one polls. A check the service does not answer counts for
+   * nothing (reporting an outage is the result wait's), and right after one the absence must last longer: workers
+   * come back to a restarted server with backoff.
+   */
+  private async failWhenNoWorker(handle: WorkflowHandle, afterMs: number, beforeWithdrawing: (() => void) | undefined, signal: AbortSignal): Promise<never> {
+    await sleep(afterMs, undefined, { signal });
+    let absentSince: number | undefined;
+    let lastOutage = -Infinity;
+    for (;;) {
+      const workers = await this.describeWorkers().catch(() => undefined);
+      if (signal.aborted) throw signal.reason;
+      if (!workers) lastOutage = Date.now();
+      if (!workers || workers.polling) absentSince = undefined;
+      else {
+        absentSince ??= Date.now();
+        const confirmMs = Date.now() - lastOutage < 30_000 ? NO_WORKER_AFTER_OUTAGE_MS : NO_WORKER_CONFIRM_MS;
+        if (Date.now() - absentSince >= confirmMs) throw await this.noWorker(handle, beforeWithdrawing);
+      }
+      await sleep(NO_WORKER_CONFIRM_MS, undefined, { signal });
+    }
+  }
+
+  /**
+   * The NoWorkerError for a run nobody works on. A run this client started (`beforeWithdrawing` given) whose first
+   * workflow task no worker ever took (nothing of it ran) is withdrawn, so that it does not happen later behind the caller's back, after the caller
+   * was told it did not; any other run is left to go on once a worker polls.
+   */
+  private async noWorker(handle: WorkflowHandle, beforeWithdrawing: (() => void) | undefined): Promise<NoWorkerError> {
+    let withdrawn = false;
+    if (beforeWithdrawing) {
+      try {
+        const d = await handle.describe();
+        // Two events: WorkflowExecutionStarted and the first WorkflowTaskScheduled, which no worker took.
+        if (d.status.name === 'RUNNING' && d.historyLength <= 2) {
+          beforeWithdrawing();
+          await handle.terminate('no Forge worker polled the task queue and the caller stopped waiting; nothing of this run had begun');
+          withdrawn = true;
+        }
+      } catch {
+        // Not withdrawn: the error says the run waits.
+      }
+    }
+    return new NoWorkerError(this.taskQueue, this.temporal.options.namespace, this.address, handle.workflowId, withdrawn);
+  }
+
+  /**
+   * With `failWithoutWorkerAfterMs` set, before a read starts its query run: a NoWorkerError (nothing started) when no
+   * worker polls the control queue on two checks NO_WORKER_CONFIRM_MS apart.
+   */
+  private async requireWorker(): Promise<void> {
+    if (this.outage.failWithoutWorkerAfterMs === undefined) return;
+    for (let check = 1; ; check++) {
+      const workers = await this.describeWorkers().catch(() => undefined);
+      if (!workers || workers.polling) return;
+      if (check >= 2) throw new NoWorkerError(this.taskQueue, workers.namespace, this.address, undefined, false);
+      await sleep(NO_WORKER_CONFIRM_MS);
+    }
+  }
+
   private async waitWithProgress<T>(
     handle: WorkflowHandle,
     onProgress: ProgressListener | undefined,
-    run: { kind: ForgeKind; subject: string },
+    run: { kind: ForgeKind; subject: string; startedHere?: boolean },
   ): Promise<T> {
-    if (!onProgress) return this.awaitResult<T>(handle);
+    if (!onProgress) return this.awaitResult<T>(handle, run.startedHere);
     let last = '';
     let latest: RunProgress | undefined;
     let done = false;
@@ -763,7 +946,7 @@ export class ForgeClient {
     };
     const polling = poll(); // progressOf never rejects
     try {
-      const result = await this.awaitResult<T>(handle);
+      const result = await this.awaitResult<T>(handle, run.startedHere);
       done = true;
       queries.abort();
       await polling;
@@ -797,8 +980,27 @@ export class ForgeClient {
       return await fn();
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw err;
+      const attribute = missingSearchAttributeOf(err);
+      if (attribute !== undefined) throw await this.searchAttributesMissing(attribute, err);
       throw toPlatformError(err, this.address);
     }
+  }
+
+  /** Every one of Forge's search attributes the namespace lacks (`named`, the one the server named, at least). */
+  private async searchAttributesMissing(named: string, cause: unknown): Promise<SearchAttributesMissingError> {
+    const namespace = this.temporal.options.namespace;
+    let registered: Set<string> | undefined;
+    try {
+      const listed = await this.temporal.connection.operatorService.listSearchAttributes({ namespace });
+      registered = new Set(Object.keys(listed.customAttributes ?? {}));
+    } catch {
+      // Not allowed to list them (Temporal Cloud, a restricted key): the one the server named.
+    }
+    const missing: SearchAttributeSpec[] = Object.entries(FORGE_SEARCH_ATTRIBUTES)
+      .filter(([name]) => (registered ? !registered.has(name) : name === named))
+      .map(([name, type]) => ({ name, type }));
+    if (missing.length === 0) missing.push({ name: named, type: (FORGE_SEARCH_ATTRIBUTES as Record<string, string>)[named] ?? 'Keyword' });
+    return new SearchAttributesMissingError(missing, namespace, this.address, { cause });
   }
 }
 
@@ -808,6 +1010,13 @@ function promotionSettings(config: ForgeConfig, options: PromotionOptions): { ta
 
 /** How long a read through a worker's read API may take before the next way is tried. */
 const READ_API_TIMEOUT_MS = 5_000;
+
+/** A poller whose last poll is older than this is gone: a live worker polls again within its long poll's minute. */
+const LIVE_POLLER_MS = 75_000;
+/** How long no worker must be seen before a client that asked not to wait gives up (two checks this far apart). */
+const NO_WORKER_CONFIRM_MS = 1_500;
+/** The same, within 30 s of a check the service did not answer. */
+const NO_WORKER_AFTER_OUTAGE_MS = 15_000;
 
 /**
  * The typed result a refused run carries (src/workflows/refusal.ts: the run ended FAILED with a ForgeRunRefused whose
@@ -855,17 +1064,33 @@ export interface PayOptions {
   body?: string;
   /** The most this payment may cost, in base units (lowers the configured per-payment maximum). */
   maxAmount?: string | bigint | number;
+  /**
+   * This payment's key (any text up to 200 characters): paying again with the same key, method, URL and body joins the
+   * first run (its result, once it ended) instead of paying twice. Without one, a fresh key is made and returned.
+   */
+  idempotencyKey?: string;
   onProgress?: ProgressListener;
 }
 
+/** A pay run's ID: derived from what is paid for and the caller's key, so that a retry finds the first run. */
+function payWorkflowId(input: PayInput, idempotencyKey: string): string {
+  const digest = createHash('sha256').update(canonicalJson({ method: input.method ?? 'GET', url: input.url, body: input.body ?? null, idempotencyKey })).digest('hex');
+  return `${PAY_WORKFLOW_PREFIX}${new URL(input.url).host}/${digest.slice(0, 24)}`;
+}
+
 const payInputSchema = z.object({
-  url: z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL'),
+  url: z
+    .string()
+    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL')
+    // A password in a URL would travel in the run's input and history: refused, and (zod's message) never echoed.
+    .refine((v) => !URL.canParse(v) || (new URL(v).username === '' && new URL(v).password === ''), 'must not carry credentials (user:password@): send them in a header'),
   method: z.string().regex(/^[A-Z]+$/, 'must be an HTTP method in capitals (GET, POST, ...)').optional(),
   headers: z.record(z.string(), z.string()).optional(),
   body: z.string().max(1024 * 1024, 'must be at most 1 MiB').optional(),
   maxAmount: z
     .union([z.string().regex(/^\d{1,78}$/, 'must be a whole number of base units'), z.bigint().nonnegative(), z.number().int().nonnegative()])
     .optional(),
+  idempotencyKey: z.string().min(1).max(200, 'must be at most 200 characters').optional(),
   onProgress: z.undefined(),
 });
 
