@@ -7,7 +7,7 @@ import { progressPrinter } from './progress-display';
 import { collect } from './repeatable';
 
 /**
- * `forge pay URL [--method M] [--header 'K: V' ...] [--body TEXT] [--max AMOUNT] [--json]`: through PayWorkflow (CLI.md
+ * `forge pay URL [--method M] [--header 'K: V' ...] [--body TEXT] [--max AMOUNT] [--idempotency-key K] [--json]`: through PayWorkflow (CLI.md
  * "Payments"). AMOUNT in base units of the asset (1000000 = 1.00 of a 6-decimals token).
  */
 export function registerPay(program: Command): void {
@@ -19,9 +19,10 @@ export function registerPay(program: Command): void {
     .option('--header <header>', "a request header, 'Name: value' (repeatable)", collect, [])
     .option('--body <text>', 'the request body, as sent (e.g. JSON)')
     .option('--max <amount>', 'the most this payment may cost, in base units of the asset (lowers the configured maximum)')
+    .option('--idempotency-key <key>', 'this payment\'s key: paying again with the same key, method, URL and body joins the first run instead of paying twice (default: a new key, printed)')
     .option('--json', 'print one JSON object')
     .option('--wait', WAIT_HELP)
-    .action(async (url: string, opts: { method?: string; header: string[]; body?: string; max?: string; json?: boolean; wait?: boolean }) => {
+    .action(async (url: string, opts: { method?: string; header: string[]; body?: string; max?: string; idempotencyKey?: string; json?: boolean; wait?: boolean }) => {
       if (opts.max !== undefined && !/^\d{1,78}$/.test(opts.max)) {
         throw new UsageError(`--max ${JSON.stringify(opts.max)}: write a whole number of base units (1000000 is 1.00 of a 6-decimals token)`);
       }
@@ -37,6 +38,7 @@ export function registerPay(program: Command): void {
           headers: opts.header.length > 0 ? headers : undefined,
           body: opts.body,
           maxAmount: opts.max,
+          idempotencyKey: opts.idempotencyKey,
           onProgress: opts.json ? undefined : progressPrinter(),
         }),
         { wait: opts.wait },
@@ -56,11 +58,14 @@ function describePayment(r: PayResult): string {
     );
   } else if (r.status === 'refused') {
     lines.push(`✗ refused by the spend policy (${r.limit}): ${r.reason}`, '  Nothing was signed or paid.');
+  } else if (r.status === 'pending') {
+    lines.push(`… payment pending: ${r.reason}`, '  The amount stays reserved against the budget until the chain decides; `forge pnl` counts it once settled.');
   } else {
     lines.push(`✗ payment failed: ${r.reason}`);
   }
   if (r.reason && r.status === 'paid' && r.amount !== '0') lines.push(`  note: ${r.reason}`);
   lines.push(`  run ${r.workflowId}`);
+  if (r.idempotencyKey) lines.push(`  idempotency key ${r.idempotencyKey} (pay again with --idempotency-key ${r.idempotencyKey} to join this run, never to pay twice)`);
   if (r.body !== undefined && r.status !== 'refused') lines.push('', r.body + (r.bodyTruncated ? '\n… (cut: the response was longer)' : ''));
   return lines.join('\n');
 }

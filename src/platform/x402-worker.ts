@@ -14,8 +14,8 @@ import type { Sales } from '../x402/sales';
 /** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
 export const OFFERS_CHANNEL = 'forge_x402_offers';
 
-/** How often a worker reconciles payments left reserved. */
-const RECONCILE_EVERY_MS = 10 * 60_000;
+/** How often a worker asks the chain about payments left reserved: a decision within seconds of the chain's (issue 26). */
+const RECONCILE_EVERY_MS = 15_000;
 
 /** A worker's x402 side: the steps of PayWorkflow and SellToolWorkflow, what the read API says of it, and its servers. */
 export interface X402Worker {
@@ -78,6 +78,7 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { reconcileReserved } = require('../x402/reconcile') as typeof ReconcileModule;
     const report = await reconcileReserved({ ledger, payer: runtime.address, rpcUrl: runtime.rpcUrl });
+    // Open rows (authorizations still usable) are asked about again next time: no line for them every 15 s.
     if (report.settled + report.failed + report.undecided > 0) {
       log(`forge: x402 reconciliation: ${report.settled} settled, ${report.failed} failed, ${report.undecided} left reserved (no chain to ask: set FORGE_X402_RPC_URL)`);
     }

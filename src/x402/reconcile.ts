@@ -1,28 +1,42 @@
+import { MAX_AUTHORIZATION_SECONDS } from '../contract/pay-runs';
+import { readAuthorization } from './chain-truth';
 import type { Ledger, LedgerTransaction } from './ledger';
-import { authorizationOnChain } from './payer';
 import type { Hex } from './viem';
 
 /**
- * How old a `reserved` row must be before reconciliation decides it. A pay run records its outcome within minutes;
- * and a signed authorization is valid for at most MAX_AUTHORIZATION_SECONDS (the spend policy refuses longer ones),
- * so past this age the chain's answer is final: a nonce unused now can never be used.
+ * How old a `reserved` row with a signed authorization must be before reconciliation asks the chain about it: a pay
+ * run or a sale in progress decides its own row within seconds; past this the chain's answer is taken at once.
  */
-export const RECONCILE_AFTER_MS = 60 * 60_000;
+export const RECONCILE_AFTER_MS = 30_000;
+
+/** How old an `out` row that was never signed must be before it is failed (its run, if alive, is refused signing then). */
+export const UNSIGNED_AFTER_MS = 10 * 60_000;
+
+/** How long a sale may take to settle (the facilitator's own bounded wait): an unused `in` row younger is left open. */
+export const SALE_SETTLES_WITHIN_MS = 2 * 60_000;
+
+/**
+ * How long after its row was last written a signed authorization may still be used: it was signed after that write,
+ * valid for at most MAX_AUTHORIZATION_SECONDS (the spend policy and the seller refuse longer), plus clock skew.
+ */
+const USABLE_FOR_MS = (MAX_AUTHORIZATION_SECONDS + 120) * 1000;
 
 export interface ReconcileReport {
   settled: number;
   failed: number;
+  /** Rows whose authorization the chain shows unused and still usable: left reserved, asked again next time. */
+  open: number;
   /** Rows it could not decide (no chain to ask): left reserved (an `out` one still counted against the budget). */
   undecided: number;
 }
 
 /**
- * Settles or fails the payments left `reserved` by a crash, from the chain, in both directions. Out (a pay run that
- * ended abnormally, e.g. terminated by an operator): never signed → failed, nothing can have been paid; signed → the
- * chain says whether our authorization moved tokens (settled, with its transaction) or not (failed: it has expired
- * unused). In (the seller died while settling a sale): the buyer's authorization, by its payer and nonce, the same way;
- * the seller accepts no authorization valid longer than MAX_AUTHORIZATION_SECONDS (contract/pay-runs.ts), so an unused one is dead.
- * Idempotent; safe beside running pay runs and sales, whose rows are younger than {@link RECONCILE_AFTER_MS}.
+ * Decides `reserved` payments from the chain, in both directions, as soon as the chain can say: used by a transfer →
+ * settled with its transaction; cancelled, or unused past the longest validity it can have → failed; unused and
+ * still usable → left reserved (an `out` one still counts against the budget). Out rows never signed are failed after
+ * {@link UNSIGNED_AFTER_MS} (nothing can have been paid). In rows (the seller died while settling a sale) are failed
+ * once unused for {@link SALE_SETTLES_WITHIN_MS}: the seller settles only rows still reserved, so a failed one is closed.
+ * Idempotent; safe beside running pay runs and sales, which decide their own rows the same way.
  */
 export async function reconcileReserved(input: {
   ledger: Pick<Ledger, 'reservedOlderThan' | 'settleOut' | 'failOut' | 'recordIn'>;
@@ -32,9 +46,10 @@ export async function reconcileReserved(input: {
   olderThanMs?: number;
   now?: Date;
 }): Promise<ReconcileReport> {
-  const report: ReconcileReport = { settled: 0, failed: 0, undecided: 0 };
+  const report: ReconcileReport = { settled: 0, failed: 0, open: 0, undecided: 0 };
+  const now = input.now ?? new Date();
   for (const row of await input.ledger.reservedOlderThan(input.olderThanMs ?? RECONCILE_AFTER_MS, input.now)) {
-    const outcome = row.direction === 'in' ? await reconcileSale(input.ledger, row, input.rpcUrl) : await reconcilePayment(input.ledger, row, input.payer, input.rpcUrl);
+    const outcome = row.direction === 'in' ? await reconcileSale(input.ledger, row, now, input.rpcUrl) : await reconcilePayment(input.ledger, row, now, input.payer, input.rpcUrl);
     report[outcome]++;
   }
   return report;
@@ -43,33 +58,44 @@ export async function reconcileReserved(input: {
 type ReconcileLedger = Pick<Ledger, 'settleOut' | 'failOut' | 'recordIn'>;
 type Outcome = keyof ReconcileReport;
 
+/** The chain's word on an authorization, with no expiry of its own (the caller knows when it can no longer be used). */
+async function fateOf(rpcUrl: string, row: LedgerTransaction, payer: string) {
+  return readAuthorization(rpcUrl, { asset: row.asset, payer, payTo: row.counterparty, amount: row.amount, nonce: row.paymentNonce as Hex, validBefore: Number.MAX_SAFE_INTEGER });
+}
+
 /** An `out` row; undecided when there is no chain (or no wallet) to ask. */
-async function reconcilePayment(ledger: ReconcileLedger, row: LedgerTransaction, payer?: string, rpcUrl?: string): Promise<Outcome> {
+async function reconcilePayment(ledger: ReconcileLedger, row: LedgerTransaction, now: Date, payer?: string, rpcUrl?: string): Promise<Outcome> {
   const workflowId = row.workflowId as string;
   if (!row.paymentNonce) {
+    if (now.getTime() - Date.parse(row.createdAt) < UNSIGNED_AFTER_MS) return 'open';
     await ledger.failOut(workflowId, 'reconciled: the pay run ended before it signed; nothing was paid');
     return 'failed';
   }
   if (!rpcUrl || !payer) return 'undecided';
-  const onChain = await authorizationOnChain(rpcUrl, row.asset, payer, row.paymentNonce as Hex);
-  if (onChain.used) {
-    await ledger.settleOut(workflowId, { txHash: onChain.txHash ?? '', payer });
+  const fate = await fateOf(rpcUrl, row, payer);
+  if (fate.state === 'settled') {
+    await ledger.settleOut(workflowId, { txHash: fate.txHash, payer });
     return 'settled';
   }
+  if (fate.state === 'cancelled') {
+    await ledger.failOut(workflowId, 'reconciled: the authorization was cancelled on the chain; nothing was paid');
+    return 'failed';
+  }
+  if (now.getTime() - Date.parse(row.updatedAt) < USABLE_FOR_MS) return 'open';
   await ledger.failOut(workflowId, 'reconciled: the signed authorization was never used on the chain and has expired');
   return 'failed';
 }
 
 /** An `in` row, whose nonce and payer are the buyer's authorization; undecided without a chain to ask. */
-async function reconcileSale(ledger: ReconcileLedger, row: LedgerTransaction, rpcUrl?: string): Promise<Outcome> {
+async function reconcileSale(ledger: ReconcileLedger, row: LedgerTransaction, now: Date, rpcUrl?: string): Promise<Outcome> {
   if (!rpcUrl) return 'undecided';
-  const nonce = row.paymentNonce as string;
-  const onChain = await authorizationOnChain(rpcUrl, row.asset, row.payer ?? row.counterparty, nonce as Hex);
-  const sale = { nonce, counterparty: row.counterparty, resource: row.resource, tool: row.tool, amount: row.amount, asset: row.asset, network: row.network };
-  if (onChain.used) {
-    await ledger.recordIn({ ...sale, status: 'settled', txHash: onChain.txHash });
+  const fate = await fateOf(rpcUrl, row, row.payer ?? row.counterparty);
+  const sale = { nonce: row.paymentNonce as string, counterparty: row.counterparty, resource: row.resource, tool: row.tool, amount: row.amount, asset: row.asset, network: row.network };
+  if (fate.state === 'settled') {
+    await ledger.recordIn({ ...sale, status: 'settled', txHash: fate.txHash });
     return 'settled';
   }
-  await ledger.recordIn({ ...sale, status: 'failed', reason: "reconciled: the buyer's authorization was never used on the chain and has expired; nothing was paid" });
+  if (fate.state === 'open' && now.getTime() - Date.parse(row.createdAt) < SALE_SETTLES_WITHIN_MS) return 'open';
+  await ledger.recordIn({ ...sale, status: 'failed', reason: "reconciled: the buyer's authorization was never used on the chain; the sale is closed, nothing was paid" });
   return 'failed';
 }

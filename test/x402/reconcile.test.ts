@@ -13,6 +13,8 @@ import { migrationChecksum } from '../../src/policy';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, type Ledger } from '../../src/x402/ledger';
 import { authorizationOnChain, probePayment, sendPaidRequest, signPayment } from '../../src/x402/payer';
 import { reconcileReserved } from '../../src/x402/reconcile';
+import { cancelAuthorization } from '../../src/x402/chain-truth';
+import type { Hex } from '../../src/x402/viem';
 import { recordSale } from '../../src/x402/sales';
 import { startSeller } from '../../src/x402/seller';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
@@ -80,18 +82,33 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     const [unsigned, settled, unsent] = [await reservation('reserved'), await reservation('sent'), await reservation('signed')];
     const young = await reservation('reserved');
     // Nothing is old enough yet: a running pay run's row is never touched.
-    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl })).toEqual({ settled: 0, failed: 0, undecided: 0 });
+    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl })).toEqual({ settled: 0, failed: 0, open: 0, undecided: 0 });
     // An hour on (the database's clock is not moved: `now` is), as a sweep then would see them.
     const later = new Date(Date.now() + HOUR + 60_000);
     const report = await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later });
-    expect(report).toEqual({ settled: 1, failed: 3, undecided: 0 });
+    expect(report).toEqual({ settled: 1, failed: 3, open: 0, undecided: 0 });
     expect(await ledger.getOut(unsigned)).toMatchObject({ status: 'failed', reason: expect.stringContaining('before it signed') });
     expect(await ledger.getOut(settled)).toMatchObject({ status: 'settled', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     expect(await ledger.getOut(unsent)).toMatchObject({ status: 'failed', reason: expect.stringContaining('never used') });
     expect(await ledger.getOut(young)).toMatchObject({ status: 'failed' });
     expect(await net.balanceOf(seller.address)).toBe(PRICE);
     // Idempotent: nothing is left to decide.
-    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later })).toEqual({ settled: 0, failed: 0, undecided: 0 });
+    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later })).toEqual({ settled: 0, failed: 0, open: 0, undecided: 0 });
+  });
+
+  test('prompt: half a minute on, a settled authorization is settled and a cancelled one failed, while one still usable stays reserved', async () => {
+    const [settled, open, cancelled] = [await reservation('sent'), await reservation('signed'), await reservation('signed')];
+    const row = await ledger.getOut(cancelled);
+    const outcome = await cancelAuthorization(net.rpcUrl, wallet.privateKey, { asset: net.token.address, nonce: row?.paymentNonce as Hex }, { name: net.token.name, version: net.token.version });
+    expect(outcome.sent).toBe(true);
+    const soon = new Date(Date.now() + 31_000);
+    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: soon })).toEqual({ settled: 1, failed: 1, open: 1, undecided: 0 });
+    expect(await ledger.getOut(settled)).toMatchObject({ status: 'settled' });
+    expect(await ledger.getOut(cancelled)).toMatchObject({ status: 'failed', reason: expect.stringContaining('cancelled') });
+    expect(await ledger.getOut(open)).toMatchObject({ status: 'reserved' });
+    // Its validity over (at most MAX_AUTHORIZATION_SECONDS after it was signed), it can never be used: failed.
+    await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: new Date(Date.now() + HOUR) });
+    expect(await ledger.getOut(open)).toMatchObject({ status: 'failed', reason: expect.stringContaining('expired') });
   });
 
   test('sales: a settlement whose answer was lost stays reserved, then settled from the chain; a sale never settled is failed', async () => {
@@ -159,7 +176,7 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
   test('without a chain to ask, a signed reservation is left reserved (still counted against the budget), not guessed', async () => {
     const signed = await reservation('signed');
     const later = new Date(Date.now() + HOUR + 60_000);
-    expect(await reconcileReserved({ ledger, payer: wallet.address, now: later })).toEqual({ settled: 0, failed: 0, undecided: 1 });
+    expect(await reconcileReserved({ ledger, payer: wallet.address, now: later })).toEqual({ settled: 0, failed: 0, open: 0, undecided: 1 });
     expect(await ledger.getOut(signed)).toMatchObject({ status: 'reserved' });
   });
 });
