@@ -334,17 +334,25 @@ export const OPERATIONS: Operation[] = [
     description:
       "Pay for an HTTP resource over x402 with the platform's wallet, exactly once: the 402's terms are checked against " +
       'the spend policy (per-payment maximum, daily budget, allowed payees, networks and assets) before anything is ' +
-      'signed. Returns the response (status, body) of a paid request, or the limit that refused it with the amounts. ' +
-      'Amounts are base units of the asset (1000000 = 1.00 of a 6-decimals token).',
+      'signed. The chain, not the seller, decides: paid (settled on the chain), failed (the authorization cancelled or ' +
+      'expired: nothing paid), pending (the chain cannot say yet; the amount stays reserved). Returns the response ' +
+      '(status, body) of a paid request, or the limit that refused it with the amounts. Pass the same idempotencyKey to ' +
+      'retry without paying twice. Amounts are base units of the asset (1000000 = 1.00 of a 6-decimals token).',
     input: z.object({
       url: z.string().describe('the resource, http:// or https://'),
       method: z.string().optional().describe('GET (default), POST, ...'),
       headers: z.record(z.string(), z.string()).optional(),
       body: z.string().optional().describe('the request body as sent, e.g. JSON text'),
       maxAmount: z.string().regex(/^\d{1,78}$/).optional().describe('the most this payment may cost, in base units (lowers the configured maximum)'),
+      idempotencyKey: z
+        .string()
+        .max(200)
+        .optional()
+        .describe('this payment\'s key: the same key, method, URL and body join the first run instead of paying again (default: a new key, returned)'),
     }),
     output: z.looseObject({
-      status: z.enum(['paid', 'refused', 'failed']),
+      status: z.enum(['paid', 'refused', 'failed', 'pending']),
+      idempotencyKey: z.string().optional(),
       workflowId: z.string(),
       httpStatus: z.number().optional(),
       body: z.string().optional(),
@@ -356,7 +364,8 @@ export const OPERATIONS: Operation[] = [
       limit: z.string().optional(),
       reason: z.string().optional(),
     }),
-    // It spends money (not destructive of Forge's state) and reaches the outside world; a repeat pays again.
+    // It spends money (not destructive of Forge's state) and reaches the outside world; a repeat without the same
+    // idempotencyKey pays again.
     annotations: { title: 'Pay for a resource (x402)', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     async run(args, ctx) {
       const { url, ...options } = args;
@@ -366,7 +375,7 @@ export const OPERATIONS: Operation[] = [
           ? `paid ${r.amount} of ${r.asset ?? 'nothing'}${r.txHash ? ` (${r.txHash})` : ''}; HTTP ${r.httpStatus ?? 'no answer'}`
           : r.status === 'refused'
             ? `refused (${r.limit}): ${r.reason}`
-            : `failed: ${r.reason}`;
+            : `${r.status}: ${r.reason}`;
       return { structured: { ...r }, text, isError: r.status !== 'paid' };
     },
   }),
