@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { ForgeConfig } from '../config';
 import { saleFaults } from '../activities/fault-points';
 import { createPayActivities, type PayActivities } from '../activities/pay-activities';
@@ -5,6 +6,7 @@ import { createSellActivities, type SellActivities } from '../activities/sell-ac
 import type { X402Info } from '../contract/pay-runs';
 import type { ForgeDatabase, ToolStore } from '../db';
 import { ToolRegistry } from '../registry';
+import { homeSecret } from './home-secret';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
 import type * as ReconcileModule from '../x402/reconcile';
 import { salesUnavailable, startX402Runtime } from '../x402/runtime';
@@ -13,6 +15,9 @@ import type { Sales } from '../x402/sales';
 
 /** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
 export const OFFERS_CHANNEL = 'forge_x402_offers';
+
+/** The file under FORGE_HOME (0600) holding the secret the dev facilitator's registration asks of this worker's seller. */
+export const DISCOVERY_TOKEN_FILE = 'x402-discovery.token';
 
 /** How often a worker asks the chain about payments left reserved: a decision within seconds of the chain's (issue 26). */
 const RECONCILE_EVERY_MS = 15_000;
@@ -32,7 +37,7 @@ export interface X402Worker {
  */
 export async function startX402Worker(input: { config: ForgeConfig; database: ForgeDatabase; store: ToolStore; log: (line: string) => void }): Promise<X402Worker> {
   const { config, database, store, log } = input;
-  const runtime = await startX402Runtime(config.x402, log);
+  const runtime = await startX402Runtime(config.x402, log, { home: config.home });
   const ledger = createLedger(database);
   let sales: Sales | undefined;
   let registry: ToolRegistry | undefined;
@@ -51,6 +56,9 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
         registry,
         onError: (err) => log(`forge: x402 seller: ${(err as Error)?.message ?? String(err)}`),
         checkpoint: saleFaults(config.faultKillAt),
+        // Only this worker's seller may have its own facilitator (FORGE_X402_DEV) fetch and list its tools.
+        discoveryToken: runtime.local ? await homeSecret(path.join(config.home, DISCOVERY_TOKEN_FILE)) : undefined,
+        log,
       }).catch((err: Error) => {
         off = err.message;
         return undefined;

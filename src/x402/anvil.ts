@@ -38,6 +38,14 @@ export interface AnvilOptions {
   host?: string;
   /** How long to wait for anvil to listen (default 15 s). */
   readyTimeoutMs?: number;
+  /**
+   * A file the chain lives in across restarts (`anvil --state`): loaded at start when it exists, written on exit
+   * (SIGTERM, which is also what anvil gets when the process that started it dies) and every `stateIntervalSeconds`.
+   * Unset: the chain keeps nothing on disk.
+   */
+  stateFile?: string;
+  /** How often the state file is rewritten while anvil runs (default 1 s): what a SIGKILL of anvil itself may lose. */
+  stateIntervalSeconds?: number;
 }
 
 /** A running anvil that this process started. */
@@ -75,9 +83,21 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   const host = options.host ?? '127.0.0.1';
   const binary = anvilBinary();
   const args = ['--host', host, '--port', '0', '--chain-id', String(options.chainId), '--accounts', '0'];
-  // setpriv execs anvil in place with a parent-death signal: a SIGKILLed test or worker leaves no node behind.
-  const [command, argv] = withParentDeathSignal(binary, args);
-  const child = spawn(command, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (options.stateFile) {
+    args.push('--state', options.stateFile, '--state-interval', String(options.stateIntervalSeconds ?? 1));
+  }
+  // setpriv execs anvil in place with a parent-death signal: a SIGKILLed test or worker leaves no node behind. A chain
+  // kept on disk gets SIGTERM rather than SIGKILL, on which anvil writes its state before it exits.
+  const [command, argv] = withParentDeathSignal(binary, args, options.stateFile ? 'TERM' : 'KILL');
+  // The state file holds the chain's keys' balances and every transaction: created with umask 077, it is this user's
+  // alone (process.umask is process-wide, but spawn forks synchronously: restored before any other JavaScript runs).
+  const umask = options.stateFile ? process.umask(0o077) : undefined;
+  let child: ChildProcess;
+  try {
+    child = spawn(command, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  } finally {
+    if (umask !== undefined) process.umask(umask);
+  }
   const exited = exitOf(child);
   let hasExited = false;
   void exited.then(() => {

@@ -9,6 +9,19 @@ import { isPaymentPayload, isPaymentRequirements } from '@x402/core/schemas';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { BAZAAR, extractDiscoveryInfo } from '@x402/extensions/bazaar';
 import type { DiscoveryResource } from '@x402/extensions/bazaar';
+import { isPrivateHost } from '../contract/never-reachable';
+import { presentsToken, tokenDigest } from '../platform/read-api-token';
+
+/**
+ * A seller allowed to ask for its own resources to be listed (`POST /discovery/register`): it proves who it is with a
+ * bearer token, and the facilitator fetches only URLs at the origin it serves.
+ */
+export interface Registrant {
+  /** The secret it sends as `Authorization: Bearer <token>`. */
+  token: string;
+  /** The origin its resources are served at (`http://127.0.0.1:41234`): the only one registration fetches for it. */
+  origin: string;
+}
 
 export interface FacilitatorServerOptions {
   /** The facilitator answering /verify, /settle and /supported (the local network's, or any `x402Facilitator`). */
@@ -19,9 +32,12 @@ export interface FacilitatorServerOptions {
   port?: number;
   /**
    * Whether `POST /discovery/register` is served: the facilitator then fetches the named resource itself and lists
-   * what its 402 declares. Default true; turn it off where the facilitator must not make requests on anyone's behalf.
+   * what its 402 declares, for a {@link Registrant} only. Default true; turn it off where the facilitator must not
+   * make requests on anyone's behalf.
    */
   registration?: boolean;
+  /** Who may register, from the start; more with {@link FacilitatorServer.addRegistrant}. None: every request is 401. */
+  registrants?: Registrant[];
   /** How long a registration's look at the resource may take; default 5 s. */
   probeTimeoutMs?: number;
   /** The most resources the catalogue holds (the oldest listing goes first); default 10,000. */
@@ -34,6 +50,11 @@ export interface FacilitatorServer {
   port: number;
   /** Every listed resource, as `GET /discovery/resources` has them. */
   resources(): DiscoveryResource[];
+  /**
+   * Lets a seller register its own resources from now on (see {@link Registrant}); returns what takes that back.
+   * @throws Error when the origin is not an http(s) origin or the token is shorter than 16 characters.
+   */
+  addRegistrant(registrant: Registrant): () => void;
   /** Idempotent. */
   close(): Promise<void>;
 }
@@ -49,15 +70,26 @@ const METHODS = new Set([...BODY_METHODS, 'GET', 'HEAD', 'DELETE']);
  * bazaar extension), and bazaar discovery, `GET /discovery/resources` and `GET /discovery/search`, which
  * `withBazaar(client)` reads.
  *
- * The catalogue fills as in x402's facilitator examples: a payment it verifies or settles lists the resource its
- * payload describes (`extractDiscoveryInfo`, with the package's validation). A resource nobody has paid for yet is
- * listed through `POST /discovery/register {resource, method}`: the facilitator sends the resource an unpaid request
- * and lists what the 402 it gets declares, under the URL it fetched; a 404 or 410 takes the listing down. So a
- * listing only ever says what the resource itself says, and a seller cannot list terms for someone else's URL.
+ * The catalogue fills two ways, and an entry changes only by its owner:
+ * - Registration (`POST /discovery/register {resource, method}`), for a resource nobody has paid for yet: only a
+ *   {@link Registrant} may ask (its bearer token; without one the answer is 401 before anything is read or fetched),
+ *   and only for a URL at the origin it serves. Anything else is refused before a connection is made, so the endpoint
+ *   tells nobody what listens where: a loopback, private, link-local or metadata address however it is written
+ *   (`2130706433`, `0x7f000001`, `[::ffff:127.0.0.1]`, `localhost`, `0.0.0.0`, `[::1]`) is refused unless it is that
+ *   registrant's own configured origin. The facilitator then sends the resource an unpaid request (no redirect
+ *   followed) and lists what its 402 declares, under the URL it fetched, owned by the registrant; a 404 or 410 takes
+ *   the listing down.
+ * - Payments, as x402's facilitators catalogue (a verified or settled payload echoes the resource's bazaar
+ *   declaration): only for an origin no registrant serves, and never over an entry of another owner. Such an entry
+ *   belongs to the payee it names; a payment naming another payee (a buyer's own /verify with other terms) changes
+ *   nothing. What a registrant lists is never changed by a payment.
  */
 export async function startFacilitatorServer(options: FacilitatorServerOptions): Promise<FacilitatorServer> {
   const { facilitator } = options;
   const catalogue = new Catalogue(options.maxResources ?? 10_000);
+  const registrants = new Registrants();
+  for (const r of options.registrants ?? []) registrants.add(r);
+  catalogue.isRegisteredOrigin = (origin) => registrants.servesOrigin(origin);
   const app = new Hono();
   app.use('*', bodyLimit({ maxSize: MAX_REQUEST_BYTES }));
 
@@ -129,6 +161,13 @@ export async function startFacilitatorServer(options: FacilitatorServerOptions):
 
   if (options.registration ?? true) {
     app.post('/discovery/register', async (c) => {
+      // Who asks, first: an unauthenticated caller learns nothing, and nothing is fetched for it.
+      const registrant = registrants.presenting(c.req.header('authorization'));
+      if (!registrant) {
+        return c.json({ error: "registration is for the registering seller only: send its bearer token (Authorization: Bearer ...)" }, 401, {
+          'www-authenticate': 'Bearer',
+        });
+      }
       let body: { resource?: unknown; method?: unknown };
       try {
         body = await c.req.json();
@@ -136,18 +175,22 @@ export async function startFacilitatorServer(options: FacilitatorServerOptions):
         return c.json({ error: 'the body must be JSON: {resource, method}' }, 400);
       }
       const method = typeof body.method === 'string' ? body.method.toUpperCase() : 'GET';
-      if (typeof body.resource !== 'string' || !/^https?:\/\//.test(body.resource) || !METHODS.has(method)) {
-        return c.json({ error: 'resource must be an http(s) URL and method an HTTP method' }, 400);
+      const url = typeof body.resource === 'string' ? parseHttpUrl(body.resource) : undefined;
+      if (!url || !METHODS.has(method)) {
+        return c.json({ error: 'resource must be an http(s) URL without credentials and method an HTTP method' }, 400);
       }
-      const outcome = await probe(body.resource, method, options.probeTimeoutMs ?? 5_000);
+      const refusal = registrationRefusal(url, registrant);
+      if (refusal) return c.json({ error: refusal }, 403);
+      const resource = url.href;
+      const outcome = await probe(resource, method, options.probeTimeoutMs ?? 5_000);
       if (outcome.kind === 'gone') {
-        catalogue.remove(body.resource);
-        return c.json({ resource: body.resource, listed: false, reason: `the resource answered ${outcome.status}` });
+        catalogue.remove(resource, registrant.origin);
+        return c.json({ resource, listed: false, reason: `the resource answered ${outcome.status}` });
       }
       if (outcome.kind === 'error') return c.json({ error: outcome.error }, outcome.status);
-      const listed = catalogue.fromPaymentRequired(body.resource, outcome.required);
+      const listed = catalogue.fromPaymentRequired(resource, outcome.required, registrant.origin);
       if (!listed) {
-        catalogue.remove(body.resource);
+        catalogue.remove(resource, registrant.origin);
         return c.json({ error: 'the 402 the resource answered declares no valid bazaar discovery extension' }, 422);
       }
       return c.json({ resource: listed.resource, listed: true });
@@ -167,6 +210,7 @@ export async function startFacilitatorServer(options: FacilitatorServerOptions):
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     port,
     resources: () => catalogue.list({}),
+    addRegistrant: (registrant) => registrants.add(registrant),
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -216,6 +260,60 @@ function filtersOf(c: Context): Filters {
   return { type: pick('type'), payTo: pick('payTo'), scheme: pick('scheme'), network: pick('network'), extensions: pick('extensions') };
 }
 
+/** An http(s) URL as WHATWG parses it (hosts normalised: `2130706433` is `127.0.0.1`), without user or password. */
+function parseHttpUrl(text: string): URL | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) return undefined;
+  return url;
+}
+
+/** Why `url` is not one `registrant` may have fetched, or undefined: only URLs at its own origin are. */
+function registrationRefusal(url: URL, registrant: { origin: string }): string | undefined {
+  if (url.origin === registrant.origin) return undefined;
+  if (isPrivateHost(url.hostname)) {
+    return `${url.hostname} is a loopback, private, link-local or metadata address, and not the origin you serve (${registrant.origin}): nothing was fetched`;
+  }
+  return `${url.origin} is not the origin you serve (${registrant.origin}): a seller registers only its own resources; nothing was fetched`;
+}
+
+/** The registrants, found by the token they present (compared in constant time, as the read API's). */
+class Registrants {
+  private readonly entries = new Set<{ digest: Buffer; origin: string }>();
+
+  add(registrant: Registrant): () => void {
+    let origin: string;
+    try {
+      const url = new URL(registrant.origin);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(url.protocol);
+      origin = url.origin;
+    } catch {
+      throw new Error(`a registrant's origin must be an http(s) origin, not ${JSON.stringify(registrant.origin)}`);
+    }
+    if (typeof registrant.token !== 'string' || registrant.token.length < 16) throw new Error("a registrant's token must have at least 16 characters");
+    const entry = { digest: tokenDigest(registrant.token), origin };
+    this.entries.add(entry);
+    return () => void this.entries.delete(entry);
+  }
+
+  /** The origin of the registrant whose token `authorization` carries, or undefined. */
+  presenting(authorization: string | undefined): { origin: string } | undefined {
+    // Every entry is compared, so how long the answer takes says nothing of which one matched.
+    let found: { origin: string } | undefined;
+    for (const entry of this.entries) if (presentsToken(authorization, entry.digest)) found ??= { origin: entry.origin };
+    return found;
+  }
+
+  servesOrigin(origin: string): boolean {
+    for (const entry of this.entries) if (entry.origin === origin) return true;
+    return false;
+  }
+}
+
 type ProbeOutcome =
   | { kind: 'required'; required: PaymentRequired }
   | { kind: 'gone'; status: number }
@@ -248,19 +346,31 @@ async function probe(resource: string, method: string, timeoutMs: number): Promi
   }
 }
 
-/** The bazaar catalogue: one listing per canonical resource URL, newest last. */
+/**
+ * Who may change a listing: `registrant:<origin>` for what a registrant listed, `payee:<address>` for what a payment
+ * listed (the payee it names).
+ */
+type Owner = string;
+
+/** The bazaar catalogue: one listing per canonical resource URL, newest last, each with its owner. */
 class Catalogue {
-  private readonly entries = new Map<string, DiscoveryResource>();
+  private readonly entries = new Map<string, { owner: Owner; resource: DiscoveryResource }>();
+  /** Whether a registrant serves this origin: its resources are listed by registration only. */
+  isRegisteredOrigin: (origin: string) => boolean = () => false;
 
   constructor(private readonly max: number) {}
 
-  /** Lists what a verified or settled payment describes (its payload echoes the resource's bazaar declaration). */
+  /**
+   * Lists what a verified or settled payment describes (its payload echoes the resource's bazaar declaration), unless
+   * a registrant serves its origin or another owner listed it: a payment names its resource and terms itself, so a
+   * buyer could otherwise list anyone's URL at any price to any payee.
+   */
   fromPayment(payload: PaymentPayload, requirements: PaymentRequirements): DiscoveryResource | undefined {
-    return this.add(payload, [requirements]);
+    return this.add(payload, [requirements], `payee:${requirements.payTo.toLowerCase()}`, (origin) => !this.isRegisteredOrigin(origin));
   }
 
-  /** Lists what a resource's 402 declares, under the URL it was fetched at. */
-  fromPaymentRequired(url: string, required: PaymentRequired): DiscoveryResource | undefined {
+  /** Lists what a resource's 402 declares, under the URL it was fetched at, for the registrant serving `origin`. */
+  fromPaymentRequired(url: string, required: PaymentRequired, origin: string): DiscoveryResource | undefined {
     if (required.accepts.length === 0) return undefined;
     const payload: PaymentPayload = {
       x402Version: required.x402Version,
@@ -269,12 +379,15 @@ class Catalogue {
       payload: {},
       ...(required.extensions ? { extensions: required.extensions } : {}),
     };
-    return this.add(payload, required.accepts);
+    // The registrant's own origin: its listing replaces whatever a payment listed there before it registered.
+    return this.add(payload, required.accepts, `registrant:${origin}`, (at) => at === origin, true);
   }
 
-  remove(url: string): void {
+  /** Takes a listing down, for the registrant serving `origin` (a registrant's own resources only). */
+  remove(url: string, origin: string): void {
     try {
       const u = new URL(url);
+      if (u.origin !== origin) return;
       this.entries.delete(`${u.origin}${u.pathname}`);
     } catch {
       // not a URL: nothing listed under it
@@ -282,7 +395,7 @@ class Catalogue {
   }
 
   list(filters: Filters): DiscoveryResource[] {
-    return [...this.entries.values()].filter((r) => matches(r, filters));
+    return [...this.entries.values()].map((e) => e.resource).filter((r) => matches(r, filters));
   }
 
   /** Every query word (case-insensitive) must appear in what a listing says: its URL, description, tags or schema. */
@@ -294,7 +407,17 @@ class Catalogue {
     });
   }
 
-  private add(payload: PaymentPayload, accepts: PaymentRequirements[]): DiscoveryResource | undefined {
+  /**
+   * Lists the resource for `owner` when `mayList` allows its origin and no other owner holds its listing (unless
+   * `replaces`: a registrant takes over its own URL).
+   */
+  private add(
+    payload: PaymentPayload,
+    accepts: PaymentRequirements[],
+    owner: Owner,
+    mayList: (origin: string) => boolean,
+    replaces = false,
+  ): DiscoveryResource | undefined {
     let discovered: ReturnType<typeof extractDiscoveryInfo>;
     try {
       discovered = extractDiscoveryInfo(payload, accepts[0], true);
@@ -302,6 +425,10 @@ class Catalogue {
       return undefined; // no URL or no valid declaration: nothing to list
     }
     if (!discovered) return undefined;
+    const origin = originOf(discovered.resourceUrl);
+    if (origin === undefined || !mayList(origin)) return undefined;
+    const existing = this.entries.get(discovered.resourceUrl);
+    if (existing && existing.owner !== owner && !replaces) return undefined;
     const entry: DiscoveryResource = {
       resource: discovered.resourceUrl,
       type: discovered.discoveryInfo.input.type,
@@ -316,9 +443,18 @@ class Catalogue {
       ...(discovered.extensions ? { extensions: discovered.extensions } : {}),
     };
     this.entries.delete(entry.resource); // re-inserted last: the newest listing is the last to be evicted
-    this.entries.set(entry.resource, entry);
+    this.entries.set(entry.resource, { owner, resource: entry });
     while (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
     return entry;
+  }
+}
+
+function originOf(url: unknown): string | undefined {
+  if (typeof url !== 'string') return undefined;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { X402Config } from '../config';
+import type * as DevNetworkStateModule from './dev-network-state';
 import type * as LocalNetworkModule from './local-network';
 import type { LocalX402Network } from './local-network';
 import type { SpendPolicy } from './spend-policy';
@@ -32,20 +33,26 @@ export interface X402Runtime {
 
 /**
  * Resolves the x402 configuration for one worker. With FORGE_X402_DEV the worker starts the local network (a real
- * chain in a child process, torn down with the worker), makes a throwaway wallet funded with {@link DEV_WALLET_FUNDS},
- * and allows the local token; its key stays in this process's memory.
+ * chain in a child process, stopped with the worker), with a wallet funded once with {@link DEV_WALLET_FUNDS}, and
+ * allows the local token. Given `home` (FORGE_HOME), the network is kept in `$FORGE_HOME/x402-dev`: a restart, clean
+ * or a SIGKILL, finds the same chain, token, wallet and balances (see local-network.ts); the wallet's key is kept there,
+ * private, unless FORGE_X402_WALLET_KEY names one. Without `home` the chain and wallet are throwaway.
  */
-export async function startX402Runtime(config: X402Config, log: (line: string) => void): Promise<X402Runtime> {
+export async function startX402Runtime(config: X402Config, log: (line: string) => void, options: { home?: string } = {}): Promise<X402Runtime> {
   let walletKey = config.walletKey;
   let rpcUrl = config.rpcUrl;
   let allowedAssets = config.policy.allowedAssets;
   let local: LocalX402Network | undefined;
   if (config.dev && !rpcUrl) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    local = await (require('./local-network') as typeof LocalNetworkModule).startLocalX402Network();
+    local = await (require('./local-network') as typeof LocalNetworkModule).startLocalX402Network({
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      ...(options.home ? { stateDir: (require('./dev-network-state') as typeof DevNetworkStateModule).devNetworkDirOf(options.home) } : {}),
+      log,
+    });
     const configured = config.walletKey();
-    const key = configured ?? (await local.newWallet()).privateKey;
-    await local.fund(viemAccounts().privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
+    const key = configured ?? (await local.keptWallet('wallet')).privateKey;
+    await local.fundOnce(viemAccounts().privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
     walletKey = () => key;
     rpcUrl = local.rpcUrl;
     allowedAssets = [...new Set([...allowedAssets, local.token.address.toLowerCase()])];
@@ -53,7 +60,11 @@ export async function startX402Runtime(config: X402Config, log: (line: string) =
   }
   const key = walletKey();
   const address = key ? viemAccounts().privateKeyToAccount(key).address : undefined;
-  if (address) log(`forge: x402 wallet ${address}${local ? ` holds ${DEV_WALLET_FUNDS} base units of ${local.token.symbol}` : ''}`);
+  if (address && local) {
+    log(`forge: x402 wallet ${address} holds ${await local.balanceOf(address as `0x${string}`)} base units of ${local.token.symbol}${local.durable ? ' (kept across restarts)' : ''}`);
+  } else if (address) {
+    log(`forge: x402 wallet ${address}`);
+  }
   return {
     policy: { ...config.policy, allowedAssets },
     walletKey,

@@ -104,6 +104,14 @@ export async function startSales(input: {
   onError: (error: unknown) => void;
   /** Called around each ledger write of a sale (the chaos matrix's `sale:` fault points); nothing by default. */
   checkpoint?: SaleCheckpoint;
+  /**
+   * The secret this worker's seller registers its tools with at its own facilitator server (FORGE_X402_DEV): kept in a
+   * private file under FORGE_HOME (see x402-worker.ts). Without it the dev facilitator lists the tools from their first
+   * paid call only.
+   */
+  discoveryToken?: string;
+  /** Where what changed at start is said (offers re-derived for the current token and payee). */
+  log?: (line: string) => void;
 }): Promise<Sales> {
   const { config, runtime, ledger, registry, checkpoint } = input;
   let facilitatorServer: FacilitatorServer | undefined;
@@ -120,10 +128,16 @@ export async function startSales(input: {
     asset = { address, network: config.sell.network as Network, ...(await domainOf(runtime.rpcUrl as string, address)) };
   }
   const facilitatorUrl = facilitatorServer?.url ?? config.facilitatorUrl;
+  const payTo = runtime.payTo as string;
+  // The dev network's token and wallet are this worker's: an offer written under another chain (one whose state was
+  // lost, or another worker's) is sold, and rewritten once at start, in the current token, network and payee, so that
+  // nothing is ever quoted in a token or to a wallet that no longer exists.
+  if (runtime.local) await rebaseOffers(ledger, { asset: asset.address, network: asset.network, payTo }, input.log);
   const offers = async (): Promise<Offer[]> => {
     if (!(await ledger.isReady())) return [];
     const sold: Offer[] = [];
-    for (const offer of await ledger.listOffers()) {
+    for (const listed of await ledger.listOffers()) {
+      const offer = runtime.local ? { ...listed, asset: asset.address, network: asset.network, payTo } : listed;
       // A tool that is gone or quarantined is not sold (its offer stays, and sells again once it is active).
       const tool = registry.get(offer.tool);
       if (!tool) continue;
@@ -158,9 +172,18 @@ export async function startSales(input: {
       },
       onError: input.onError,
       ...parseHostPort(config.sellAddress as string),
-      // Forge's facilitator server lists a route when told (POST /discovery/register); a hosted one that has no such
-      // endpoint lists it after its first sale, and the failed announcement is only logged.
+      // Forge's facilitator server lists a route when its own seller asks (POST /discovery/register with the token, for
+      // URLs at the seller's origin only); a hosted one that has no such endpoint lists it after its first sale, and the
+      // failed announcement is only logged. The token goes to Forge's own facilitator only.
       discoveryUrl: facilitatorUrl,
+      ...(facilitatorServer && input.discoveryToken
+        ? {
+            discoveryToken: input.discoveryToken,
+            onListening: (origin: string) => {
+              facilitatorServer?.addRegistrant({ token: input.discoveryToken as string, origin });
+            },
+          }
+        : {}),
     });
   } catch (err) {
     await facilitatorServer?.close();
@@ -171,7 +194,7 @@ export async function startSales(input: {
   return {
     url: seller.url,
     asset,
-    payTo: runtime.payTo as string,
+    payTo,
     facilitatorUrl,
     refresh: () => seller.refresh(),
     close: async () => {
@@ -180,4 +203,24 @@ export async function startSales(input: {
       await facilitatorServer?.close();
     },
   };
+}
+
+/**
+ * Rewrites the offers that quote another token, network or payee than `current` (their price and description stay).
+ * Said in `log` when any changed.
+ */
+async function rebaseOffers(
+  ledger: Pick<Ledger, 'isReady' | 'listOffers' | 'putOffer'>,
+  current: { asset: string; network: string; payTo: string },
+  log: ((line: string) => void) | undefined,
+): Promise<void> {
+  if (!(await ledger.isReady())) return;
+  const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+  const stale = (await ledger.listOffers()).filter(
+    (o) => !same(o.asset, current.asset) || o.network !== current.network || !same(o.payTo, current.payTo),
+  );
+  for (const o of stale) await ledger.putOffer({ tool: o.tool, price: o.price, description: o.description, ...current });
+  if (stale.length > 0) {
+    log?.(`forge: x402 offers of ${stale.map((o) => o.tool).join(', ')} now quote ${current.asset} on ${current.network}, paid to ${current.payTo} (the dev network's current token and wallet)`);
+  }
 }

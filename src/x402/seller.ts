@@ -99,6 +99,16 @@ export interface SellerOptions {
    * catalogues a route only from the payments it verifies, as the x402 facilitators do.
    */
   discoveryUrl?: string;
+  /**
+   * The bearer token `discoveryUrl` knows this seller by: Forge's facilitator server registers resources only for a
+   * seller that presents one, and only at the origin it serves (see {@link startFacilitatorServer}).
+   */
+  discoveryToken?: string;
+  /**
+   * Called with the server's origin once it listens, before the first listing is announced (a facilitator in the same
+   * process learns there which origin this seller may register).
+   */
+  onListening?: (url: string) => void;
   /** The largest request body (the tool input) accepted, in bytes; default 1 MiB. */
   maxBodyBytes?: number;
   /**
@@ -201,6 +211,7 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
   const port = (server.address() as AddressInfo).port;
   const url = (options.publicUrl ?? `http://${urlHost(options.host ?? '127.0.0.1')}:${port}`).replace(/\/+$/, '');
   const routeUrl = (tool: string) => `${url}${TOOL_ROUTE_PREFIX}${tool}`;
+  options.onListening?.(url);
 
   const report = async (record: SaleRecord) => {
     try {
@@ -254,7 +265,7 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
       table = built.table;
       if (options.discoveryUrl) {
         const changed = new Set([...before, ...built.table.offers.keys()]);
-        await announce(options.discoveryUrl, [...changed].map(routeUrl), onError);
+        await announce(options.discoveryUrl, options.discoveryToken, [...changed].map(routeUrl), onError);
       }
       return built.result;
     });
@@ -266,7 +277,7 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
       // Withdrawing the listings the catalogue's way: the routes stop answering 402 first, then the facilitator is
       // asked to look again and drops what is gone.
       table = { offers: new Map(), middleware: (_c, next) => next() };
-      if (options.discoveryUrl && sold.length > 0) await announce(options.discoveryUrl, sold.map(routeUrl), onError);
+      if (options.discoveryUrl && sold.length > 0) await announce(options.discoveryUrl, options.discoveryToken, sold.map(routeUrl), onError);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
@@ -533,14 +544,14 @@ class KeyedLock {
 }
 
 /** Asks the discovery catalogue to look at these routes again (it lists what answers 402, drops what is gone). */
-async function announce(discoveryUrl: string, resources: string[], onError: (error: unknown) => void): Promise<void> {
+async function announce(discoveryUrl: string, token: string | undefined, resources: string[], onError: (error: unknown) => void): Promise<void> {
   const endpoint = `${discoveryUrl.replace(/\/+$/, '')}/discovery/register`;
   await Promise.all(
     resources.map(async (resource) => {
       try {
         const res = await fetch(endpoint, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
           body: JSON.stringify({ resource, method: 'POST' }),
           signal: AbortSignal.timeout(10_000),
         });

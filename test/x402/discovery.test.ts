@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { HTTPFacilitatorClient } from '@x402/core/http';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
@@ -48,16 +49,20 @@ function offer(tool: string, price: bigint, description: string, inputSchema: Re
   };
 }
 
-const startToolSeller = (o: { offers: () => Promise<Offer[]>; discoveryUrl?: string }) =>
-  startSeller({
+// A seller that registers proves it with a token of its own, for its own origin (as the worker's seller does).
+const startToolSeller = (o: { offers: () => Promise<Offer[]>; discoveryUrl?: string }) => {
+  const token = randomBytes(24).toString('base64url');
+  return startSeller({
     facilitator: new HTTPFacilitatorClient({ url: facilitator.url }),
     network: net.network,
     invoke,
     onSale: (record) => {
       sales.push(record);
     },
+    ...(o.discoveryUrl ? { discoveryToken: token, onListening: (origin: string) => void facilitator.addRegistrant({ token, origin }) } : {}),
     ...o,
   });
+};
 
 beforeAll(async () => {
   net = await startLocalX402Network();
@@ -166,10 +171,13 @@ test('a seller that does not register is listed from its first paid call, as x40
 });
 
 test('registration lists only what answers 402 with a bazaar declaration; discovery of an unreachable facilitator is an error', async () => {
+  // A registrant serving the facilitator's own origin, to have it look at a route that answers 200.
+  const token = randomBytes(24).toString('base64url');
+  const withdraw = facilitator.addRegistrant({ token, origin: facilitator.url });
   const register = (resource: string) =>
     fetch(`${facilitator.url}/discovery/register`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: JSON.stringify({ resource, method: 'GET' }),
     });
   const notPaid = await register(`${facilitator.url}/supported`);
@@ -177,6 +185,7 @@ test('registration lists only what answers 402 with a bazaar declaration; discov
   expect(((await notPaid.json()) as { error: string }).error).toMatch(/answered 200/);
   expect((await register('file:///etc/passwd')).status).toBe(400);
   expect(facilitator.resources().map((r) => r.resource)).not.toContain(`${facilitator.url}/supported`);
+  withdraw();
 
   await expect(discoverServices({ facilitatorUrl: 'http://127.0.0.1:9', timeoutMs: 2_000 })).rejects.toThrow(DiscoveryError);
 });
