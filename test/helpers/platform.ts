@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
 import { ForgeClient } from '../../src/client';
@@ -43,6 +45,11 @@ export interface TemporalOptions {
    * that one's UI is, and whether it has one, is not known.
    */
   ui?: boolean;
+  /**
+   * The search attributes to register (default: all of Forge's). A server with other ones is always started here, as
+   * with `ui`: what a server at TEMPORAL_ADDRESS has registered is not this suite's to choose.
+   */
+  searchAttributes?: SearchAttributeKey<SearchAttributeType>[];
 }
 
 /** The Web UI's address of each dev server started with `ui: true`. */
@@ -59,7 +66,7 @@ export function webUiUrl(env: TestWorkflowEnvironment): string | undefined {
  */
 export async function startTemporal(options: TemporalOptions = {}): Promise<TestWorkflowEnvironment> {
   quietTemporalRuntime();
-  if (process.env.TEMPORAL_ADDRESS && !options.ui) {
+  if (process.env.TEMPORAL_ADDRESS && !options.ui && !options.searchAttributes) {
     return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
   }
   // The port comes from below the ephemeral range (findFreePort says why); a start-up that still loses a port race
@@ -73,7 +80,7 @@ export async function startTemporal(options: TemporalOptions = {}): Promise<Test
           executable: { type: 'existing-path', path: requireTemporalBinary() },
           port: await findFreePort(),
           ...(uiPort !== undefined ? { ui: true, uiPort } : {}),
-          searchAttributes: [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey, ForgeStageKey],
+          searchAttributes: options.searchAttributes ?? [ForgeKindKey, ForgeSubjectKey, ForgeOutcomeKey, ForgeStageKey],
           // No network beyond this machine is assumed (as `forge up` does): the UI must not fetch its news feed.
           extraArgs: ['--log-level', 'error', ...(uiPort !== undefined ? ['--ui-disable-news-fetch'] : [])],
         },
