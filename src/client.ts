@@ -5,7 +5,6 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
-  isGrpcDeadlineError,
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
@@ -167,10 +166,9 @@ const RESULT_WAIT_SLICE_MS = 60_000;
  * listener to the signal of every gRPC call it makes and never removes it (@temporalio/client connection.js), so
  * many calls under one long-lived signal (a progress query every 150 ms) collected listeners until Node printed
  * MaxListenersExceededWarning. The own signal is dropped with its listeners once `fn` settles, and the one listener
- * this adds to `signal` is removed then.
+ * this adds to `signal` is removed then. `own` may be aborted by the caller too (a slice of a wait that ends).
  */
-async function withOwnSignal<T>(temporal: Client, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-  const own = new AbortController();
+async function withOwnSignal<T>(temporal: Client, signal: AbortSignal, fn: () => Promise<T>, own = new AbortController()): Promise<T> {
   const forward = () => own.abort(signal.reason);
   if (signal.aborted) forward();
   else signal.addEventListener('abort', forward, { once: true });
@@ -823,14 +821,18 @@ export class ForgeClient {
    */
   private async resultInSlices(handle: WorkflowHandle, signal: AbortSignal): Promise<unknown> {
     for (;;) {
-      const sliceEnds = Date.now() + RESULT_WAIT_SLICE_MS;
+      // A slice ends by cancelling its call (not with a deadline: near one the server answers the long poll at once,
+      // and result() then spins on new calls until it passes).
+      const slice = new AbortController();
+      const timer = setTimeout(() => slice.abort(), RESULT_WAIT_SLICE_MS);
       try {
-        return await withOwnSignal(this.temporal, signal, () => this.temporal.withDeadline(sliceEnds, () => handle.result()));
+        return await withOwnSignal(this.temporal, signal, () => handle.result(), slice);
       } catch (err) {
-        // The slice's own deadline: the run is still going, the next slice waits on.
-        const deadline = isGrpcDeadlineError(err) || isGrpcDeadlineError((err as Error)?.cause);
-        if (deadline && !signal.aborted && Date.now() >= sliceEnds - 1_000) continue;
+        // The slice is over, not the wait: the run goes on, the next slice waits on.
+        if (slice.signal.aborted && !signal.aborted) continue;
         throw err;
+      } finally {
+        clearTimeout(timer);
       }
     }
   }
