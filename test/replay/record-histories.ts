@@ -26,6 +26,7 @@ import { agentRepo, FORGE_NODE_MODULES } from '../git/fixture';
 import { adderTool } from '../helpers/tools';
 import { startLocalX402Network } from '../../src/x402';
 import { startFacilitatorServer } from '../../src/x402/facilitator-server';
+import { startHostileSeller } from '../helpers/hostile-seller';
 
 const dir = path.join(__dirname, '..', 'fixtures', 'histories');
 
@@ -332,7 +333,7 @@ test('records the re-verification shapes (continued as new; quarantined, degrade
   }
 }, 120_000);
 
-test('records the x402 shapes (sell: refused, which makes the ledger through its migration child, and offered; pay: paid, refused, free; the P&L read)', async () => {
+test('records the x402 shapes (sell: refused, which makes the ledger through its migration child, and offered; pay: paid, refused, free, cancelled; the P&L read)', async () => {
   const net = await startLocalX402Network();
   const facilitator = await startFacilitatorServer({ facilitator: net.facilitator });
   const [payee, wallet] = await Promise.all([net.newWallet(), net.newWallet(10_000_000n)]);
@@ -368,6 +369,15 @@ test('records the x402 shapes (sell: refused, which makes the ledger through its
     const free = await forge.pay(`${facilitator.url}/supported`);
     expect(free).toMatchObject({ status: 'paid', amount: '0' });
     await save('pay-free', free.workflowId);
+    // A seller that answers without settling: the run waits its grace, cancels the authorization on the chain, fails.
+    const silent = await startHostileSeller(net, { price: 1_000n });
+    try {
+      const cancelled = await forge.pay(silent.url('/silent'));
+      expect(cancelled).toMatchObject({ status: 'failed', reason: expect.stringContaining('cancelled the authorization') });
+      await save('pay-cancelled', cancelled.workflowId);
+    } finally {
+      await silent.close();
+    }
 
     const pnl = await x402.env.client.workflow.start('readPnlWorkflow', { taskQueue: x402.config.taskQueues.control, workflowId: 'forge-query/pnl/replay', args: [{ by: 'tool' }] });
     expect(JSON.stringify(await pnl.result())).toContain('"sold"');
