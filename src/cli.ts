@@ -18,6 +18,7 @@ import { registerReverify } from './commands/reverify';
 import { registerRollback } from './commands/rollback';
 import { registerRuns } from './commands/runs';
 import { registerSandbox } from './commands/sandbox';
+import { registerSetup } from './commands/setup';
 import { registerTools } from './commands/tools';
 import { registerUp } from './commands/up';
 import { registerPay, registerPnl, registerSell, registerServices } from './commands/x402';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .showHelpAfterError();
   registerUp(program);
+  registerSetup(program);
   registerSandbox(program);
   registerDeploy(program);
   registerTools(program);

@@ -6,6 +6,7 @@ import type * as WorkerModule from '../worker';
 import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
 import { startDevServer, type DevServer } from './dev-server';
 import { tightenTree } from './private-home';
+import { ensureTemporalBinary } from './temporal-binary';
 import type { TemporalConnectOptions } from './temporal-connection';
 import { connectWorkerConnection } from './worker-connection';
 
@@ -57,8 +58,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   try {
     let server: DevServer | undefined;
     if (options.embeddedTemporal) {
+      // Installed here if setup never ran (a program that embeds Forge, `npx forge up` in a fresh project).
+      const binary = await ensureTemporalBinary({ env: options.temporal?.env, home: config.home, log });
       log(`forge: starting the Temporal dev server (state in ${config.home}) ...`);
-      server = await startDevServer({ home: config.home, port: config.temporal.port, uiPort: config.temporal.uiPort });
+      server = await startDevServer({ home: config.home, port: config.temporal.port, uiPort: config.temporal.uiPort, binary });
       undo.push(() => server!.stop());
     }
     const { connection, namespace, address } = await connectWorkerConnection(
