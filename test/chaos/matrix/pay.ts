@@ -12,6 +12,7 @@ import { LEDGER_TABLES } from '../../../src/x402/ledger-sql';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../../src/x402/local-network';
 import type { Hex } from '../../../src/x402/viem';
 import type { RunResult, RunSpace, Scenario } from './scenarios';
+import { startHostileSeller, type HostileSeller } from '../../helpers/hostile-seller';
 
 /**
  * The payment scenario of the matrix (issue 13): PayWorkflow pays for `GET /report` of a seller on a real local x402
@@ -43,6 +44,8 @@ interface Settlement {
 interface Market {
   net: LocalX402Network;
   seller: LocalWallet;
+  /** A seller that answers the paid request and never settles it (test/helpers/hostile-seller.ts). */
+  hostile: HostileSeller;
   server: Server;
   url: string;
   settlements: Settlement[];
@@ -92,7 +95,8 @@ async function startMarket(): Promise<Market> {
     const server = await new Promise<Server>((resolve) => {
       const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
     });
-    return { net, seller, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${ROUTE}`, settlements };
+    const hostile = await startHostileSeller(net, { price: PRICE });
+    return { net, seller, hostile, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${ROUTE}`, settlements };
   } catch (err) {
     await net.stop();
     throw err;
@@ -106,7 +110,8 @@ export async function stopPayNetwork(): Promise<void> {
   started = undefined;
   current = undefined;
   if (!made) return;
-  const { net, server } = await made;
+  const { net, server, hostile } = await made;
+  await hostile.close();
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await net.stop();
@@ -167,8 +172,11 @@ export const payScenario: Scenario = {
     'signPayment.after',
     'sendPayment.before',
     'sendPayment.after',
-    'recordPayment.before',
-    'recordPayment.after',
+    // The chain decides (issue 26): the receipt checked on the chain, then the ledger written from it.
+    'checkPayment.before',
+    'checkPayment.after',
+    'recordDecision.before',
+    'recordDecision.after',
   ],
   // Paid on the chain, the seller's answer in the dead worker's memory only: the retried send carries the same
   // payload, and the run must neither pay again nor lose track of the payment.
@@ -197,7 +205,13 @@ export const payScenario: Scenario = {
   },
   setup: () => Promise.resolve(),
   async run(forge) {
-    const result = await forge.pay(marketNow().url);
+    const key = `chaos-${run().buyer.address}`;
+    const result = await forge.pay(marketNow().url, { idempotencyKey: key });
+    // A caller that retries (its answer lost with a crash of its own) joins the run: the same run, nothing paid twice.
+    const again = await forge.pay(marketNow().url, { idempotencyKey: key });
+    if (again.workflowId !== result.workflowId || again.status !== result.status || again.txHash !== result.txHash) {
+      throw new Error(`a retried pay with the same idempotency key did not join the first run: ${JSON.stringify({ result, again })}`);
+    }
     run().workflowId = result.workflowId;
     return result as unknown as RunResult;
   },
@@ -244,3 +258,37 @@ function marketNow(): Market {
   if (!started) throw new Error('the pay scenario’s market is not started: prepare() did not run');
   return started;
 }
+
+/**
+ * The payment the chain must undo (issue 26): a seller that answers the paid request without ever settling it. The
+ * run waits its grace, cancels the authorization on the chain and only then fails and releases the reservation; a
+ * kill at any step of that (the check, the cancellation, the ledger write) must end the same: nothing moved, the
+ * authorization used up by its cancellation, one failed row. Full matrix only (the pay scenario above has the fast cell).
+ */
+export const payCancelledScenario: Scenario = {
+  workflowType: 'payWorkflow',
+  label: 'a payment to a seller that never settles (the run cancels the authorization on the chain)',
+  points: ['sendPayment.after', 'checkPayment.before', 'checkPayment.after', 'cancelPayment.before', 'cancelPayment.after', 'recordDecision.before', 'recordDecision.after'],
+  prepare: () => payScenario.prepare!(),
+  env: (home) => payScenario.env!(home),
+  setup: () => Promise.resolve(),
+  async run(forge) {
+    const result = await forge.pay(marketNow().hostile.url('/silent'));
+    run().workflowId = result.workflowId;
+    return result as unknown as RunResult;
+  },
+  outcome: (r) => ({ status: r.status, amount: r.amount, asset: r.asset, payTo: r.payTo, httpStatus: r.httpStatus, body: r.body }),
+  async state(space: RunSpace) {
+    const { net } = marketNow();
+    const { buyer } = run();
+    const rows = await ledgerRows(space.home);
+    const state = {
+      buyerSpent: (BUYER_FUNDS - (await net.balanceOf(buyer.address))).toString(),
+      ledger: rows.map((r) => ({ direction: r.direction, status: r.status, amount: r.amount, settled: r.settled, mentionsCancel: /cancel/i.test(r.reason ?? '') })),
+      authorizationUsedUp: await Promise.all(rows.map((r) => (r.payment_nonce ? net.authorizationState(buyer.address, r.payment_nonce as Hex) : false))),
+    };
+    const undone = state.buyerSpent === '0' && rows.length === 1 && rows[0].status === 'failed' && state.ledger[0].mentionsCancel && state.authorizationUsedUp[0];
+    if (!undone) throw new Error(`the run did not end cancelled with nothing paid: ${JSON.stringify(state)}`);
+    return state;
+  },
+};

@@ -1,6 +1,6 @@
 import type { ForgeClient } from '../../../src/client';
 import type { LiveProcess } from './end-state';
-import { payScenario } from './pay';
+import { payCancelledScenario, payScenario } from './pay';
 import { movedBranchPromotionScenario, promotionScenario } from './promotion';
 import { reverifyBuiltinScenario, reverifyScenario } from './reverify';
 import { sleepyTool } from '../../helpers/tools';
@@ -145,4 +145,5 @@ export const SCENARIOS: Scenario[] = [
   reverifyScenario,
   reverifyBuiltinScenario,
   payScenario,
+  payCancelledScenario,
 ];
