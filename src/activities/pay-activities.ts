@@ -99,7 +99,13 @@ export function createPayActivities(deps: PayActivityDeps) {
         return { ok: false, limit: 'network', reason: 'no chain to read: set FORGE_X402_RPC_URL (or FORGE_X402_DEV=1). Forge pays only where it can see on the chain whether a payment settled' };
       }
       // The configured network is the chain Forge reads: a payment anywhere else could never be checked or cancelled.
-      const configured = `eip155:${await chainTruth().chainIdOf(deps.rpcUrl)}`;
+      let configured: string;
+      try {
+        configured = `eip155:${await chainTruth().chainIdOf(deps.rpcUrl)}`;
+      } catch (err) {
+        // Nothing is signed yet: a chain out of reach refuses the payment now rather than holding the caller.
+        return { ok: false, limit: 'network', reason: `the chain at FORGE_X402_RPC_URL cannot be read (${(err as Error).message.split('\n')[0]}): nothing was signed; try again when it answers` };
+      }
       const policy = { ...deps.policy, allowedNetworks: deps.policy.allowedNetworks.length > 0 ? deps.policy.allowedNetworks.filter((n) => n === configured) : [configured] };
       if (policy.allowedNetworks.length === 0) {
         return { ok: false, limit: 'network', reason: `FORGE_X402_ALLOWED_NETWORKS (${deps.policy.allowedNetworks.join(', ')}) does not include ${configured}, the chain FORGE_X402_RPC_URL serves: nothing can be paid` };
