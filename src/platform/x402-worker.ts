@@ -56,8 +56,9 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
         registry,
         onError: (err) => log(`forge: x402 seller: ${(err as Error)?.message ?? String(err)}`),
         checkpoint: saleFaults(config.faultKillAt),
-        // Only this worker's seller may have its own facilitator (FORGE_X402_DEV) fetch and list its tools.
-        discoveryToken: runtime.local ? await homeSecret(path.join(config.home, DISCOVERY_TOKEN_FILE)) : undefined,
+        // What this worker's seller proves itself with to the facilitator it announces its tools to: its own (FORGE_X402_DEV)
+        // takes it at once; a Forge facilitator server elsewhere once given it with the seller's origin (addRegistrant).
+        discoveryToken: await homeSecret(path.join(config.home, DISCOVERY_TOKEN_FILE)),
         log,
       }).catch((err: Error) => {
         off = err.message;

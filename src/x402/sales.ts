@@ -15,6 +15,8 @@ export interface SaleAsset {
   address: string;
   name: string;
   version: string;
+  /** The token's decimals: a price in money (`$0.01`) is that many tokens times 10^decimals base units. */
+  decimals: number;
   network: Network;
 }
 
@@ -49,22 +51,30 @@ const EIP712_DOMAIN_ABI = [
   },
   { type: 'function', name: 'name', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
   { type: 'function', name: 'version', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
+  { type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'uint8' }] },
 ] as const;
 
-/** The token's EIP-712 domain name and version, from the chain (EIP-5267, else `name()` and `version()` as USDC has). */
-async function domainOf(rpcUrl: string, asset: string): Promise<{ name: string; version: string }> {
+/**
+ * The token's EIP-712 domain name and version, from the chain (EIP-5267, else `name()` and `version()` as USDC has),
+ * and its ERC-20 `decimals()`.
+ */
+async function domainOf(rpcUrl: string, asset: string): Promise<{ name: string; version: string; decimals: number }> {
   const client = viem.createPublicClient({ transport: viem.http(rpcUrl) });
   const address = viem.getAddress(asset);
-  try {
-    const domain = await client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'eip712Domain' });
-    return { name: domain[1], version: domain[2] };
-  } catch {
-    const [name, version] = await Promise.all([
-      client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'name' }),
-      client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'version' }),
-    ]);
-    return { name, version };
-  }
+  const domain = async () => {
+    try {
+      const d = await client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'eip712Domain' });
+      return { name: d[1], version: d[2] };
+    } catch {
+      const [name, version] = await Promise.all([
+        client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'name' }),
+        client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'version' }),
+      ]);
+      return { name, version };
+    }
+  };
+  const [{ name, version }, decimals] = await Promise.all([domain(), client.readContract({ address, abi: EIP712_DOMAIN_ABI, functionName: 'decimals' })]);
+  return { name, version, decimals };
 }
 
 /**
@@ -105,9 +115,9 @@ export async function startSales(input: {
   /** Called around each ledger write of a sale (the chaos matrix's `sale:` fault points); nothing by default. */
   checkpoint?: SaleCheckpoint;
   /**
-   * The secret this worker's seller registers its tools with at its own facilitator server (FORGE_X402_DEV): kept in a
-   * private file under FORGE_HOME (see x402-worker.ts). Without it the dev facilitator lists the tools from their first
-   * paid call only.
+   * The secret this worker's seller registers its tools with (a bearer token on `POST /discovery/register`), kept in a
+   * private file under FORGE_HOME (see x402-worker.ts): its own facilitator server (FORGE_X402_DEV) knows it at once.
+   * Without it a Forge facilitator lists the tools from their first paid call only.
    */
   discoveryToken?: string;
   /** Where what changed at start is said (offers re-derived for the current token and payee). */
@@ -121,7 +131,7 @@ export async function startSales(input: {
     facilitatorServer = await startFacilitatorServer({ facilitator: runtime.local.facilitator });
     facilitator = new HTTPFacilitatorClient({ url: facilitatorServer.url });
     const { token } = runtime.local;
-    asset = { address: token.address, name: token.name, version: token.version, network: runtime.local.network };
+    asset = { address: token.address, name: token.name, version: token.version, decimals: token.decimals, network: runtime.local.network };
   } else {
     facilitator = new HTTPFacilitatorClient({ url: config.facilitatorUrl as string });
     const address = config.sell.asset as string;
@@ -172,18 +182,15 @@ export async function startSales(input: {
       },
       onError: input.onError,
       ...parseHostPort(config.sellAddress as string),
-      // Forge's facilitator server lists a route when its own seller asks (POST /discovery/register with the token, for
+      // Forge's facilitator server lists a route when its registrant asks (POST /discovery/register with the token, for
       // URLs at the seller's origin only); a hosted one that has no such endpoint lists it after its first sale, and the
-      // failed announcement is only logged. The token goes to Forge's own facilitator only.
+      // failed announcement is only logged. The token goes only to the facilitator the operator configured.
       discoveryUrl: facilitatorUrl,
-      ...(facilitatorServer && input.discoveryToken
-        ? {
-            discoveryToken: input.discoveryToken,
-            onListening: (origin: string) => {
-              facilitatorServer?.addRegistrant({ token: input.discoveryToken as string, origin });
-            },
-          }
-        : {}),
+      discoveryToken: input.discoveryToken,
+      // Its own facilitator lets this seller register URLs at the origin it serves, and no other.
+      onListening: (origin: string) => {
+        if (input.discoveryToken) facilitatorServer?.addRegistrant({ token: input.discoveryToken, origin });
+      },
     });
   } catch (err) {
     await facilitatorServer?.close();

@@ -110,7 +110,7 @@ test('without the token: 401, nothing fetched, and an open port answers exactly 
   const closed = await closedPort();
   try {
     const answers: string[] = [];
-    for (const headers of [{}, { authorization: 'Bearer not-the-token-at-all-0123456789' }, { authorization: token }]) {
+    for (const headers of [{}, { authorization: 'Bearer not-the-token-at-all-0123456789' }, { authorization: token }] as Record<string, string>[]) {
       for (const port of [listener.port, closed]) {
         for (const url of [`http://127.0.0.1:${port}/`, `http://localhost:${port}/anything`]) {
           const res = await register(url, headers);

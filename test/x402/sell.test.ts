@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { adderTool } from '../helpers/tools';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
@@ -109,6 +111,10 @@ describe('selling a tool over x402', () => {
   });
 
   test('withdrawn: the route answers 404 and discovery drops it', async () => {
+    // The facilitator is the test's, not the worker's own: it looks again at the seller's routes for the seller only,
+    // once told the seller's token (the worker's private file) and origin, as an operator would tell it.
+    const token = readFileSync(path.join(platform.home, 'x402-discovery.token'), 'utf8').trim();
+    facilitator.addRegistrant({ token, origin: new URL(url).origin });
     expect(await platform.forge.sell('adder', { stop: true })).toMatchObject({ status: 'withdrawn' });
     expect((await fetch(url, { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await platform.forge.discoverServices()).services.map((s) => s.url)).not.toContain(url);
