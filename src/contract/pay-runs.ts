@@ -112,6 +112,12 @@ export interface X402PaymentRequirements {
 /** The longest validity a payment authorization may ask for, paying or selling (x402's default is 300 s). */
 export const MAX_AUTHORIZATION_SECONDS = 30 * 60;
 
+/**
+ * How long an authorization Forge signs stays valid, whatever the terms allow (up to MAX_AUTHORIZATION_SECONDS): enough
+ * for the paid request (four tries of 30 s) and short enough that a payment given up on is dead soon even uncancelled.
+ */
+export const PAY_AUTHORIZATION_SECONDS = 150;
+
 /** Where a worker's seller serves each tool it sells: `<seller url>/tools/<name>`. */
 export const TOOL_ROUTE_PREFIX = '/tools/';
 
@@ -133,7 +139,11 @@ export interface PnlResult {
 /** `forge sell TOOL --price AMOUNT` (or `--stop`): offer an active tool as a paid endpoint, or withdraw it. */
 export interface SellInput {
   tool: string;
-  /** Base units of the sale asset per call; absent with `stop`. */
+  /**
+   * The price per call: a whole number of base units of the sale asset (`10000`), or money as x402 writes it (`$0.01`,
+   * `0.01 USD`: whole tokens, converted with the asset's decimals by the worker; src/contract/price.ts). Absent with
+   * `stop`.
+   */
   price?: string;
   /** Withdraw the offer. */
   stop?: boolean;
@@ -147,11 +157,20 @@ export interface SellResult {
   workflowId: string;
   /** Where the tool is sold: POST a JSON body (its input) there, with an x402 payment. */
   url?: string;
+  /** The price per call in base units of `asset`, however it was given. */
   price?: string;
+  /** The price as it was given, when it was money (`$0.01`): `price` is what it came to. */
+  priceGiven?: string;
+  /** The sale asset's decimals: `price` / 10^decimals whole tokens. */
+  decimals?: number;
+  /** `price` in whole tokens (`0.01`): dollars for a USD stablecoin. */
+  priceInTokens?: string;
   asset?: string;
   network?: string;
   payTo?: string;
   reason?: string;
+  /** Set on a refusal of the input itself (`price`: money finer than the asset's decimals): bad input, not a verdict. */
+  problem?: 'price';
   /** Sold, with something to say (e.g. its input schema could not be published as it is). */
   warnings?: string[];
 }

@@ -3,6 +3,7 @@ import type { PaymentRequired } from '@x402/core/types';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import {
   MAX_PAID_BODY_BYTES,
+  PAY_AUTHORIZATION_SECONDS,
   type PaidResponse,
   type PaymentProbe,
   type PayRequest,
@@ -124,7 +125,7 @@ export interface SignedPayment {
 export async function signPayment(key: Hex, paymentRequired: X402PaymentRequired, requirement: X402PaymentRequirements): Promise<SignedPayment> {
   const account = viemAccounts.privateKeyToAccount(key);
   const client = new x402Client()
-    .register(requirement.network as `${string}:${string}`, new ExactEvmScheme(account))
+    .register(requirement.network as `${string}:${string}`, new ShortLivedExactEvmScheme(account))
     .setSpendControls({
       allowedAssets: [{ network: requirement.network as `${string}:${string}`, asset: requirement.asset, maxAmountPerPayment: requirement.amount }],
     })
@@ -144,6 +145,18 @@ export async function signPayment(key: Hex, paymentRequired: X402PaymentRequired
     payer: authorization.from,
     validBefore: Number(authorization.validBefore ?? 0),
   };
+}
+
+/**
+ * The official exact scheme, signing authorizations valid for at most PAY_AUTHORIZATION_SECONDS however long the terms
+ * allow: a signed authorization is money in flight until it is used, cancelled or expired, so it lives only as long as
+ * the request needs. Only the scheme's copy of the terms is shortened; the payload's `accepted` stays the seller's own
+ * (x402Client sets it), so the seller still finds its requirements.
+ */
+class ShortLivedExactEvmScheme extends ExactEvmScheme {
+  override createPaymentPayload(...[version, requirements, context]: Parameters<ExactEvmScheme['createPaymentPayload']>) {
+    return super.createPaymentPayload(version, { ...requirements, maxTimeoutSeconds: Math.min(requirements.maxTimeoutSeconds, PAY_AUTHORIZATION_SECONDS) }, context);
+  }
 }
 
 /** The response to the paid request and, when the resource settled it, x402's settlement response. */

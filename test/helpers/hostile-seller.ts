@@ -58,7 +58,7 @@ export async function startHostileSeller(
       network: net.network,
       payTo: payee.address,
       price: net.price(price),
-      maxTimeoutSeconds: options.maxTimeoutSeconds ?? 120,
+      maxTimeoutSeconds: options.maxTimeoutSeconds ?? 300,
       extra,
     });
     return requirements;

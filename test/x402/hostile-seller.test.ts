@@ -3,7 +3,7 @@ import { databaseKinds, startTestPlatform, useTemporal, type TestPlatform } from
 import { startHostileSeller, type HostilePath, type HostileSeller } from '../helpers/hostile-seller';
 import { createLedger } from '../../src/x402/ledger';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
-import type { PayResult } from '../../src/contract/pay-runs';
+import { PAY_AUTHORIZATION_SECONDS, type PayResult } from '../../src/contract/pay-runs';
 import type { Hex } from '../../src/x402/viem';
 
 /*
@@ -90,8 +90,12 @@ describe.each(databaseKinds())('a hostile seller on %s', (kind) => {
   }
 
   test('late settlement after a 500, within the grace: the chain says paid, and so do the run and the ledger', async () => {
+    const signedAt = Math.floor(Date.now() / 1000);
     const { result, movedOnChain } = await payOnce(quick, '/late-500');
     expect(movedOnChain).toBe(PRICE);
+    // The seller allowed 300 s; Forge signed for its own short validity only (money in flight lives briefly).
+    const { authorization } = decodePaymentSignatureHeader(quick.received.get('/late-500')![0]).payload as { authorization: { validBefore: string } };
+    expect(Number(authorization.validBefore) - signedAt).toBeLessThanOrEqual(PAY_AUTHORIZATION_SECONDS + 5);
     expect(result).toMatchObject({ status: 'paid', amount: PRICE.toString(), httpStatus: 500 });
     const settled = quick.settlements.get('/late-500')?.[0];
     expect(settled?.success).toBe(true);
