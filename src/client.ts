@@ -158,6 +158,8 @@ export interface OutageEvent {
 }
 
 const DEFAULT_WAIT_THROUGH_OUTAGE_MS = 120_000;
+/** How long a progress query in flight when the result arrives may still take before it is cancelled. */
+const QUERY_GRACE_MS = 1_000;
 /** How long one slice of a cancellable wait for a result lasts (a few of the server's ~20 s long polls). */
 const RESULT_WAIT_SLICE_MS = 60_000;
 
@@ -932,24 +934,33 @@ export class ForgeClient {
     let latest: RunProgress | undefined;
     let done = false;
     // A query needs a worker: with the worker gone it waits out its timeout (a finished deployment's result was
-    // printed ~60 s late). Once the result is in, the query in flight is cancelled, not waited for.
+    // printed ~60 s late). Once the result is in, the query in flight gets QUERY_GRACE_MS, then it is cancelled.
     const queries = new AbortController();
+    let inFlight: Promise<unknown> | undefined;
     const keyOf = (p: RunProgress): string => JSON.stringify(p.stages.map((s) => [s.status, s.durationMs])) + p.stage;
     const poll = async () => {
       while (!done) {
-        const progress = await this.progressOf(handle, queries.signal);
+        const query = this.progressOf(handle, queries.signal);
+        inFlight = query;
+        const progress = await query;
+        inFlight = undefined;
         if (progress && keyOf(progress) !== last && !done) {
           last = keyOf(progress);
           latest = progress;
           onProgress(progress);
         }
-        await new Promise((r) => setTimeout(r, 150));
+        await sleep(150, undefined, { signal: queries.signal }).catch(() => undefined);
       }
     };
     const polling = poll(); // progressOf never rejects
     try {
       const result = await this.awaitResult<T>(handle, run.startedHere);
       done = true;
+      // The query in flight is given a moment to be answered before it is cancelled: a live worker answers in
+      // milliseconds, and one whose query was cancelled under it found the query gone and logged Core's "Query not
+      // found when attempting to respond to it" warning in forge up's terminal, at the end of every deploy and
+      // migrate. A worker that is gone does not answer: then the wait is cut short after the grace.
+      if (inFlight) await Promise.race([inFlight, sleep(QUERY_GRACE_MS, undefined, { ref: false })]);
       queries.abort();
       await polling;
       // The last stages come from the result itself, which every run carries, not from one more query.

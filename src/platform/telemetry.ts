@@ -81,15 +81,18 @@ export function installForgeRuntime(options: {
     try {
       Runtime.install({
         logger,
-        ...(withMetrics && address
-          ? {
-              telemetryOptions: {
+        telemetryOptions: {
+          // Core's own warnings (Rust) go through the logger above too: by default Core printed them to the console
+          // itself, with ANSI colour codes whether or not stderr is a terminal (raw escapes in a log file).
+          logging: { filter: { core: 'WARN', other: 'WARN' }, forward: {} },
+          ...(withMetrics && address
+            ? {
                 metrics: {
                   prometheus: { bindAddress: address, histogramBucketOverrides: { [ForgeMetric.stageDuration]: STAGE_DURATION_BUCKETS_MS } },
                 },
-              },
-            }
-          : {}),
+              }
+            : {}),
+        },
       });
       return true;
     } catch (err) {

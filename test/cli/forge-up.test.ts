@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ForgeClient } from '../../src/client';
 import { findFreePort, isPortFree } from '../../src/platform/free-port';
 import { processesMarkedWith } from '../helpers/processes';
-import { cliEnv, FORGE_BIN, ROOT, runForgeJson, TOOL_FIXTURES } from './run-cli';
+import { cliEnv, FORGE_BIN, ROOT, runForge, runForgeJson, TOOL_FIXTURES } from './run-cli';
 
 /**
  * `forge up` as an operator runs it: the real binary in the foreground with its own FORGE_HOME and ports, no
@@ -162,8 +162,22 @@ test('forge up: Web UI, a deployment, SIGINT stops everything; a restart keeps t
   expect(taken.json).toMatchObject({ status: 'rejected', verdict: 'refused' });
   expect((taken.json.diagnostics as { message: string }).message).toContain('built-in');
 
-  // The SDK's INFO chatter (worker states, webpack's bundle report) is not on forge up's stderr.
+  // A deployment and a migration as a person runs them (progress on stderr, so the CLI queries the run as it goes).
+  const shownTool = path.join(home, 'c2f_shown.ts');
+  writeFileSync(shownTool, readFileSync(path.join(TOOL_FIXTURES, 'celsius_to_fahrenheit.ts'), 'utf8').replaceAll('celsius_to_fahrenheit', 'c2f_shown'));
+  const shown = await runForge(['deploy', shownTool, '--test-input', '{"celsius":100}'], { env: clientEnv });
+  expect({ code: shown.code, stderr: shown.stderr }).toMatchObject({ code: 0 });
+  expect(shown.stderr).toMatch(/✓ typecheck \(\d+ ms\): no type errors/);
+  const migrated = await runForge(['migrate', '--name', 'agent_notes', path.join(ROOT, 'examples', 'agent_notes.sql')], { env: clientEnv });
+  expect(migrated.code).toBe(0);
+  // Core forwards its warnings through the logger in batches (100 ms).
+  await new Promise((r) => setTimeout(r, 500));
+  // The SDK's INFO chatter (worker states, webpack's bundle report) is not on forge up's stderr; nor Core's "Query not
+  // found" warning (the CLI cancelled its last progress query under the worker), nor a raw colour code: Core's own
+  // lines go through Forge's logger, and stderr here is a pipe.
   expect(first.stderr()).not.toMatch(/\[INFO\]|webpack|modules by path/);
+  expect(first.stderr()).not.toContain('Query not found');
+  expect(first.stderr()).not.toContain('\x1b[');
 
   await stopWith(first, 'SIGINT');
 
@@ -171,7 +185,10 @@ test('forge up: Web UI, a deployment, SIGINT stops everything; a restart keeps t
   const second = await startUp(home, first.port, first.uiPort);
   const tools = await runForgeJson(['tools'], { env: clientEnv });
   expect(tools.code).toBe(0);
-  expect(tools.json.tools).toEqual([expect.objectContaining({ name: 'celsius_to_fahrenheit', activeVersion: 1, status: 'active' })]);
+  expect(tools.json.tools).toEqual([
+    expect.objectContaining({ name: 'c2f_shown', activeVersion: 1, status: 'active' }),
+    expect.objectContaining({ name: 'celsius_to_fahrenheit', activeVersion: 1, status: 'active' }),
+  ]);
   const forge = await ForgeClient.connect({ address: `127.0.0.1:${second.port}`, env: {} });
   try {
     const run = await forge.getRun(workflowId);
