@@ -17,6 +17,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { READ_API_PATHS, readApiOf } from './contract/read-api';
 import { clientReadApiToken } from './platform/read-api-token';
 import { FailureType } from './contract/failures';
+import { parsePrice } from './contract/price';
 import {
   ForgeInputError,
   NoWorkerError,
@@ -495,6 +496,8 @@ export class ForgeClient {
    * price, or `refused` (no such active tool, or a worker that cannot sell, saying why). `{stop: true}` withdraws it.
    */
   async sell(tool: string, options: { price?: string | bigint | number; stop?: boolean; description?: string }): Promise<SellResult> {
+    // `price`: base units, or money (`$0.01`, `0.01 USD`); the result's `price` is base units either way, with
+    // `priceGiven` and `priceInTokens` beside it. Money finer than the asset's decimals is refused with `problem: 'price'`.
     const parsed = parseInput(sellInputSchema, { tool, ...options }, 'sell');
     const input: SellInput = { tool: parsed.tool, price: parsed.price === undefined ? undefined : String(parsed.price), stop: parsed.stop, description: parsed.description };
     return this.run<SellResult>(
@@ -504,7 +507,7 @@ export class ForgeClient {
       tool,
       [input],
       input.stop ? `Stop selling ${tool}` : `Sell ${tool} at ${input.price} per call`,
-      [`**tool:** ${tool}`, input.stop ? '**withdraw**' : `**price:** ${input.price} base units per call`],
+      [`**tool:** ${tool}`, input.stop ? '**withdraw**' : `**price:** ${input.price}${/^\d+$/.test(input.price ?? '') ? ' base units' : ''} per call`],
     );
   }
 
@@ -1111,7 +1114,15 @@ const sellInputSchema = z
   .object({
     tool: z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name'),
     price: z
-      .union([z.string().regex(/^[1-9]\d{0,77}$/, 'must be a whole number of base units, more than 0'), z.bigint().positive(), z.number().int().positive()])
+      .union([
+        // Base units (`10000`), or money as x402 writes it (`$0.01`), which the worker converts with the asset's decimals.
+        z.string().superRefine((v, ctx) => {
+          const read = parsePrice(v);
+          if ('error' in read) ctx.addIssue({ code: 'custom', message: read.error });
+        }),
+        z.bigint().positive(),
+        z.number().int().positive(),
+      ])
       .optional(),
     stop: z.boolean().optional(),
     description: z.string().max(1000).optional(),

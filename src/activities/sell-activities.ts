@@ -1,5 +1,6 @@
 import type { ToolStore } from '../db';
 import { TOOL_ROUTE_PREFIX, type SellInput, type SellResult } from '../contract/pay-runs';
+import { formatBaseUnits, moneyToBaseUnits, parsePrice } from '../contract/price';
 import type { Ledger } from '../x402/ledger';
 import type { Sales } from '../x402/sales';
 
@@ -29,9 +30,13 @@ export function createSellActivities(deps: SellActivityDeps) {
         await sales.refresh();
         return removed ? { status: 'withdrawn', tool } : { status: 'refused', tool, reason: `${tool} is not offered for sale` };
       }
+      // The price first: money becomes base units with the sale asset's decimals, which only this worker knows.
+      const given = parsePrice(input.price ?? '');
+      const converted = 'error' in given ? given : 'money' in given ? moneyToBaseUnits(given.money, sales.asset.decimals) : given;
+      if ('error' in converted) return { status: 'refused', tool, reason: converted.error, problem: 'price' };
+      const price = converted.baseUnits;
       const active = await deps.tools.getActive(tool);
       if (!active) return { status: 'refused', tool, reason: `no tool ${tool} is active: deploy it first (forge deploy), then sell it` };
-      const price = input.price as string;
       await deps.ledger.putOffer({ tool, price, asset: sales.asset.address, network: sales.asset.network, payTo: sales.payTo, description: input.description });
       await deps.announce();
       const refreshed = await sales.refresh();
@@ -43,6 +48,9 @@ export function createSellActivities(deps: SellActivityDeps) {
         tool,
         url: `${sales.url}${TOOL_ROUTE_PREFIX}${tool}`,
         price,
+        ...('money' in given ? { priceGiven: input.price } : {}),
+        decimals: sales.asset.decimals,
+        priceInTokens: formatBaseUnits(BigInt(price), sales.asset.decimals),
         asset: sales.asset.address,
         network: sales.asset.network,
         payTo: sales.payTo,

@@ -5,6 +5,7 @@ import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
 import { collect } from './repeatable';
+import { parsePrice } from '../contract/price';
 
 /**
  * `forge pay URL [--method M] [--header 'K: V' ...] [--body TEXT] [--max AMOUNT] [--idempotency-key K] [--json]`: through PayWorkflow (CLI.md
@@ -109,20 +110,26 @@ export function registerSell(program: Command): void {
     .command('sell')
     .description('Offer an active tool as a paid x402 endpoint of the worker (or withdraw it with --stop)')
     .argument('<tool>', 'an active tool')
-    .option('--price <amount>', 'base units of the sale asset per call (1000000 = 1.00 of a 6-decimals token)')
+    .option('--price <amount>', "per call: money as x402 writes it ($0.01, or 0.01 USD: whole tokens of the sale asset), or a whole number of base units (10000 = $0.01 of a 6-decimals token)")
     .option('--description <text>', 'what buyers read (default: the tool\'s own description)')
     .option('--stop', 'stop selling it')
     .option('--json', 'print one JSON object')
     .option('--wait', WAIT_HELP)
     .action(async (tool: string, opts: { price?: string; description?: string; stop?: boolean; json?: boolean; wait?: boolean }) => {
       if (!!opts.stop === (opts.price !== undefined)) throw new UsageError('give --price AMOUNT, or --stop to withdraw the offer');
-      if (opts.price !== undefined && !/^[1-9]\d{0,77}$/.test(opts.price)) {
-        throw new UsageError(`--price ${JSON.stringify(opts.price)}: write a whole number of base units, more than 0 (1000000 is 1.00 of a 6-decimals token)`);
-      }
+      const price = opts.price === undefined ? undefined : parsePrice(opts.price);
+      if (price && 'error' in price) throw new UsageError(`--price: ${price.error}`);
       const result = await withForgeClient((forge) => forge.sell(tool, { price: opts.price, stop: opts.stop, description: opts.description }), { wait: opts.wait });
       printResult(!!opts.json, result, () => describeSale(result));
-      process.exitCode = result.status === 'refused' ? ExitCode.refused : ExitCode.ok;
+      // Money finer than the asset's decimals is only known to be bad input once the worker has its decimals.
+      process.exitCode = result.problem === 'price' ? ExitCode.usage : result.status === 'refused' ? ExitCode.refused : ExitCode.ok;
     });
+}
+
+/** What the base units come to: ` ($0.01 at 6 decimals)` for a price given in money, ` (0.01 of the token, 6 decimals)` else. */
+function inTokens(r: SellResult): string {
+  if (r.priceInTokens === undefined) return '';
+  return r.priceGiven ? ` (${r.priceGiven} at ${r.decimals} decimals)` : ` (${r.priceInTokens} of the token, ${r.decimals} decimals)`;
 }
 
 function describeSale(r: SellResult): string {
@@ -130,7 +137,7 @@ function describeSale(r: SellResult): string {
   if (r.status === 'withdrawn') return `✓ ${r.tool} is no longer sold`;
   return [
     `✓ ${r.tool} is sold at ${r.url}`,
-    `  ${r.price} base units of ${r.asset} on ${r.network} per call, paid to ${r.payTo}`,
+    `  ${r.price} base units of ${r.asset} on ${r.network} per call${inTokens(r)}, paid to ${r.payTo}`,
     `  POST its input as JSON with an x402 payment (e.g. \`forge pay ${r.url} --method POST --body '{...}'\`)`,
     ...(r.warnings ?? []).map((w) => `  note: ${w}`),
   ].join('\n');

@@ -382,11 +382,15 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'sell_tool',
     description:
-      'Offer an active tool as a paid x402 endpoint of the platform (price in base units per call), or withdraw it ' +
+      'Offer an active tool as a paid x402 endpoint of the platform (price per call in base units, or money as x402 writes it: "$0.01"), or withdraw it ' +
       '(stop: true). Returns the URL buyers POST its input to; its input schema is published for discovery.',
     input: z.object({
       tool: toolName,
-      price: z.string().regex(/^[1-9]\d{0,77}$/).optional().describe('base units of the sale asset per call'),
+      price: z
+        .string()
+        .regex(/^[1-9]\d{0,77}$|^\$\s*\d+(\.\d+)?$|^\d+(\.\d+)?\s*USD$/i)
+        .optional()
+        .describe('per call: a whole number of base units of the sale asset ("10000"), or money as x402 writes it ("$0.01": whole tokens of the asset)'),
       stop: z.boolean().optional(),
       description: z.string().optional().describe("what buyers read (default: the tool's own description)"),
     }),
@@ -394,7 +398,7 @@ export const OPERATIONS: Operation[] = [
     annotations: { title: 'Sell a tool (x402)', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async run(args, ctx) {
       const r = await (await ctx.forge()).sell(args.tool, { price: args.price, stop: args.stop, description: args.description });
-      const text = r.status === 'offered' ? `${r.tool} is sold at ${r.url} for ${r.price}` : r.status === 'withdrawn' ? `${r.tool} is no longer sold` : `refused: ${r.reason}`;
+      const text = r.status === 'offered' ? `${r.tool} is sold at ${r.url} for ${r.price} base units${r.priceGiven ? ` (${r.priceGiven})` : ''}` : r.status === 'withdrawn' ? `${r.tool} is no longer sold` : `refused: ${r.reason}`;
       return { structured: { ...r }, text, isError: r.status === 'refused' };
     },
   }),

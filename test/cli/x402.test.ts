@@ -37,6 +37,23 @@ test('deploy, then forge sell: the tool is sold at a URL of the worker, in the l
   expect((await runForge(['sell', 'celsius_to_fahrenheit', '--price', '0.05'], { env })).code).toBe(2);
 });
 
+test('forge sell --price in money as x402 writes it: $0.05 is 50000 base units of the 6-decimals token, and says so; $0.0000001 is bad input', async () => {
+  const money = await runForgeJson(['sell', 'celsius_to_fahrenheit', '--price', '$0.05'], { env });
+  expect(money).toMatchObject({ code: 0, json: { status: 'offered', price: PRICE, priceGiven: '$0.05', decimals: 6, priceInTokens: '0.05', url } });
+  const text = await runForge(['sell', 'celsius_to_fahrenheit', '--price', '$0.05'], { env });
+  expect(text.code).toBe(0);
+  expect(text.stdout).toContain(`${PRICE} base units of `);
+  expect(text.stdout).toContain('($0.05 at 6 decimals)');
+
+  const fine = await runForgeJson(['sell', 'celsius_to_fahrenheit', '--price', '$0.0000001'], { env });
+  expect(fine).toMatchObject({ code: 2, json: { status: 'refused', problem: 'price' } });
+  expect(fine.json.reason).toContain("finer than the sale asset's 6 decimals allow: its smallest step is $0.000001");
+  const ambiguous = await runForge(['sell', 'celsius_to_fahrenheit', '--price', '0.05'], { env });
+  expect(ambiguous.stderr).toContain('forge: --price: the price "0.05" is ambiguous: write $0.05');
+  const listed = await runForgeJson(['services', '--query', 'Celsius'], { env });
+  expect(listed.json.services).toEqual([expect.objectContaining({ url, price: PRICE })]);
+});
+
 test('forge services lists it with its input schema', async () => {
   const listed = await runForgeJson(['services', '--query', 'Celsius'], { env });
   expect(listed.code).toBe(0);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { adderTool } from '../helpers/tools';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
@@ -77,6 +78,28 @@ describe('selling a tool over x402', () => {
 
     const pnl = await platform.forge.pnl({ by: 'tool' });
     expect(pnl.rows).toEqual([expect.objectContaining({ key: 'adder', income: PRICE.toString(), spend: '0', net: PRICE.toString() })]);
+  });
+
+  test('a price in money as x402 writes it ($0.04) is base units at the token\'s decimals; one finer than them is refused as bad input', async () => {
+    // The same price as above, so the sale the next tests make is unchanged.
+    const money = await platform.forge.sell('adder', { price: '$0.04' });
+    expect(money).toMatchObject({ status: 'offered', price: PRICE.toString(), priceGiven: '$0.04', decimals: net.token.decimals, priceInTokens: '0.04' });
+    expect(await platform.forge.sell('adder', { price: '0.04 USD' })).toMatchObject({ status: 'offered', price: PRICE.toString(), priceGiven: '0.04 USD' });
+    // Base units say what they come to as well.
+    expect(await platform.forge.sell('adder', { price: PRICE })).toMatchObject({ status: 'offered', price: PRICE.toString(), priceInTokens: '0.04' });
+    expect((await platform.forge.sell('adder', { price: PRICE })).priceGiven).toBeUndefined();
+
+    const fine = await platform.forge.sell('adder', { price: '$0.0000001' });
+    expect(fine).toMatchObject({ status: 'refused', problem: 'price' });
+    expect(fine.reason).toContain(`finer than the sale asset's ${net.token.decimals} decimals allow`);
+    expect(fine.reason).toContain('$0.000001');
+    // Not representable, nothing changed: the offer stands at its price.
+    const unpaid = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 1, b: 1 }) });
+    expect(unpaid.status).toBe(402);
+    expect(decodePaymentRequiredHeader(unpaid.headers.get('payment-required') as string).accepts[0].amount).toBe(PRICE.toString());
+
+    // A bare decimal is ambiguous (money to x402, base units to Forge): bad input before anything starts.
+    await expect(platform.forge.sell('adder', { price: '0.04' })).rejects.toMatchObject({ name: 'ForgeInputError', message: expect.stringContaining('ambiguous: write $0.04') });
   });
 
   test('discovery lists the sold tool with its input schema; a query filters', async () => {
