@@ -288,7 +288,7 @@ export const payCancelledScenario: Scenario = {
       authorizationUsedUp: await Promise.all(rows.map((r) => (r.payment_nonce ? net.authorizationState(buyer.address, r.payment_nonce as Hex) : false))),
     };
     const undone = state.buyerSpent === '0' && rows.length === 1 && rows[0].status === 'failed' && state.ledger[0].mentionsCancel && state.authorizationUsedUp[0];
-    if (!undone) throw new Error(`the run did not end cancelled with nothing paid: ${JSON.stringify(state)}`);
+    if (!undone) throw new Error(`the run did not end cancelled with nothing paid: ${JSON.stringify({ ...state, reasons: rows.map((r) => r.reason) })}`);
     return state;
   },
 };
