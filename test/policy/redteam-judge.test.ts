@@ -18,6 +18,11 @@ const ATTACK_CLASSES: Record<AttackClass, true> = {
   'text-limits': true,
   'system-catalog': true,
   classic: true,
+  'raises-later': true,
+  'write-cost': true,
+  'exhaustion': true,
+  'core-lock': true,
+  'catalog-reader': true,
 };
 
 /** One refusal of a report: the migration-wide problem, or a refused statement. */
