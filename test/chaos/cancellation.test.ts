@@ -11,6 +11,7 @@ import { adderTool } from '../helpers/tools';
 import { migrationChecksum } from '../../src/policy';
 import { columnExists, migrationRows, relationExists } from '../migrate/helpers';
 import { diskView, expectDiskAgreesWithDatabase, sleep, stageOf, statusOf, until, watchSandboxRuns } from './end-state';
+import { describeIf } from '../helpers/skip';
 
 /**
  * Issue 9, "cancellation from the client in the middle of each workflow (compensations run, nothing left)": an
@@ -306,7 +307,7 @@ const url = process.env.DATABASE_URL;
 // PostgreSQL where DATABASE_URL is set (CI sets it): only a server with more than one session can have a migration
 // wait on a lock another session holds. The server is shared with the suites running beside this one, so this uses a
 // throwaway database on it and never stops it.
-(url ? describe : describe.skip)('on PostgreSQL: a migration cancelled while it waits on a lock', () => {
+describeIf(url, 'DATABASE_URL is not set (PostgreSQL only; CI sets it)')('on PostgreSQL: a migration cancelled while it waits on a lock', () => {
   let platform: TestPlatform;
   let backend: TestBackend;
   let holder: ForgeDatabase;

@@ -7,6 +7,7 @@ import { killWorkerHard, startForgeWorker, stopWorker } from './forge-worker';
 import { createCellPlatform, within } from './matrix/cell';
 import { leftoversIn, processesUnder, readEndState } from './matrix/end-state';
 import { git, promotionLeftovers, promotionPaths, seedRepository } from './matrix/promotion';
+import { testIf } from '../helpers/skip';
 
 /**
  * Issue 9, load with faults: 50 deployments over 10 tools, 5 migrations and 3 promotions (each changing another
@@ -41,7 +42,7 @@ function seeded(seed: number): () => number {
 
 const tool = (name: string, variant: number) => sleepyTool(name, String(variant));
 
-(heavy ? test : test.skip)('50 deployments, 5 migrations and 3 promotions at once, the worker killed twice at random: all end, once each, newest active', async () => {
+testIf(heavy, 'the chaos matrix only: npm run test:chaos (FORGE_CHAOS_MATRIX=full)')('50 deployments, 5 migrations and 3 promotions at once, the worker killed twice at random: all end, once each, newest active', async () => {
   const seed = Number(process.env.FORGE_CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const random = seeded(seed);
   const kills = [random() * 6_000 + 1_000, random() * 6_000 + 1_000];

@@ -6,6 +6,7 @@ import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/
 import { columnExists, migrationRows, query } from '../migrate/helpers';
 import { expectDiskAgreesWithDatabase, sleep, stageOf, statusOf, until, watchSandboxRuns } from './end-state';
 import { postgresBinDir, PrivatePostgres } from './private-postgres';
+import { describeIf } from '../helpers/skip';
 
 /**
  * Issue 9, "PostgreSQL stopped for 20 s in the middle of a migration and of a deployment": the run waits and finishes
@@ -40,7 +41,7 @@ export default {
 
 // Skipped only where the Debian server binaries are absent (a machine without the postgresql package): there is no
 // server to stop. CI installs them (.ci/run), so there this always runs.
-(bin ? describe : describe.skip)('PostgreSQL stopped for 20 s mid-run (a private cluster, really stopped)', () => {
+describeIf(bin, 'no PostgreSQL server binaries here (Debian package postgresql; CI installs them)')('PostgreSQL stopped for 20 s mid-run (a private cluster, really stopped)', () => {
   let env: TestWorkflowEnvironment;
   let pg: PrivatePostgres;
   let platform: TestPlatform;

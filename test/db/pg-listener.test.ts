@@ -1,9 +1,10 @@
 import { Client } from 'pg';
 import type { ForgeDatabase } from '../../src/db/types';
 import { postgresBackend, type TestBackend } from './backends';
+import { describeIf } from '../helpers/skip';
 
 // Losing the LISTEN connection only exists on a real server; PGlite runs in-process. CI sets DATABASE_URL.
-const onPostgres = process.env.DATABASE_URL ? describe : describe.skip;
+const onPostgres = describeIf(process.env.DATABASE_URL, 'DATABASE_URL is not set (PostgreSQL only; CI sets it)');
 
 onPostgres('PostgreSQL listener connection', () => {
   let backend: TestBackend;

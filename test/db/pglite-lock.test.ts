@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseOpenError } from '../../src/db/errors';
 import { lockDataDir } from '../../src/db/pglite-lock';
+import { testIf } from '../helpers/skip';
 
 function procState(pid: number): string | undefined {
   try {
@@ -43,7 +44,7 @@ describe('the PGlite data directory lock', () => {
 
   // Issue 9: `forge worker` restarted within ~2 s of a SIGKILL failed while the killed one was still an unreaped
   // zombie. Here the holder's parent is a process that never reaps (sh exec'd into sleep), so it stays a zombie.
-  (process.platform === 'linux' ? test : test.skip)('a killed holder that is still a zombie does not keep it', async () => {
+  testIf(process.platform === 'linux', 'Linux only: zombies are read from /proc')('a killed holder that is still a zombie does not keep it', async () => {
     const pidFile = path.join(dir, 'holder.pid');
     const parent = spawn('sh', ['-c', `sleep 30 & echo $! > '${pidFile}'; exec sleep 30`], { stdio: 'ignore' });
     try {

@@ -2,11 +2,12 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { postgresBackend } from '../db/backends';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { relationExists, TcpProxy, waitUntil } from './helpers';
+import { describeIf } from '../helpers/skip';
 
 const url = process.env.DATABASE_URL;
 
 // PostgreSQL only: PGlite is in the worker's own process, so it cannot go away while the worker stays up.
-(url ? describe : describe.skip)('while PostgreSQL is down', () => {
+describeIf(url, 'DATABASE_URL is not set (PostgreSQL only; CI sets it)')('while PostgreSQL is down', () => {
   let env: TestWorkflowEnvironment;
   let platform: TestPlatform;
   let proxy: TcpProxy;

@@ -4,6 +4,7 @@ import { AGENT_ROLE } from '../../src/db/agent-role';
 import { migrationChecksum } from '../../src/policy';
 import { backendKinds, postgresBackend, type TestBackend } from '../db/backends';
 import { query } from './helpers';
+import { describeIf } from '../helpers/skip';
 
 /**
  * SCHEMA_POLICY.md "How it runs", tested beneath the policy: these statements are handed to the apply step directly,
@@ -130,7 +131,7 @@ describe.each(backendKinds())('the apply step on $kind', ({ kind, make }) => {
  * from an ordinary role).
  */
 const superuserUrl = process.env.DATABASE_SUPERUSER_URL;
-(superuserUrl ? describe : describe.skip)('the apply step as a superuser', () => {
+describeIf(superuserUrl, 'DATABASE_SUPERUSER_URL is not set (a superuser connection; CI sets it)')('the apply step as a superuser', () => {
   let backend: TestBackend;
   let database: ForgeDatabase;
   beforeAll(async () => {

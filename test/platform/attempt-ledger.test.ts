@@ -8,6 +8,7 @@ import { attemptsDirOf, handBackDeadWorkersAttempts } from '../../src/platform/a
 import { until } from '../chaos/end-state';
 import { chaosTool } from '../chaos/matrix/scenarios';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
+import { testIf } from '../helpers/skip';
 
 /**
  * Which worker directories the hand-back treats as dead (src/platform/attempt-ledger.ts): a process that is gone, a
@@ -25,7 +26,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const startTime = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]!;
 
-(linux ? test : test.skip)('a live worker’s directory stays; a gone one’s, a reused pid’s and a zombie’s are removed', async () => {
+testIf(linux, 'Linux only: elsewhere the identity is the pid alone (no /proc start time, no zombie state)')('a live worker’s directory stays; a gone one’s, a reused pid’s and a zombie’s are removed', async () => {
   // Skipped off Linux: the identity there is the pid alone (no /proc start time, no zombie state).
   const exited = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
   const gone = Number(exited.stdout);

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { testIf } from '../helpers/skip';
 
 /**
  * No Docker engine runs here, so the image is checked by doing what its Dockerfile does, step for step: the build
@@ -55,7 +56,7 @@ test('the build stage builds from exactly what it copies', async () => {
 }, 180_000);
 
 // Installs every production dependency from the registry (a minute or more): in CI only, where the machine is clean.
-(process.env.CI === 'true' ? test : test.skip)("the runtime stage's install command succeeds on this lock file", async () => {
+testIf(process.env.CI === 'true', 'CI only (CI=true): installs every production dependency from the registry')("the runtime stage's install command succeeds on this lock file", async () => {
   const install = instructions(stages[1]).find((l) => l.includes('npm ci'))!;
   const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : root, 'forge-image-install-'));
   try {

@@ -4,6 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { chromium, type Browser, type FrameLocator, type Locator, type Page } from 'playwright-core';
 import { startTemporal, startTestPlatform, webUiUrl, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
+import { describeIf } from '../helpers/skip';
 
 /**
  * What an operator sees in the dev server's Web UI (issue 12): the list tells a good deployment from a rejected one,
@@ -97,7 +98,7 @@ function metadataFrame(page: Page, block: 'summary' | 'details' | 'current-detai
 // Skipped only where no Chromium can be had (.ci/run installs it, so CI always runs this); the reason is printed.
 if (!executable) console.warn(`the Web UI browser test is skipped: ${reason}`);
 
-(executable ? describe : describe.skip)(`the Web UI shows Forge runs to an operator${executable ? '' : ` (skipped: ${reason})`}`, () => {
+describeIf(executable, reason ?? 'no Chromium')('the Web UI shows Forge runs to an operator', () => {
   let env: TestWorkflowEnvironment;
   let platform: TestPlatform;
   let browser: Browser;

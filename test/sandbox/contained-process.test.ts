@@ -7,6 +7,7 @@ import { runContainedProcess, type ContainedProcessOptions, type ContainedProces
 import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
 import { ownerTag } from '../../src/sandbox/run-dirs';
 import { alive as isAlive, processesMarkedWith } from '../helpers/processes';
+import { testIf } from '../helpers/skip';
 
 // Every run's private directory goes here, so that "nothing is left" can be checked exactly.
 const tmpRoot = mkdtempSync(join(tmpdir(), 'forge-contained-test-'));
@@ -122,7 +123,7 @@ setInterval(() => {}, 1000);`;
 // The limit sits on the run's cgroup and the tree one level below it, so Node reads no limit of its own and sizes V8's
 // heap as outside (run-cgroup.ts says why); the kernel still bounds the tree (the test above).
 const nested = runCgroupSupport().base?.nested;
-(nested ? test : test.skip)(`a node in the tree sizes its heap as it does outside the cgroup${nested ? '' : ' (no nested memory cgroup here)'}`, async () => {
+testIf(nested, 'no nested memory cgroup here')('a node in the tree sizes its heap as it does outside the cgroup', async () => {
   const probe = 'process.stdout.write(JSON.stringify({ constrained: process.constrainedMemory(), heap: require("v8").getHeapStatistics().heap_size_limit }))';
   const outside = JSON.parse(execFileSync(node, ['-e', probe], { env: { PATH } }).toString()) as { constrained: number; heap: number };
   const { result } = await run(() => [node, '-e', probe], { memoryBytes: 256 * MiB });

@@ -15,6 +15,7 @@ import { networkInterfaces } from 'node:os';
 import { runContainedProcess, runSandbox, type SandboxVerdict } from '../../src/sandbox';
 import { parseNetworkPolicy } from '../../src/contract/network-policy';
 import { startTestInternet, type TestInternet } from '../helpers/test-internet';
+import { describeIf } from '../helpers/skip';
 
 const asRoot = process.getuid?.() === 0;
 const PORT = 8080;
@@ -109,7 +110,7 @@ function accepted(): number {
   return hostServers.reduce((sum, s) => sum + s.accepted, 0);
 }
 
-const maybe = asRoot ? describe : describe.skip; // (needs root to make the test's own network namespace and veth)
+const maybe = describeIf(asRoot, "needs root to make the test's own network namespace and veth");
 
 maybe('a run reaches the internet and nothing of the host', () => {
   test('by default: the public server answers; every host server, however its address is written, is never reached', async () => {

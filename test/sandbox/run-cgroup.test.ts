@@ -1,11 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunCgroup, runCgroupSupport } from '../../src/sandbox/run-cgroup';
+import { testIf } from '../helpers/skip';
 
 const { base, reason } = runCgroupSupport();
 
 // Without a memory cgroup to make (not root, no delegation) there is nothing to create or sweep; the reason is printed.
-(base ? test : test.skip)(`a run's cgroup is limited, removable, and a killed worker's leftovers are swept${base ? '' : ` (${reason})`}`, async () => {
+testIf(base, reason ?? 'no memory cgroup to make')("a run's cgroup is limited, removable, and a killed worker's leftovers are swept", async () => {
   const namespace = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))![1];
   const noSuchPid = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8')) + 1;
   const leftover = join(base!.dir, `forge-run-${namespace}-${noSuchPid}-1-cafe01`);

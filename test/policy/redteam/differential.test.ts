@@ -41,11 +41,12 @@ import { checkMigration, type PolicyReport } from '../../../src/policy';
 import { legitimate, mustReject } from './corpus';
 import { channelsIn, describeApply, DifferentialHarness, readFixture, type ActivitiesFactory, type CaseRun } from './harness';
 import { formatChanges, type Facet } from './snapshot';
+import { describeIf } from '../../helpers/skip';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 // Real PostgreSQL only: PGlite has no pg_dump, no other sessions, no data directory and no server-side files to
 // watch. Without DATABASE_URL (a developer machine without a server) there is nothing to run against.
-const describePg = DATABASE_URL ? describe : describe.skip;
+const describePg = describeIf(DATABASE_URL, 'DATABASE_URL is not set (PostgreSQL only; CI sets it)');
 
 /** Shorter than Forge's defaults (5 s / 60 s) so that a case that sleeps or waits costs seconds, not minutes. */
 const limits = { lockTimeoutMs: 2_000, statementTimeoutMs: 5_000 };
