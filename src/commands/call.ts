@@ -31,10 +31,16 @@ export function registerCall(program: Command): void {
       const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined, spares: 0 });
       try {
         const result = await registry.invoke(name, input);
+        // No tool at all: nothing has written this directory, which a worker of this platform does (forge call reads
+        // it without Temporal, so it cannot ask whether one runs).
+        const hint =
+          !result.ok && result.status === 'not_found' && registry.list().length === 0
+            ? `; ${config.agentToolsDir} holds no tool: a Forge worker writes the active ones there (start one with \`forge up\` or \`forge worker\`, with the same FORGE_AGENT_TOOLS_DIR), then deploy with \`forge deploy\``
+            : '';
         const out = result.ok
           ? { ok: true, output: result.output, name, version: result.version, durationMs: result.durationMs }
-          : { ok: false, error: result.error, name, version: result.version, status: result.status, durationMs: result.durationMs };
-        printResult(!!opts.json, out, () => (result.ok ? JSON.stringify(result.output, null, 2) : `${name}: ${result.status}: ${result.error}`));
+          : { ok: false, error: result.error + hint, name, version: result.version, status: result.status, durationMs: result.durationMs };
+        printResult(!!opts.json, out, () => (result.ok ? JSON.stringify(result.output, null, 2) : `${name}: ${result.status}: ${result.error}${hint}`));
         process.exitCode = result.ok ? ExitCode.ok : ExitCode.refused;
       } finally {
         await registry.close();
