@@ -72,15 +72,21 @@ function compileInputs() {
   return files;
 }
 
+/** Where tsc writes a source's JavaScript. */
+function outputOf(rel) {
+  return path.join(DIST, rel.replace(/\.ts$/, '.js').replace(/\.mts$/, '.mjs').replace(/\.cts$/, '.cjs'));
+}
+
 /**
- * The sources whose compiled .js is missing from dist/. tsc's incremental state does not notice outputs that
- * disappeared behind its back (a partly removed dist/), so their presence is checked here.
+ * The compiled .js files of the last build that are missing from dist/. tsc's incremental state does not notice
+ * outputs that disappeared behind its back (a partly removed dist/), so their presence is checked here. A source new
+ * since then has no output yet, which is no reason to emit everything again: tsc compiles it as a change (and a source
+ * removed since then needs no output).
  */
-function missingOutputs(inputs) {
-  return Object.keys(inputs).filter((rel) => {
-    if (!/\.(ts|mts|cts)$/.test(rel) || /\.d\.[mc]?ts$/.test(rel) || !SOURCE_DIRS.some((d) => rel.startsWith(d + path.sep))) return false;
-    return !fs.existsSync(path.join(DIST, rel.replace(/\.ts$/, '.js').replace(/\.mts$/, '.mjs').replace(/\.cts$/, '.cjs')));
-  });
+function missingOutputs(previous, inputs) {
+  return Object.keys(previous ?? {}).filter(
+    (rel) => rel in inputs && /\.(ts|mts|cts)$/.test(rel) && !/\.d\.[mc]?ts$/.test(rel) && SOURCE_DIRS.some((d) => rel.startsWith(d + path.sep)) && !fs.existsSync(outputOf(rel)),
+  );
 }
 
 /**
@@ -154,8 +160,8 @@ function main() {
   const force = process.argv.includes('--force');
   const state = readState();
   const inputs = compileInputs();
-  const missing = missingOutputs(inputs);
   const previous = state.compile && state.compile.files;
+  const missing = missingOutputs(previous, inputs);
   let compiled = false;
   const changed = previous ? changedInputs(previous, inputs) : [];
   const upToDate = !force && previous !== undefined && missing.length === 0 && changed.length === 0;
@@ -163,7 +169,7 @@ function main() {
     let why;
     if (force) why = '--force';
     else if (!previous) why = 'first build: about a minute on two cores';
-    else if (missing.length > 0) why = `${missing.length} compiled file(s) missing from dist/, e.g. ${path.relative(ROOT, path.join(DIST, missing[0]))}`;
+    else if (missing.length > 0) why = `${missing.length} compiled file(s) missing from dist/, e.g. ${path.relative(ROOT, outputOf(missing[0]))}`;
     else why = describeChanges(changed);
     if (force || missing.length > 0) fs.rmSync(TSBUILDINFO, { force: true }); // everything emitted again
     log(`compiling TypeScript into dist/ (${why}) ...`);
