@@ -10,6 +10,7 @@ import { promotionBench } from './promotion';
 import { reverifyBench } from './reverify';
 import { cliBench } from './cli';
 import { typecheckBench } from './typecheck';
+import { startBench } from './start';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench];
