@@ -95,7 +95,7 @@ describe('the packed agent-forge package', () => {
         'examples/celsius_to_fahrenheit.ts',
         'examples/agent_notes.sql',
         'examples/agent-repo/package.json',
-        // What the "no temporal CLI binary" error sends the user to.
+        // What startForge(), forge up and `npx forge setup` run to install the temporal CLI (src/platform/temporal-binary.ts).
         'scripts/setup.js',
         'README.md',
       ]),
