@@ -4,7 +4,7 @@ export type { DevServer, DevServerOptions } from './dev-server';
 export { DevServerError, TemporalBinaryNotFoundError } from './errors';
 export { PlatformUnreachableError } from '../contract/errors';
 export { findFreePort, isPortFree } from './free-port';
-export { findTemporalBinary, requireTemporalBinary, temporalBinarySearchPath } from './temporal-binary';
+export { ensureTemporalBinary, findTemporalBinary, requireTemporalBinary, runSetup, setupCommand, temporalBinarySearchPath } from './temporal-binary';
 export { connectClient, isUnreachableError, platformUnreachable, resolveTemporalConnection, toPlatformError } from './temporal-connection';
 export type { ResolvedTemporalConnection, TemporalConnectOptions } from './temporal-connection';
 export { connectWorkerConnection, type WorkerConnection } from './worker-connection';
