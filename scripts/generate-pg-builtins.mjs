@@ -60,6 +60,32 @@ const DENY = [
   'dblink', 'dblink_exec', 'dblink_connect', 'dblink_send_query',
 ];
 
+/**
+ * Readers, refused whatever their volatility says (SCHEMA_POLICY.md "Round three", reading): they answer from the
+ * catalogs, the settings, the roles, the server's files or other sessions, not from their arguments. An expression
+ * of a migration may compute only from the row and the literals it is given. `stable` is PostgreSQL's word on caching
+ * (pg_get_functiondef is stable), not on what a function may read; the list is curated by what each function does.
+ */
+const READS = [
+  /^pg_get_/, // definitions, roles, keywords, ACLs, slots: pg_get_functiondef, pg_get_userbyid, pg_get_viewdef, ...
+  /^has_.*_privilege$/, /^pg_has_role$/, // who may do what
+  /^pg_show_/, /^pg_settings_get_flags$/, /^pg_config$/, /^pg_options_to_table$/, // settings
+  /^pg_stat_/, /^pg_(database|relation|table|indexes|total_relation|tablespace)_size$/, // statistics and sizes
+  /_is_visible$/, /^pg_is_other_temp_schema$/, /^pg_my_temp_schema$/, /^current_schemas$/, // the search path
+  /^pg_relation_file(path|node)$/, /^pg_filenode_relation$/, /^pg_tablespace_(location|databases)$/, // files
+  /^pg_(describe|identify)_object/, /^(obj|col|shobj)_description$/, /^format_type$/, /^to_reg/, // the catalogs
+  /^pg_(column|relation)_is_updatable$/, /^pg_relation_is_publishable$/, /^pg_partition_(root|tree|ancestors)$/,
+  /^pg_sequence_(parameters|last_value)$/, /^pg_(index|index_column|indexam)_has_property$/,
+  /^pg_(postmaster_start|conf_load)_time$/, /^pg_current_logfile$/, /^version$/, /^pg_numa_/, // the server
+  /^inet_(server|client)_(addr|port)$/, /^pg_control_/, /^pg_(current|last)_wal_/, /^pg_walfile_name/,
+  /^pg_is_in_recovery$/, /^pg_is_wal_replay_paused$/, /^pg_available_extension/, /^pg_timezone_(names|abbrevs)/,
+  /^pg_(collation|database_collation)_actual_version$/, /^pg_jit_available$/, /^pg_replication_origin_/,
+  /^pg_(backend_pid|blocking_pids|safe_snapshot_blocking_pids)$/, /^pg_(listening_channels|notification_queue_usage)$/,
+  /^pg_(cursor|prepared_statement|prepared_xact|lock_status|hba_file_rules|ident_file_mappings)$/, // other sessions
+  /^txid_current_snapshot$/, /^pg_current_snapshot$/, /^pg_last_committed_xact$/, /^pg_xact_(status|commit_timestamp)/,
+  /^txid_status$/, /^pg_event_trigger_/, /^pg_trigger_depth$/,
+];
+
 async function generate() {
   const db = new PGlite();
   try {
@@ -81,7 +107,7 @@ async function generate() {
     ).rows;
     const deny = new Set(DENY);
     const valuesOnly = new Set(VALUES_ONLY);
-    /** name → why it is refused ('volatile', 'parallel-unsafe', 'parallel-restricted', 'deny-list'); absent: allowed. */
+    /** name → why it is refused ('volatile', 'parallel-unsafe', 'parallel-restricted', 'deny-list', 'reads'); absent: allowed. */
     const refused = new Map();
     const names = new Set();
     const notImmutable = new Set();
@@ -90,7 +116,9 @@ async function generate() {
       if (p.volatility !== 'i') notImmutable.add(p.name);
       const reason = deny.has(p.name)
         ? 'deny-list'
-        : valuesOnly.has(p.name)
+        : READS.some((re) => re.test(p.name))
+          ? 'reads'
+          : valuesOnly.has(p.name)
           ? undefined
           : p.volatility === 'v'
             ? 'volatile'

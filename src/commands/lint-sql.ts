@@ -3,7 +3,7 @@ import type { PolicyReport } from '../policy';
 import type * as PolicyModule from '../policy';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
-import { readInputFile } from './read-input';
+import { readInputBytes } from './read-input';
 
 /**
  * `forge lint-sql FILE|- [--json] [--schema NAME]`: judges a migration against the schema policy, no database needed.
@@ -18,7 +18,8 @@ export function registerLintSql(program: Command): void {
     .option('--schema <name>', 'the schema migrations may touch', 'public')
     .option('--json', 'print one JSON object')
     .action(async (file: string, opts: { schema: string; json?: boolean }) => {
-      const sql = await readInputFile(file);
+      // Bytes, not a string: text that is not UTF-8 is refused by the policy (invalid-utf8), never silently replaced.
+      const sql = await readInputBytes(file);
       // The parser (PostgreSQL's, in WebAssembly) is loaded when the command runs, not for --help.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { checkMigration } = require('../policy') as typeof PolicyModule;

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
 import type { MigrateSchemaResult } from '../contract/migration-runs';
 import { WAIT_HELP, withForgeClient } from './connect';
-import { ExitCode } from './exit-codes';
+import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
-import { readInputFile } from './read-input';
+import type * as PolicyModule from '../policy';
+import { readInputBytes } from './read-input';
 
 /**
  * `forge migrate --name NAME FILE.sql [--json]`: through the migration workflow. Prints
@@ -20,7 +21,7 @@ export function registerMigrate(program: Command): void {
     .option('--json', 'print one JSON object')
     .option('--wait', WAIT_HELP)
     .action(async (file: string, opts: { name: string; json?: boolean; wait?: boolean }) => {
-      const sql = await readInputFile(file);
+      const sql = decodeMigrationFile(file, await readInputBytes(file));
       const result = await withForgeClient(async (forge) => {
         process.stderr.write(`migrating ${opts.name} — run schema-migrate/${opts.name}\n`);
         return forge.migrateSchema({ name: opts.name, sql }, { onProgress: progressPrinter() });
@@ -28,6 +29,18 @@ export function registerMigrate(program: Command): void {
       printResult(!!opts.json, result, () => describeMigration(result));
       process.exitCode = result.status === 'applied' || result.status === 'alreadyApplied' ? ExitCode.ok : ExitCode.refused;
     });
+}
+
+/**
+ * The migration's text; a file that is not valid UTF-8 is refused here (the schema policy's `invalid-utf8`, naming the
+ * byte offset) before any run starts, since decoding it would send PostgreSQL other text than the file holds.
+ */
+function decodeMigrationFile(file: string, bytes: Buffer): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { decodeMigration } = require('../policy') as typeof PolicyModule;
+  const decoded = decodeMigration(bytes);
+  if ('problem' in decoded) throw new UsageError(`${file === '-' ? 'stdin' : file}: ${decoded.problem.message} (rule ${decoded.problem.rule})`);
+  return decoded.sql;
 }
 
 function describeMigration(r: MigrateSchemaResult): string {

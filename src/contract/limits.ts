@@ -30,3 +30,13 @@ export const MAX_UID_BASE = 0xffff_ffff - RUN_UID_RANGE - 1;
  */
 export const SANDBOX_CONTAINMENT_MODES = ['pid-namespace', 'user-pid-namespace', 'process-group'] as const;
 export type ContainmentMode = (typeof SANDBOX_CONTAINMENT_MODES)[number];
+
+/**
+ * SCHEMA_POLICY.md "Round three", counts: the most agent columns one core table may carry, counted with the ones it
+ * has already. Every column the agent adds runs its DEFAULT on the application's inserts, and a table's 1,600-column
+ * limit counts dropped columns too: columns added without bound would one day refuse the application's own ADD COLUMN.
+ */
+export const MAX_AGENT_COLUMNS_PER_CORE_TABLE = 32;
+
+/** SCHEMA_POLICY.md "Round three", counts: the most agent indexes on one core table (each one slows every write). */
+export const MAX_AGENT_INDEXES_PER_CORE_TABLE = 8;

@@ -1,8 +1,10 @@
 import type { AlterTableCmd, AlterTableStmt, RenameStmt } from 'libpg-query';
-import { checkColumnDef, checkConstraintName } from './column-rules';
+import { FORGE_LEGACY_NAMES, FORGE_TABLE_NAMES } from '../contract/forge-tables';
+import { checkColumnDef, checkConstraintName, hasTimeDefault } from './column-rules';
 import { qualifierProblem, showRelation } from './create-rules';
 import { refusals } from './forbidden-kinds';
 import { isAgentName, namesOfListNode, showIdent, suggestAgentName } from './names';
+import { forgeTable } from './tree-rules';
 import type { RuleContext, Verdict } from './verdict';
 import { accept, coreAlternatives, reject } from './verdict';
 
@@ -85,9 +87,11 @@ export function checkAlterTable(s: AlterTableStmt): Verdict {
         'COMMENT ON agent_ objects.',
     );
   }
-  const added = new Set(cmds.flatMap((c) => (c.subtype === 'AT_AddColumn' && c.def && 'ColumnDef' in c.def ? [c.def.ColumnDef.colname ?? ''] : [])));
+  const addedDefs = cmds.flatMap((c) => (c.subtype === 'AT_AddColumn' && c.def && 'ColumnDef' in c.def ? [c.def.ColumnDef] : []));
+  const added = new Set(addedDefs.map((d) => d.colname ?? ''));
+  const timeDefaulted = new Set(addedDefs.filter(hasTimeDefault).map((d) => d.colname ?? ''));
   for (let i = 0; i < cmds.length; i++) {
-    const problem = agent ? checkAgentAction(cmds[i], table) : checkCoreAction(cmds[i], table, added);
+    const problem = agent ? checkAgentAction(cmds[i], table) : checkCoreAction(cmds[i], table, added, timeDefaulted);
     if (problem) return cmds.length > 1 ? withAction(problem, i, cmds[i]) : problem;
   }
   return agent
@@ -99,10 +103,15 @@ function withAction(v: Verdict, i: number, cmd: AlterTableCmd): Verdict {
   return { ...v, message: `Action ${i + 1} (${actionName(cmd)}): ${v.message}` };
 }
 
-function checkCoreAction(cmd: AlterTableCmd, table: string, added: ReadonlySet<string>): Verdict | undefined {
+function checkCoreAction(
+  cmd: AlterTableCmd,
+  table: string,
+  added: ReadonlySet<string>,
+  timeDefaulted: ReadonlySet<string>,
+): Verdict | undefined {
   if (cmd.subtype === 'AT_AddColumn') {
     const def = cmd.def && 'ColumnDef' in cmd.def ? cmd.def.ColumnDef : undefined;
-    return def ? checkColumnDef(def, table, true, added) : undefined;
+    return def ? checkColumnDef(def, table, true, added, timeDefaulted) : undefined;
   }
   if (cmd.subtype === 'AT_DropColumn') return refusals.drop(`ALTER TABLE ${table} DROP COLUMN`);
   if (cmd.subtype === 'AT_ChangeOwner') return refusals.privileges(`ALTER TABLE ${table} OWNER TO`);
@@ -178,6 +187,10 @@ export function checkRename(s: RenameStmt, ctx: RuleContext): Verdict {
       `Renaming ${what} ${showIdent(old)} to ${showIdent(newname)} would take it out of the agent namespace. ` +
         `Choose a new name that starts with agent_, e.g. ${suggestAgentName(newname)}.`,
     );
+  // The new name is judged by every name rule of a CREATE: Forge's reserved names too (agent_migrations was Forge's).
+  if (renameType !== 'OBJECT_COLUMN' && (FORGE_LEGACY_NAMES.has(newname) || FORGE_TABLE_NAMES.has(newname))) {
+    return forgeTable(showIdent(newname));
+  }
   const relationWhat = RENAMED_RELATIONS[renameType];
   if (relationWhat !== undefined) {
     const old = s.relation?.relname ?? '';

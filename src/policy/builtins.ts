@@ -14,7 +14,7 @@ const allowedOperators: ReadonlySet<string> = new Set(builtins.operators);
 export const BUILTINS_SOURCE = builtins.generatedFrom;
 
 /** Why a built-in function name is refused: the catalogue's word for it, or `unknown` when no built-in has the name. */
-export type RefusalReason = 'volatile' | 'parallel-unsafe' | 'parallel-restricted' | 'deny-list' | 'unknown';
+export type RefusalReason = 'volatile' | 'parallel-unsafe' | 'parallel-restricted' | 'deny-list' | 'reads' | 'unknown';
 
 /** True when every pg_catalog function of this (folded) name is free of side effects, or acts only as a value. */
 export function isAllowedFunction(name: string): boolean {

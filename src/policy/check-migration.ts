@@ -1,4 +1,5 @@
 import { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/limits';
+import { capVerdicts } from './core-caps';
 import { judgeStatement, nodeKind } from './judge-statement';
 import { identifierBytes, MAX_IDENTIFIER_BYTES, showIdent, truncateIdentifier } from './names';
 import { loadPolicyParser } from './parser';
@@ -8,7 +9,8 @@ import { TextIndex } from './text-index';
 import { identifiersOf } from './identifiers';
 import type { TreeFacts } from './tree-rules';
 import { checkTree, tooDeep } from './tree-rules';
-import type { MigrationProblem, PolicyOptions, PolicyReport, StatementVerdict } from './types';
+import type { MigrationProblem, PolicyOptions, PolicyReport, StatementLocation, StatementVerdict } from './types';
+import { invalidUtf8Offset, loneSurrogateOffset, utf8OffsetOf } from './utf8';
 import type { RuleContext, Verdict } from './verdict';
 import { reject } from './verdict';
 
@@ -19,9 +21,10 @@ interface StatementFacts extends TreeFacts {
 
 /**
  * Judges a migration against SCHEMA_POLICY.md with the real PostgreSQL parser. Loads the parser on first use;
- * never throws for any input text: a statement that does not parse gets a `parse-error` rejection.
+ * never throws for any input text: a statement that does not parse gets a `parse-error` rejection. Given bytes (a
+ * file as read), text that is not valid UTF-8 is refused (`invalid-utf8`, naming the byte offset) before parsing.
  */
-export async function checkMigration(sql: string, opts: PolicyOptions = {}): Promise<PolicyReport> {
+export async function checkMigration(sql: string | Uint8Array, opts: PolicyOptions = {}): Promise<PolicyReport> {
   await loadPolicyParser();
   return checkMigrationSync(sql, opts);
 }
@@ -30,8 +33,11 @@ export async function checkMigration(sql: string, opts: PolicyOptions = {}): Pro
  * Synchronous {@link checkMigration}, for callers that have awaited `loadPolicyParser()` once.
  * @throws ParserNotLoadedError when the parser has not been loaded yet.
  */
-export function checkMigrationSync(sql: string, opts: PolicyOptions = {}): PolicyReport {
-  const ctx: RuleContext = { schema: opts.schema ?? 'public' };
+export function checkMigrationSync(input: string | Uint8Array, opts: PolicyOptions = {}): PolicyReport {
+  const ctx: RuleContext = { schema: opts.schema ?? 'public', coreTables: opts.coreTables };
+  const decoded = typeof input === 'string' ? { sql: input } : decodeMigration(input);
+  if ('problem' in decoded) return { accepted: false, statements: [], problem: decoded.problem };
+  const { sql } = decoded;
   const index = new TextIndex(sql);
   const textProblem = checkText(sql, index);
   if (textProblem) return { accepted: false, statements: [], problem: textProblem };
@@ -52,11 +58,34 @@ export function checkMigrationSync(sql: string, opts: PolicyOptions = {}): Polic
 }
 
 /**
+ * A migration file's text, or the `invalid-utf8` problem when its bytes are not UTF-8 (the location is that of the
+ * first bad byte in the text as a lenient decoder reads it).
+ */
+export function decodeMigration(bytes: Uint8Array): { sql: string } | { problem: MigrationProblem } {
+  const bad = invalidUtf8Offset(bytes);
+  if (bad === undefined) return { sql: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8') };
+  const before = Buffer.from(bytes.buffer, bytes.byteOffset, bad).toString('utf8');
+  const lenient = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  return { problem: invalidUtf8(bad, new TextIndex(lenient).location(before.length), `byte 0x${bytes[bad].toString(16).padStart(2, '0')}`) };
+}
+
+function invalidUtf8(byteOffset: number, at: StatementLocation, what: string): MigrationProblem {
+  return {
+    rule: 'invalid-utf8',
+    message:
+      `The migration is not valid UTF-8: ${what} at byte ${byteOffset} (line ${at.line}, column ${at.column}) ` +
+      'begins no well-formed character. PostgreSQL refuses such text, and the judge would read something else in ' +
+      'its place. Save the file as UTF-8 (or remove the character).',
+    location: at,
+  };
+}
+
+/**
  * The verdict on every statement of a migration, whatever its length: {@link checkMigrationSync} without the
  * statement limit, for tests that run whole PostgreSQL regression files through the rules.
  */
 export function judgeEveryStatement(sql: string, opts: PolicyOptions = {}): PolicyReport {
-  return judgeStatements(sql, readStatements(sql), { schema: opts.schema ?? 'public' }, new TextIndex(sql));
+  return judgeStatements(sql, readStatements(sql), { schema: opts.schema ?? 'public', coreTables: opts.coreTables }, new TextIndex(sql));
 }
 
 function judgeStatements(sql: string, raws: RawStatement[], ctx: RuleContext, index: TextIndex): PolicyReport {
@@ -64,8 +93,10 @@ function judgeStatements(sql: string, raws: RawStatement[], ctx: RuleContext, in
     raw.node ? { ...checkTree(raw.node, ctx), identifiers: identifiersOf(sql.slice(raw.start, raw.end)) } : undefined,
   );
   const truncated = truncationMap(facts);
+  const caps = capVerdicts(raws.map((raw) => raw.node), ctx.coreTables);
   const statements = raws.map((raw, i): StatementVerdict => {
-    const verdict = judge(raw, facts[i], truncated, ctx, index);
+    const judged = judge(raw, facts[i], truncated, ctx, index);
+    const verdict = judged.accepted ? (caps[i] ?? judged) : judged;
     return {
       index: i,
       kind: raw.node ? nodeKind(raw.node) : 'ParseError',
@@ -106,10 +137,15 @@ function judge(
 
 
 /**
- * What is refused before the parser reads anything: a NUL byte (the parser's C strings end there, so it would judge
+ * What is refused before the parser reads anything: a lone surrogate (text with no UTF-8 form), a NUL byte (the parser's C strings end there, so it would judge
  * a prefix while PostgreSQL gets the whole text), and text past the size limit.
  */
 function checkText(sql: string, index: TextIndex): MigrationProblem | undefined {
+  const lone = loneSurrogateOffset(sql);
+  if (lone !== undefined) {
+    const unit = `U+${sql.charCodeAt(lone).toString(16).toUpperCase()}`;
+    return invalidUtf8(utf8OffsetOf(sql, lone), index.location(lone), `a lone surrogate (${unit}, half of a pair)`);
+  }
   const nul = sql.indexOf('\u0000');
   if (nul >= 0) {
     const at = index.location(nul);

@@ -1,5 +1,7 @@
 import type { ColumnDef, Constraint, Node } from 'libpg-query';
 import { isAllowedFunction, isImmutableFunction } from './builtins';
+import { checkCoreDefault, isTimeValue, nonTotalParts } from './core-expressions';
+import { totalFunctionNames } from './total-functions';
 import { findInTree } from './walk';
 import { isAgentName, namesOf, showIdent, showQualified, suggestAgentName } from './names';
 import type { Verdict } from './verdict';
@@ -51,6 +53,8 @@ export function checkColumnDef(
   core: boolean,
   /** The columns this statement adds to the core table: all a CHECK there may read. */
   addedColumns: ReadonlySet<string> = new Set(col.colname === undefined ? [] : [col.colname]),
+  /** Of those, the ones whose DEFAULT is a time value: a CHECK reading one could start failing on a date. */
+  timeDefaulted: ReadonlySet<string> = new Set(col.colname !== undefined && hasTimeDefault(col) ? [col.colname] : []),
 ): Verdict | undefined {
   const constraints = constraintsOf(col.constraints);
   for (const c of constraints) {
@@ -87,8 +91,12 @@ export function checkColumnDef(
       c.contype === 'CONSTR_FOREIGN'
         ? checkCoreForeignKey(c, column, table)
         : c.contype === 'CONSTR_CHECK'
-          ? checkCoreCheck(c.raw_expr, column, table, addedColumns)
+          ? checkCoreCheck(c.raw_expr, column, table, addedColumns, timeDefaulted)
           : undefined;
+    if (problem) return problem;
+  }
+  for (const expr of defaultsOf(col)) {
+    const problem = checkCoreDefault(expr, column, table);
     if (problem) return problem;
   }
   const notNull = constraints.some((c) => c.contype === 'CONSTR_NOTNULL');
@@ -167,20 +175,38 @@ function checkCoreForeignKey(c: Constraint, column: string, table: string): Verd
 }
 
 /**
- * A CHECK on a core table must never start refusing the application's own writes: it may read only the columns this
- * statement adds (which the application does not write) and call only immutable functions (no now(): its verdict on
- * a row must not change later).
+ * A CHECK on a core table must never start refusing the application's own writes, nor fail them with an error: it
+ * may read only the columns this statement adds (which the application does not write), none whose DEFAULT is a
+ * time value (the default changes, the CHECK's verdict on it would too), and may use only what an index expression
+ * on a core table may (total, linear-time functions and operators) of the immutable kind (no now()).
  */
-function checkCoreCheck(expr: Node | undefined, column: string, table: string, added: ReadonlySet<string>): Verdict | undefined {
-  return findInTree(expr, (node, key) => {
+function checkCoreCheck(
+  expr: Node | undefined,
+  column: string,
+  table: string,
+  added: ReadonlySet<string>,
+  timeDefaulted: ReadonlySet<string>,
+): Verdict | undefined {
+  const columns = findInTree(expr, (node, key) => {
+    if (key !== 'ColumnRef') return undefined;
+    const all = (node.fields as Node[] | undefined) ?? [];
+    const fields = namesOf(all);
+    if (fields.length !== all.length || fields.length !== 1 || !added.has(fields[0])) {
+      return `reads ${fields.length > 0 ? showQualified(fields) : '*'}, which is not a column this statement adds`;
+    }
+    return undefined;
+  });
+  if (columns) return coreCheck(columns, column, table);
+  const what = nonTotalParts(expr, '');
+  if (what) return coreCheck(`uses ${what}, which can raise, be slow or change its verdict later`, column, table);
+  const later = findInTree(expr, (node, key) => {
     if (key === 'ColumnRef') {
-      const all = (node.fields as Node[] | undefined) ?? [];
-      const fields = namesOf(all);
-      if (fields.length !== all.length || fields.length !== 1 || !added.has(fields[0])) {
-        return coreCheck(
-          `reads ${fields.length > 0 ? showQualified(fields) : '*'}, which is not a column this statement adds`,
-          column,
-          table,
+      const [field] = namesOf(node.fields as Node[] | undefined);
+      if (timeDefaulted.has(field)) {
+        return (
+          `reads ${showIdent(field)}, whose DEFAULT is a time value: every row the application inserts gets a new ` +
+          'value, and a CHECK on it could start failing on a date. Give that column a literal DEFAULT, or leave ' +
+          'the CHECK out'
         );
       }
     }
@@ -188,22 +214,35 @@ function checkCoreCheck(expr: Node | undefined, column: string, table: string, a
       const name = namesOf(node.funcname as Node[] | undefined);
       const last = name[name.length - 1] ?? '';
       // A function no expression may call is refused by the tree rules, with the reason that names it.
-      if (isAllowedFunction(last) && !isImmutableFunction(last)) {
-        return coreCheck(`calls ${showQualified(name)}, which is not immutable`, column, table);
-      }
+      if (isAllowedFunction(last) && !isImmutableFunction(last)) return `calls ${showQualified(name)}, which is not immutable`;
     }
-    if (key === 'SQLValueFunction') return coreCheck('reads the clock or the session (CURRENT_...)', column, table);
     return undefined;
   });
+  return later ? coreCheck(later, column, table) : undefined;
 }
 
 function coreCheck(what: string, column: string, table: string): Verdict {
   return reject(
     'core-check',
-    `The CHECK on core column ${table}.${column} ${what}. A CHECK on a core table may read only the columns the ` +
-      'migration adds and call only immutable functions, so that it can never start refusing the application\'s ' +
-      'own writes. Check other columns in a tool, or keep the data in an agent_ table.',
+    `The CHECK on core column ${table}.${column} ${what}. A CHECK on a core table runs on every write of the ` +
+      "application's: it may read only the columns the migration adds (none with a time DEFAULT) and use only " +
+      'columns, literals, comparisons, AND/OR/NOT, IS [NOT] NULL and the total functions of the schema policy ' +
+      `(${totalFunctionNames()}), so that it can never raise nor start refusing the application's own writes. ` +
+      'Check anything else in a tool, or keep the data in an agent_ side table keyed by the core row.',
   );
+}
+
+/** The DEFAULT expressions of a column definition (inline `DEFAULT` and a raw default). */
+function defaultsOf(col: ColumnDef): Node[] {
+  const out: Node[] = [];
+  if (col.raw_default !== undefined) out.push(col.raw_default);
+  for (const c of constraintsOf(col.constraints)) if (c.contype === 'CONSTR_DEFAULT' && c.raw_expr !== undefined) out.push(c.raw_expr);
+  return out;
+}
+
+/** True when the column's DEFAULT is now(), CURRENT_TIMESTAMP or another time value. */
+export function hasTimeDefault(col: ColumnDef): boolean {
+  return defaultsOf(col).some(isTimeValue);
 }
 
 /** NULL, or NULL cast to a type. */

@@ -10,6 +10,7 @@ import type {
   ViewStmt,
 } from 'libpg-query';
 import { checkColumnDef, checkConstraintName } from './column-rules';
+import { coreIndexExpression, nonTotalParts } from './core-expressions';
 import { refusals } from './forbidden-kinds';
 import { isAllowedFunction } from './builtins';
 import { isAgentName, namesOf, namesOfListNode, showIdent, showQualified, suggestAgentName } from './names';
@@ -41,11 +42,14 @@ export function checkCreateTable(s: CreateStmt): Verdict {
   const name = rel.relname ?? '';
   if (!isAgentName(name)) return outsideNamespace('Table', name);
   if (rel.relpersistence === 't') return temporary('table');
-  if ((s.inhRelations?.length ?? 0) > 0 || s.partbound !== undefined) {
+  // A partition or child of an agent table changes only the agent's table; of a core table, the application's queries.
+  const parents = (s.inhRelations ?? []).map((n) => ('RangeVar' in n ? n.RangeVar.relname : undefined));
+  if (parents.some((p) => !isAgentName(p)) || (s.partbound !== undefined && parents.length === 0)) {
     return reject(
       'create-table-option-forbidden',
-      `INHERITS / PARTITION OF makes ${showIdent(name)} part of another table, so queries on that table change. ` +
-        'Create a standalone table and reference the other one with REFERENCES instead.',
+      `INHERITS / PARTITION OF makes ${showIdent(name)} part of a table outside the agent namespace, so queries on ` +
+        'that table change. Partition or inherit from your own agent_ tables only; for an application table, ' +
+        'create a standalone table and reference it with REFERENCES instead.',
     );
   }
   if (s.ofTypename !== undefined || s.tablespacename !== undefined || s.accessMethod !== undefined) {
@@ -125,6 +129,15 @@ export function checkCreateIndex(s: IndexStmt): Verdict {
       `An index expression on core table ${table} that reads no column is the same for every row: it indexes ` +
         'nothing and only slows the application\'s writes. Index a column or an expression of one.',
     );
+  }
+  if (!agentTable) {
+    const relname = s.relation?.relname ?? '';
+    for (const param of s.indexParams ?? []) {
+      const what = 'IndexElem' in param && param.IndexElem.expr ? nonTotalParts(param.IndexElem.expr, relname) : undefined;
+      if (what) return coreIndexExpression(what, 'expression', s.idxname, table);
+    }
+    const what = s.whereClause ? nonTotalParts(s.whereClause, relname) : undefined;
+    if (what) return coreIndexExpression(what, 'predicate', s.idxname, table);
   }
   const where = agentTable ? 'agent table' : 'core table';
   return accept('create-agent-index', `Creates index ${showIdent(s.idxname)} on ${where} ${table}.`);

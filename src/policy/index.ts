@@ -1,7 +1,10 @@
-export { checkMigration, checkMigrationSync } from './check-migration';
+export { checkMigration, checkMigrationSync, decodeMigration } from './check-migration';
 export { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/limits';
 export { migrationChecksum } from '../contract/hashes';
 export { ParserNotLoadedError } from './errors';
 export { AGENT_PREFIX, MAX_IDENTIFIER_BYTES } from './names';
 export { isPolicyParserLoaded, loadPolicyParser } from './parser';
+export type { CoreTableUsage, CoreTablesUsage } from './core-caps';
+export { TOTAL_DATE_TRUNC_UNITS, TOTAL_FUNCTIONS, TOTAL_OPERATORS } from './total-functions';
+export type { TotalArgument, TotalFunction } from './total-functions';
 export type { MigrationProblem, PolicyOptions, PolicyReport, StatementLocation, StatementVerdict } from './types';

@@ -1,8 +1,10 @@
 import type { CommentStmt, DropStmt } from 'libpg-query';
+import { FORGE_TABLE_NAMES } from '../contract/forge-tables';
 import { cascade } from './alter-rules';
 import { qualifierProblem } from './create-rules';
 import { refusals } from './forbidden-kinds';
 import { isAgentName, namesOfListNode, showIdent, showQualified } from './names';
+import { forgeTable } from './tree-rules';
 import type { RuleContext, Verdict } from './verdict';
 import { accept, reject } from './verdict';
 
@@ -52,9 +54,13 @@ export function checkComment(s: CommentStmt, ctx: RuleContext): Verdict {
   const names = namesOfListNode(s.object);
   const foreign = qualifierProblem(names, depth, ctx);
   if (foreign) return foreign;
-  // For a column the owning table decides; for a constraint its own name (it may sit on a core table).
+  // For a column the owning table decides, or the column's own name (an agent column of a core table, added by
+  // this migration or an earlier one: PostgreSQL refuses the comment if there is no such column); for a
+  // constraint its own name (it may sit on a core table).
   const owner = objtype === 'OBJECT_COLUMN' ? names[names.length - 2] : names[names.length - 1];
-  if (!isAgentName(owner)) {
+  const agentColumn = objtype === 'OBJECT_COLUMN' && isAgentName(names[names.length - 1]);
+  if (FORGE_TABLE_NAMES.has(owner ?? '')) return forgeTable(showQualified(names));
+  if (!isAgentName(owner) && !agentColumn) {
     return reject(
       'agent-namespace',
       `COMMENT ON ${what} ${showQualified(names)}: only agent_ objects may be commented on by a migration. ` +

@@ -57,7 +57,7 @@ function checkNode(obj: TreeNode, key: string | undefined, ctx: RuleContext): Ve
   if (typeof obj.relname === 'string') return checkRelation(obj, ctx);
   if (key === 'String' && FORGE_LEGACY_NAMES.has(String(obj.sval))) return forgeTable(showIdent(String(obj.sval)));
   if (typeof obj.indexspace === 'string' || typeof obj.tablespacename === 'string') return tablespace();
-  if (Array.isArray(obj.names) && 'typemod' in obj) return checkQualified(stringList(obj.names), ctx, [ctx.schema, 'pg_catalog']);
+  if (Array.isArray(obj.names) && 'typemod' in obj) return checkTypeName(stringList(obj.names), ctx);
   switch (key) {
     case 'FuncCall':
       return checkFuncCall(obj, ctx);
@@ -93,6 +93,20 @@ function checkNode(obj: TreeNode, key: string | undefined, ctx: RuleContext): Ve
     case 'RangeTableSample':
       return checkSampling(stringList((obj.method as unknown[]) ?? []));
   }
+  return undefined;
+}
+
+/**
+ * A type name: in the configured schema or pg_catalog; and a table's row type is a reference to that table
+ * (SCHEMA_POLICY.md "Round three"), so a column of type `events` or `forge_migrations[]` is a use of Forge's table: it
+ * would block Forge's own ALTER TABLE ... ALTER COLUMN TYPE and DROP TABLE on it.
+ */
+function checkTypeName(names: string[], ctx: RuleContext): Verdict | undefined {
+  const foreign = checkQualified(names, ctx, [ctx.schema, 'pg_catalog']);
+  if (foreign) return foreign;
+  const name = names[names.length - 1] ?? '';
+  const inSchema = names.length === 1 || names[0] === ctx.schema;
+  if (inSchema && (FORGE_TABLE_NAMES.has(name) || FORGE_LEGACY_NAMES.has(name))) return forgeTable(showQualified(names));
   return undefined;
 }
 
@@ -210,10 +224,20 @@ const REASONS: Record<RefusalReason, string> = {
   'parallel-restricted': 'PostgreSQL marks it parallel restricted (it reads session or server state)',
   'deny-list': 'it acts on something outside the migration (settings, sequences, sessions, files, locks, ' +
     'notifications, large objects, or SQL text it runs)',
+  reads: 'it reads the catalogs, settings, roles, files or other sessions',
   unknown: 'it is not one of the PostgreSQL built-ins the policy knows',
 };
 
 function functionRefused(shown: string, reason: RefusalReason): Verdict {
+  if (reason === 'reads') {
+    return reject(
+      'catalog-reader',
+      `Function ${shown} reads the catalogs, the server's settings, the roles, its files or other sessions, whatever ` +
+        'PostgreSQL says of its volatility: no expression of a migration may call it (in a view it would hand ' +
+        'them to whoever reads the view, in a DEFAULT to every row). Compute from the row and literals only; ' +
+        'what a tool needs to know of the database, ask an operator for.',
+    );
+  }
   return reject(
     'function-not-allowed',
     `Function ${shown} is not allowed in a migration's expressions: ${REASONS[reason]}. PostgreSQL evaluates ` +

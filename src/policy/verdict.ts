@@ -1,3 +1,5 @@
+import type { CoreTablesUsage } from './core-caps';
+
 /** A rule's decision on one statement. */
 export interface Verdict {
   accepted: boolean;
@@ -9,6 +11,8 @@ export interface Verdict {
 export interface RuleContext {
   /** The one schema a qualifier may name. */
   schema: string;
+  /** What each core table carries of the agent's already, for the caps (PolicyOptions.coreTables). */
+  coreTables?: CoreTablesUsage;
 }
 
 export function accept(rule: string, message: string): Verdict {

@@ -134,7 +134,7 @@ const rejected: Case[] = [
   { sql: 'ALTER VIEW agent_v OWNER TO bob', rule: 'privileges-forbidden' },
   { sql: 'ALTER SEQUENCE agent_s RESTART', rule: 'default-deny' },
   { sql: 'COMMENT ON TABLE users IS $$mine$$', rule: 'agent-namespace' },
-  { sql: "COMMENT ON COLUMN users.agent_x IS 'x'", rule: 'agent-namespace' },
+  { sql: "COMMENT ON COLUMN users.x IS 'x'", rule: 'agent-namespace' },
   { sql: "COMMENT ON FUNCTION f() IS 'x'", rule: 'default-deny' },
   // Rejected, always.
   { sql: 'DROP TABLE agent_t', rule: 'drop-forbidden', kind: 'DropStmt', says: ['DROP INDEX agent_'] },
