@@ -1,4 +1,5 @@
 import { hostileCorpusCases } from './cases';
+import { describeIf } from '../helpers/skip';
 
 /*
  * Issue 24's hostile corpus against `forge up` run by root (this machine's and CI's default): each hostile tool as a
@@ -8,6 +9,6 @@ const root = process.getuid?.() === 0;
 
 // Forge as root is the case CI runs (.ci/run is root); a non-root checkout cannot start it, and its own user's case
 // is as-ordinary-user.test.ts.
-(root ? describe : describe.skip)('the hostile corpus, Forge run by root', () => {
+describeIf(root, "needs root (the ordinary user's case is as-ordinary-user.test.ts)")('the hostile corpus, Forge run by root', () => {
   hostileCorpusCases('root');
 });

@@ -8,6 +8,7 @@ import { sleep, until } from '../chaos/end-state';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { startTestInternet, type TestInternet } from '../helpers/test-internet';
 import { projectNodeModules } from '../../src/sandbox/paths';
+import { describeIf } from '../helpers/skip';
 
 const temporal = useTemporal();
 
@@ -96,7 +97,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
 }
 
 // (Root only: the test's own internet is a network namespace with a veth. CI runs as root.)
-(process.getuid?.() === 0 ? describe : describe.skip)('scheduled re-verification with quarantine', () => {
+describeIf(process.getuid?.() === 0, "needs root: the test's own internet is a network namespace with a veth")('scheduled re-verification with quarantine', () => {
   let platform: TestPlatform;
   let registry: ToolRegistry;
   let internet: TestInternet;
