@@ -3,6 +3,7 @@ import {
   getAgentMigration,
   listAgentMigrations,
   MigrationStatementError,
+  readCoreTableUsage,
   type AgentMigration,
   type ForgeDatabase,
   type MigrationLimits,
@@ -60,7 +61,12 @@ export interface ApplyMigrationResult {
 export function createMigrationActivities(deps: MigrationActivityDeps) {
   const { database } = deps;
 
-  /** The policy's report, or a MigrationRejected failure. Needs no database: it runs before any connection is taken. */
+  /**
+   * The policy's report, or a MigrationRejected failure. The SQL is judged before any connection is taken; only a
+   * migration the policy accepts is judged once more with what the core tables carry of the agent's already (a
+   * read of the catalog), so that the caps of SCHEMA_POLICY.md "Round three" count the columns and indexes of earlier
+   * migrations too.
+   */
   async function judge(input: { name: string; sql: string; checksum: string }): Promise<PolicyReport> {
     const invalid = (message: string) => migrationRejected({ reason: 'invalid', message });
     if (!MIGRATION_NAME_PATTERN.test(input.name)) {
@@ -71,7 +77,10 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
     if (migrationChecksum(input.sql) !== input.checksum) {
       throw invalid('the checksum does not match the SQL; resubmit through the Forge client');
     }
-    const report = await checkMigration(input.sql, { schema: deps.schema });
+    let report = await checkMigration(input.sql, { schema: deps.schema });
+    if (report.accepted) {
+      report = await checkMigration(input.sql, { schema: deps.schema, coreTables: await readCoreTableUsage(database, deps.schema) });
+    }
     if (!report.accepted) {
       const refused = report.statements.filter((s) => !s.accepted);
       const first = refused[0];

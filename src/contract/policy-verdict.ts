@@ -41,3 +41,12 @@ export interface PolicyReport {
   /** Set when the migration is refused as a whole; then no statement was judged. */
   problem?: MigrationProblem;
 }
+
+/** What a core table carries of the agent's already (`agent_` columns and indexes), for the round-three caps. */
+export interface CoreTableUsage {
+  agentColumns: number;
+  agentIndexes: number;
+}
+
+/** Core table name (unqualified: the configured schema is the only one a migration may name) → its usage. */
+export type CoreTablesUsage = Readonly<Record<string, CoreTableUsage>>;

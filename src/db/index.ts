@@ -14,6 +14,7 @@ export type {
   PostgresErrorFields,
 } from './agent-migrations';
 export { TOOLS_CHANNEL } from './channels';
+export { readCoreTableUsage } from './core-table-usage';
 export { DatabaseOpenError, MigrationError, MigrationStatementError, ToolVersionNotFoundError } from './errors';
 export { migrationsFolder } from './migrate';
 export { openDatabase } from './open-database';

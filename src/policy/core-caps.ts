@@ -1,17 +1,11 @@
 import type { Node } from 'libpg-query';
+import type { CoreTableUsage, CoreTablesUsage } from '../contract/policy-verdict';
 import { MAX_AGENT_COLUMNS_PER_CORE_TABLE, MAX_AGENT_INDEXES_PER_CORE_TABLE } from '../contract/limits';
 import { isAgentName, showIdent } from './names';
 import type { Verdict } from './verdict';
 import { reject } from './verdict';
 
-/** What a core table carries of the agent's already (from the database; absent tables carry nothing). */
-export interface CoreTableUsage {
-  agentColumns: number;
-  agentIndexes: number;
-}
-
-/** Core table name (unqualified: the configured schema is the only one a migration may name) → its usage. */
-export type CoreTablesUsage = Readonly<Record<string, CoreTableUsage>>;
+export type { CoreTableUsage, CoreTablesUsage };
 
 /**
  * The cap verdicts of a migration (SCHEMA_POLICY.md "Round three", counts): walking the statements in order, the

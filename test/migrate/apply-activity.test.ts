@@ -63,6 +63,27 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
     expect(refused).toMatchObject({ type: FailureType.migrationRejected, nonRetryable: true });
   });
 
+  test('the caps on agent columns and indexes of a core table count what earlier migrations added (issue 27)', async () => {
+    await query(database, 'CREATE TABLE caps_core (id int PRIMARY KEY, name text)');
+    const columns = (from: number, n: number) =>
+      `ALTER TABLE caps_core ${Array.from({ length: n }, (_, i) => `ADD COLUMN agent_c${from + i} int`).join(', ')};`;
+    const indexes = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => `CREATE INDEX agent_caps_i${from + i} ON caps_core (id);`).join('\n');
+    expect(await activities.applyMigration(input('caps-1', `${columns(0, 30)}\n${indexes(0, 7)}`, 'caps-run-1'))).toMatchObject({ status: 'applied' });
+    // Alone, each of these is under the caps; with the 30 columns and 7 indexes already there, they are over.
+    for (const [name, sql, rule] of [
+      ['caps-2', columns(30, 3), 'core-column-cap'],
+      ['caps-3', indexes(7, 2), 'core-index-cap'],
+    ] as const) {
+      const refused = await activities.validateMigration({ name, sql, checksum: migrationChecksum(sql) }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ type: FailureType.migrationRejected, nonRetryable: true });
+      const details = (refused as ApplicationFailure).details?.[0] as { reason: string; statements: Array<{ rule: string }> };
+      expect(details.reason).toBe('policy');
+      expect(details.statements.map((s) => s.rule)).toContain(rule);
+    }
+    expect(await activities.applyMigration(input('caps-4', `${columns(30, 2)}\n${indexes(7, 1)}`, 'caps-run-4'))).toMatchObject({ status: 'applied' });
+  });
+
   test('concurrent applies of one name, without Temporal in front: exactly one runs', async () => {
     const same = 'CREATE TABLE agent_contended (id int);';
     const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => activities.applyMigration(input('contended', same, `r${i}`))));
