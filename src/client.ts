@@ -160,7 +160,7 @@ export interface OutageEvent {
 
 const DEFAULT_WAIT_THROUGH_OUTAGE_MS = 120_000;
 /** How long a progress query in flight when the result arrives may still take before it is cancelled. */
-const QUERY_GRACE_MS = 1_000;
+const QUERY_GRACE_MS = 500;
 /** How long one slice of a cancellable wait for a result lasts (a few of the server's ~20 s long polls). */
 const RESULT_WAIT_SLICE_MS = 60_000;
 
