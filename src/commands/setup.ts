@@ -17,8 +17,9 @@ export function registerSetup(program: Command): void {
     .action((opts: { json?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { findTemporalBinary, runSetup } = require('../platform/temporal-binary') as typeof TemporalBinaryModule;
-      const code = runSetup(process.env);
-      const binary = findTemporalBinary(process.env);
+      // Both read the process's own environment (PATH, FORGE_HOME), as setup.js does: temporal-binary.ts is their reader.
+      const code = runSetup();
+      const binary = findTemporalBinary();
       if (code === 0 && binary !== undefined) {
         printResult(opts.json === true, { temporal: binary }, () => binary);
         return;
