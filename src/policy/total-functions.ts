@@ -25,7 +25,11 @@ export type TotalArgument =
 export interface TotalFunction {
   name: string;
   args: readonly TotalArgument[];
-  /** Every pg_catalog overload of this name with this many arguments, by argument type (pg_type.typname). */
+  /**
+   * Every immutable pg_catalog overload of this name with this many arguments, by argument type (pg_type.typname).
+   * Only immutable ones can run on a core table's writes: PostgreSQL refuses any other in an index expression or
+   * predicate, and the judge refuses a function with any non-immutable overload in a CHECK on a core table.
+   */
   overloads: readonly (readonly string[])[];
 }
 
@@ -52,21 +56,22 @@ export const TOTAL_FUNCTIONS: readonly TotalFunction[] = [
   {
     name: 'date_trunc',
     args: [{ kind: 'textLiteral', values: TOTAL_DATE_TRUNC_UNITS }, expression],
+    // date_trunc(text, timestamptz) is stable (and raises for 'day' at 4714 BC in zones west of UTC): PostgreSQL
+    // refuses it in an index, and the judge refuses non-immutable names in a core CHECK.
     overloads: [
       ['text', 'timestamp'],
-      ['text', 'timestamptz'],
       ['text', 'interval'],
     ],
   },
   {
     // `x AT TIME ZONE 'UTC'`: total for UTC only (other zones overflow at the ends of the range, and an unknown
-    // name raises). A string literal resolves to the text overloads (the interval ones are never chosen).
+    // name raises). A string literal resolves to the text overloads (the interval ones are never chosen); the timetz
+    // one is volatile (it reads today's date for the offset).
     name: 'timezone',
     args: [{ kind: 'textLiteral', values: ['UTC'] }, expression],
     overloads: [
       ['text', 'timestamp'],
       ['text', 'timestamptz'],
-      ['text', 'timetz'],
     ],
   },
   { name: 'jsonb_typeof', args: [expression], overloads: [['jsonb']] },
