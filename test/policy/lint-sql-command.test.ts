@@ -4,6 +4,7 @@ import * as path from 'path';
 import { Readable } from 'stream';
 import { Command } from 'commander';
 import { registerLintSql } from '../../src/commands/lint-sql';
+import { registerMigrate } from '../../src/commands/migrate';
 import { ExitCode, UsageError } from '../../src/commands/exit-codes';
 
 let dir: string;
@@ -111,9 +112,37 @@ describe('forge lint-sql', () => {
     }
   });
 
+  it('refuses a file that is not UTF-8 before parsing, naming the byte offset (invalid-utf8), in JSON and in text', async () => {
+    const p = path.join(dir, 'latin1.sql');
+    // "café" saved as Latin-1: the é is the single byte 0xe9, which begins no UTF-8 character.
+    fs.writeFileSync(p, Buffer.concat([Buffer.from("CREATE TABLE agent_menu (dish text DEFAULT 'caf"), Buffer.from([0xe9]), Buffer.from("');\n")]));
+    const json = await run([p, '--json']);
+    expect(json.code).toBe(ExitCode.refused);
+    const out = JSON.parse(json.stdout);
+    expect(out).toMatchObject({ accepted: false, statements: [], problem: { rule: 'invalid-utf8', location: { line: 1, column: 48 } } });
+    expect(out.problem.message).toContain('byte 0xe9 at byte 47');
+    const text = await run([p]);
+    expect(text.code).toBe(ExitCode.refused);
+    expect(text.stdout).toContain('latin1.sql:1:48: rejected (invalid-utf8)');
+  });
+
   it('throws a UsageError (exit 2 through the CLI) for a missing file', async () => {
     const { error } = await run([path.join(dir, 'missing.sql'), '--json']);
     expect(error).toBeInstanceOf(UsageError);
     expect((error as Error).message).toContain('no such file');
+  });
+});
+
+describe('forge migrate', () => {
+  it('refuses a file that is not UTF-8 before starting any run (a UsageError, exit 2), naming the rule and the byte', async () => {
+    const p = path.join(dir, 'latin1-migrate.sql');
+    fs.writeFileSync(p, Buffer.concat([Buffer.from('CREATE TABLE agent_x (id int); -- d'), Buffer.from([0xe9, 0x6a, 0xe0]), Buffer.from('\n')]));
+    const program = new Command('forge').exitOverride();
+    registerMigrate(program);
+    // No Temporal is reachable here: the refusal must come before any connection is tried.
+    const error = await program.parseAsync(['node', 'forge', 'migrate', '--name', 'latin1', p]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toContain('invalid-utf8');
+    expect((error as Error).message).toContain('byte 0xe9 at byte 35');
   });
 });
