@@ -207,6 +207,11 @@ function isAgentEntry(e: DumpEntry, facts: AgentFacts): boolean {
   const s = e.schema;
   if (RELATION_ENTRY.has(e.type)) return facts.relations.has(key(s, e.name));
   if (e.type === 'TYPE' || e.type === 'DOMAIN') return facts.types.has(key(s, e.name));
+  if (e.type === 'TABLE ATTACH' || e.type === 'INDEX ATTACH') {
+    // A partition (or its index) attached to its parent: the agent's when both are (PARTITION OF an agent table).
+    const parent = /^ALTER (?:TABLE|INDEX) (?:ONLY )?(?:[^ .]+\.)?([^ .]+) ATTACH PARTITION/.exec(e.body.join(' ').trim());
+    return facts.relations.has(key(s, e.name)) && parent !== null && facts.relations.has(key(s, parent[1]));
+  }
   if (e.type === 'DEFAULT') {
     const [table, column] = splitOnce(e.name, ' ');
     return facts.relations.has(key(s, table)) || facts.columns.has(key(s, table, column));
