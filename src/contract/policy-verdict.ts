@@ -25,7 +25,8 @@ export interface StatementVerdict {
 
 /**
  * Why a whole migration is refused before any statement is judged (SCHEMA_POLICY.md "Limits"): a NUL byte
- * (`nul-byte`), too much SQL (`too-large`), too many statements (`too-many-statements`).
+ * (`nul-byte`), text that is not UTF-8 (`invalid-utf8`), too much SQL (`too-large`), too many statements
+ * (`too-many-statements`).
  */
 export interface MigrationProblem {
   rule: string;
