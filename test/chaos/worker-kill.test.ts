@@ -16,9 +16,9 @@ import { killWorkerHard, startForgeWorker } from './forge-worker';
  * `forge worker` (dist/, built by `npm test` before jest) in its own process, on embedded PGlite.
  */
 
-const slowTool = (marker: string) => `import { z } from 'zod';
+const slowTool = (marker: string, name = 'slow_tool') => `import { z } from 'zod';
 export default {
-  name: 'slow_tool',
+  name: '${name}',
   description: 'Takes its time (${marker}).',
   inputSchema: z.object({ ms: z.number() }),
   timeoutMs: 20_000,
@@ -71,7 +71,7 @@ afterAll(async () => {
  * Returns the result and what ended the killed attempt, as the retried attempt's last failure says.
  */
 async function killDuringQueuedTest(name: string) {
-  const handle = await forge.startDeployTool({ name, source: slowTool('a'), testInput: { ms: 2500 } });
+  const handle = await forge.startDeployTool({ name, source: slowTool('a', name), testInput: { ms: 2500 } });
   // Wait until the sandbox test runs (the workflow says so once it schedules it; the worker has the attempt on file once
   // it has started it, before the tool's 2.5 s begin), then kill the worker and everything in its process group.
   for (let i = 0; i < 200; i++) {
