@@ -8,7 +8,7 @@ import { createLedger, type LedgerTransaction } from '../../src/x402/ledger';
 import { startFacilitatorServer, type FacilitatorServer } from '../../src/x402/facilitator-server';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402/local-network';
 import { authorizationOnChain } from '../../src/x402/payer';
-import { reconcileReserved, RECONCILE_AFTER_MS } from '../../src/x402/reconcile';
+import { reconcileReserved, SALE_SETTLES_WITHIN_MS } from '../../src/x402/reconcile';
 import { useTemporal } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 import { localBuyerClient, signedPayment } from '../helpers/x402-buyer';
@@ -121,13 +121,13 @@ test.each(cells)('SIGKILL at $point (the buyer sends it again: $buyerRetries): o
     await stopWorker(worker);
     worker = undefined;
 
-    // An hour on, the worker's sweep: the cell's database, the chain.
+    // Past the time a sale may take to settle, the worker's sweep: the cell's database, the chain.
     const database = await openPglite(path.join(home, 'pgdata'), 'public');
     let rows: LedgerTransaction[];
     try {
       const ledger = createLedger(database);
-      await reconcileReserved({ ledger, rpcUrl: net.rpcUrl, now: new Date(Date.now() + RECONCILE_AFTER_MS + 60_000) });
-      rows = (await ledger.reservedOlderThan(0, new Date(Date.now() + RECONCILE_AFTER_MS + 60_000))).filter((r) => r.direction === 'in');
+      await reconcileReserved({ ledger, rpcUrl: net.rpcUrl, now: new Date(Date.now() + SALE_SETTLES_WITHIN_MS + 60_000) });
+      rows = (await ledger.reservedOlderThan(0, new Date(Date.now() + SALE_SETTLES_WITHIN_MS + 60_000))).filter((r) => r.direction === 'in');
       expect(rows).toEqual([]); // nothing left reserved
       const row = await ledger.getByNonce('in', nonce);
       rows = row ? [row] : [];
