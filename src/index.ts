@@ -28,30 +28,13 @@ export type { TemporalConnectOptions } from './platform/temporal-connection';
 // when startForge is called.
 export { startForge, type EmbeddedForge, type StartForgeOptions } from './embedded';
 
-export {
-  ToolRegistry,
-  type InvokeFailureStatus,
-  type InvokeOptions,
-  type InvokeResult,
-  type RegistryChange,
-  type ToolRegistryOptions,
-  type ToolRegistrySource,
-} from './registry/tool-registry';
-export type { ToolDescriptor } from './registry/types';
-export type { Invoker, InvocationRequest } from './registry/invoker';
+// The registry half, the same names `agent-forge/registry` exports (one list: src/registry/sdk.ts).
+export * from './registry/sdk';
 export type { SandboxLimits } from './sandbox';
 
 // The errors a caller can meet, each a class to test with `instanceof`.
 export { ConfigError, ForgeInputError, PlatformUnreachableError, RunNotFoundError, ScheduleMissingError } from './contract/errors';
 export { DevServerError, TemporalBinaryNotFoundError } from './platform/errors';
-export {
-  InvalidToolNameError,
-  RegistryClosedError,
-  RegistryLoadError,
-  RegistryWaitTimeoutError,
-  ToolFileConflictError,
-  ToolFileFormatError,
-} from './registry/errors';
 
 // The contract: names and their rules, limits, and every run's input, result and verdict.
 export { isToolName, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';

@@ -17,12 +17,15 @@ export function skippedName(name: string, reason: string): string {
 type Block = (name: string, fn: () => void) => void;
 type Case = (name: string, fn: jest.ProvidesCallback, timeout?: number) => void;
 
-/** `describe`, or `describe.skip` naming `reason`, when `ok` is false. */
+/**
+ * `describe`, or `describe.skip` naming `reason`, when `ok` is false. The skip below is the mechanism, not a skip of
+ * its own: every caller passes the reason (no PostgreSQL, not root, no cgroup, the full chaos matrix only, ...).
+ */
 export function describeIf(ok: unknown, reason: string): Block {
   return (name, fn) => (ok ? describe(name, fn) : describe.skip(skippedName(name, reason), fn));
 }
 
-/** `test`, or `test.skip` naming `reason`, when `ok` is false. */
+/** `test`, or `test.skip` naming `reason`, when `ok` is false (the reason is the caller's, as for describeIf). */
 export function testIf(ok: unknown, reason: string): Case {
   return (name, fn, timeout) => (ok ? test(name, fn, timeout) : test.skip(skippedName(name, reason), fn, timeout));
 }
