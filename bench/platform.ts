@@ -10,7 +10,7 @@ import { findFreePort } from '../src/platform/free-port';
 import { connectWorkerConnection } from '../src/platform/worker-connection';
 import { createForgeWorkers, type ForgeWorkers } from '../src/worker';
 
-/** What a benchmark measures against: a dev server, embedded PGlite and the workers, all under /dev/shm. */
+/** What a benchmark measures against: a dev server, embedded PGlite (or a PostgreSQL) and the workers, under /dev/shm. */
 export interface BenchPlatform {
   config: ForgeConfig;
   database: ForgeDatabase;
@@ -21,8 +21,11 @@ export interface BenchPlatform {
   stop(): Promise<void>;
 }
 
-/** Starts the whole platform the way `forge up` does, in a private state directory that stop() removes. */
-export async function startBenchPlatform(label: string): Promise<BenchPlatform> {
+/**
+ * Starts the whole platform the way `forge up` does, in a private state directory that stop() removes. `env` adds to
+ * the configuration's environment: `DATABASE_URL` puts Forge on that PostgreSQL instead of embedded PGlite.
+ */
+export async function startBenchPlatform(label: string, env: Record<string, string> = {}): Promise<BenchPlatform> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const home = mkdtempSync(path.join(base, `forge-bench-${label}-`));
   const [port, uiPort] = [await findFreePort(), await findFreePort()];
@@ -31,6 +34,7 @@ export async function startBenchPlatform(label: string): Promise<BenchPlatform> 
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
     FORGE_TEMPORAL_PORT: String(port),
     FORGE_UI_PORT: String(uiPort),
+    ...env,
   });
   const server = await startDevServer({ home, port, uiPort });
   const { connection, namespace } = await connectWorkerConnection({ address: server.address, namespace: server.namespace });

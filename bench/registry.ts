@@ -11,6 +11,7 @@ import { reverifyBench } from './reverify';
 import { cliBench } from './cli';
 import { typecheckBench } from './typecheck';
 import { startBench } from './start';
+import { coreIndexBench } from './core-index';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench];
