@@ -38,6 +38,8 @@ export class PrivatePostgres {
     private readonly bin: string,
     private readonly root: string,
     readonly port: number,
+    /** Set in the server's environment (every start): e.g. libfaketime's LD_PRELOAD and FAKETIME for a clock ahead. */
+    private readonly serverEnv: Record<string, string> = {},
   ) {}
 
   private get dataDir(): string {
@@ -52,8 +54,8 @@ export class PrivatePostgres {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
   }
 
-  /** initdb, start, and a `forge` role and database. */
-  static async start(bin = postgresBinDir()): Promise<PrivatePostgres> {
+  /** initdb, start, and a `forge` role and database. `serverEnv` goes into the server's environment. */
+  static async start(bin = postgresBinDir(), serverEnv: Record<string, string> = {}): Promise<PrivatePostgres> {
     if (!bin) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
     const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
     // The root stays this process's, and only `data` and `log` inside it are the server's: the red-team differential
@@ -66,7 +68,7 @@ export class PrivatePostgres {
       if (asRoot()) chownSync(path.join(root, dir), ...postgresIds());
     }
     const port = await findFreePort();
-    const pg = new PrivatePostgres(bin, root, port);
+    const pg = new PrivatePostgres(bin, root, port, serverEnv);
     try {
       await pg.ctl('initdb', ['-D', pg.dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync', '--no-instructions']);
       // TCP on 127.0.0.1 only, no Unix socket (no directory to share with the system cluster), nothing written
@@ -103,7 +105,7 @@ export class PrivatePostgres {
 
   /** Starts the server (again) on the same port and data directory, and waits until it accepts connections. */
   async startServer(): Promise<void> {
-    await this.ctl('pg_ctl', ['start', '-D', this.dataDir, '-l', this.logPath(), '-w', '-t', '60']);
+    await this.ctl('pg_ctl', ['start', '-D', this.dataDir, '-l', this.logPath(), '-w', '-t', '60'], this.serverEnv);
   }
 
   /**
@@ -127,9 +129,15 @@ export class PrivatePostgres {
     return path.join(this.root, 'log', 'server.log');
   }
 
-  private async ctl(binary: string, args: string[]): Promise<void> {
+  private async ctl(binary: string, args: string[], env: Record<string, string> = {}): Promise<void> {
+    // Through env(1), after runuser: pg_ctl and the server it starts get these in their environment, nothing else does.
+    const withEnv = Object.keys(env).length > 0 ? ['env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`)] : [];
     const file = path.join(this.bin, binary);
-    const [command, argv] = asRoot() ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
+    const [command, argv] = asRoot()
+      ? ['runuser', ['-u', 'postgres', '--', ...withEnv, file, ...args]]
+      : withEnv.length > 0
+        ? [withEnv[0], [...withEnv.slice(1), file, ...args]]
+        : [file, args];
     try {
       await run(command, argv, { cwd: this.root, timeout: 90_000 });
     } catch (err) {
