@@ -34,12 +34,11 @@
  */
 import { chownSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type * as Activities from '../../../src/activities/migration-activities';
 import { createMigrationActivities } from '../../../src/activities/migration-activities';
-import type * as Policy from '../../../src/policy';
 import { checkMigration, type PolicyReport } from '../../../src/policy';
 import { legitimate, mustReject } from './corpus';
-import { channelsIn, describeApply, DifferentialHarness, readFixture, type ActivitiesFactory, type CaseRun } from './harness';
+import { channelsIn, describeApply, DifferentialHarness, readFixture, type CaseRun } from './harness';
+import { permissiveActivities } from './permissive-activities';
 import { formatChanges, type Facet } from './snapshot';
 import { describeIf } from '../../helpers/skip';
 
@@ -70,27 +69,6 @@ function describeRun(run: CaseRun): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-
-/** `createMigrationActivities` with the judge's verdict overridden to "accepted" (statements still split by it). */
-async function permissiveActivities(): Promise<ActivitiesFactory> {
-  let factory: ActivitiesFactory | undefined;
-  jest.isolateModules(() => {
-    jest.doMock('../../../src/policy', () => {
-      const actual = jest.requireActual<typeof Policy>('../../../src/policy');
-      const accept = (r: PolicyReport): PolicyReport => ({ accepted: true, statements: r.statements.map((s) => ({ ...s, accepted: true })) });
-      return {
-        ...actual,
-        checkMigration: async (text: string, opts?: Policy.PolicyOptions) => accept(await actual.checkMigration(text, opts)),
-        checkMigrationSync: (text: string, opts?: Policy.PolicyOptions) => accept(actual.checkMigrationSync(text, opts)),
-      };
-    });
-    // requireActual loads the activities themselves as they are; their own import of the policy gets the mock above.
-    factory = jest.requireActual<typeof Activities>('../../../src/activities/migration-activities').createMigrationActivities;
-  });
-  jest.dontMock('../../../src/policy');
-  if (!factory) throw new Error('could not load the migration activities');
-  return factory;
-}
 
 interface Planted {
   what: string;
