@@ -940,7 +940,9 @@ export class ForgeClient {
     // printed ~60 s late). Once the result is in, the query in flight gets QUERY_GRACE_MS, then it is cancelled.
     const queries = new AbortController();
     let inFlight: Promise<unknown> | undefined;
-    const keyOf = (p: RunProgress): string => JSON.stringify(p.stages.map((s) => [s.status, s.durationMs])) + p.stage;
+    // A running stage's summary counts too: a migration waiting out a lock says there who holds it.
+    const keyOf = (p: RunProgress): string =>
+      JSON.stringify(p.stages.map((s) => [s.status, s.durationMs, s.status === 'running' ? s.summary : undefined])) + p.stage;
     const poll = async () => {
       while (!done) {
         const query = this.progressOf(handle, queries.signal);

@@ -89,6 +89,15 @@ export interface ForgeConfig {
     lockTimeoutMs: number;
     /** `statement_timeout` for agent schema migrations. */
     statementTimeoutMs: number;
+    /**
+     * `lock_timeout` of a statement that names a core table (SCHEMA_POLICY.md "Round three"): short, because the
+     * application's own queries queue behind a DDL lock that waits. A lock not granted is retried by the workflow.
+     */
+    coreLockTimeoutMs: number;
+    /** How long a migration's transaction may go on running other statements while it holds a core table's lock. */
+    coreLockHoldMs: number;
+    /** How long the workflow keeps retrying a lock not granted (with backoff) before the migration fails. */
+    lockWaitMs: number;
   };
   /** Promotions of changes to the agent's built-in tools (PromoteBuiltinWorkflow). */
   promotion: {
@@ -309,6 +318,9 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_SANDBOX_UID_BASE',
   'FORGE_MIGRATION_LOCK_TIMEOUT_MS',
   'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS',
+  'FORGE_MIGRATION_CORE_LOCK_TIMEOUT_MS',
+  'FORGE_MIGRATION_CORE_LOCK_HOLD_MS',
+  'FORGE_MIGRATION_LOCK_WAIT_MS',
   'FORGE_SCHEMA',
   'FORGE_TASK_QUEUE_PROMOTE',
   'FORGE_BUILTIN_REPO',
@@ -449,6 +461,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     migrations: {
       lockTimeoutMs: read(env, 'FORGE_MIGRATION_LOCK_TIMEOUT_MS', positive, '5000'),
       statementTimeoutMs: read(env, 'FORGE_MIGRATION_STATEMENT_TIMEOUT_MS', positive, '60000'),
+      coreLockTimeoutMs: read(env, 'FORGE_MIGRATION_CORE_LOCK_TIMEOUT_MS', positive, '1000'),
+      coreLockHoldMs: read(env, 'FORGE_MIGRATION_CORE_LOCK_HOLD_MS', positive, '2000'),
+      lockWaitMs: read(env, 'FORGE_MIGRATION_LOCK_WAIT_MS', positive, '600000'),
     },
     promotion: {
       repo: path.resolve(readOptional(env, 'FORGE_BUILTIN_REPO', z.string()) ?? path.join(home, 'agent-repo')),

@@ -1,16 +1,27 @@
+import { Context } from '@temporalio/activity';
 import {
   applyAgentMigration,
+  buildIndexOnline,
+  completeAgentMigration,
+  coreLockTimeoutMs,
   getAgentMigration,
   listAgentMigrations,
+  lockHolders,
   MigrationStatementError,
   readCoreTableUsage,
   type AgentMigration,
   type ForgeDatabase,
   type MigrationLimits,
 } from '../db';
-import { checkMigration, migrationChecksum, type PolicyReport, type StatementVerdict } from '../policy';
+import { checkMigration, concurrentIndexSql, migrationChecksum, namesAnOnlineIndex, planLocks, type PolicyReport, type StatementVerdict } from '../policy';
 import { MAX_MIGRATION_SQL_BYTES } from '../contract/limits';
-import { MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaWorkflowInput } from '../contract/migration-runs';
+import {
+  MIGRATION_NAME_PATTERN,
+  type ListMigrationsResult,
+  type MigrateSchemaWorkflowInput,
+  type MigrationSqlError,
+  type OnlineIndexStep,
+} from '../contract/migration-runs';
 import { migrationFailed, migrationRejected } from './failures';
 
 /** What the migration activities need; the worker passes the open database and the configured limits. */
@@ -51,6 +62,25 @@ export interface ApplyMigrationResult {
   byEarlierAttempt?: boolean;
   statementCount: number;
   durationMs?: number;
+  /**
+   * The indexes on core tables the transaction left out, to be built CONCURRENTLY by {@link buildCoreIndex}, in
+   * statement order (PostgreSQL; always empty on PGlite). Also set when resuming a migration still `building`.
+   */
+  online?: Array<{ statementIndex: number; index: string; table: string }>;
+}
+
+export interface BuildCoreIndexInput {
+  name: string;
+  checksum: string;
+  statementIndex: number;
+}
+
+export interface CompleteMigrationInput {
+  name: string;
+  checksum: string;
+  workflowId: string;
+  runId: string;
+  statementCount: number;
 }
 
 /**
@@ -78,7 +108,9 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
       throw invalid('the checksum does not match the SQL; resubmit through the Forge client');
     }
     let report = await checkMigration(input.sql, { schema: deps.schema });
-    if (report.accepted) {
+    // A migration committed already (a retry, a resumed online build) is not counted against the caps a second time:
+    // the core tables carry its own columns and indexes now.
+    if (report.accepted && (await getAgentMigration(database, input.name))?.checksum !== input.checksum) {
       report = await checkMigration(input.sql, { schema: deps.schema, coreTables: await readCoreTableUsage(database, deps.schema) });
     }
     if (!report.accepted) {
@@ -91,6 +123,18 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
           : `${refused.length} of ${report.statements.length} statement(s) refused by the schema policy; nothing ran. ` +
             `Statement ${first.index} (${first.kind}, rule ${first.rule}): ${first.message}`;
       throw migrationRejected({ reason: 'policy', message, statements: report.statements, problem: report.problem });
+    }
+    // On PostgreSQL a core index is built after the transaction: nothing in the transaction may name it.
+    const conflict = report.accepted && database.kind === 'postgres' ? namesAnOnlineIndex(input.sql, planLocks(input.sql)) : undefined;
+    if (conflict) {
+      throw migrationRejected({
+        reason: 'policy',
+        message:
+          `statement ${conflict.statementIndex} names index ${conflict.index}, which this migration creates on a core ` +
+          'table: Forge builds such an index CONCURRENTLY after the transaction, so nothing in the transaction can ' +
+          'refer to it. Move that statement to a later migration; nothing ran',
+        statements: report.statements,
+      });
     }
     return report;
   }
@@ -105,6 +149,13 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
       existingChecksum: row.checksum,
     });
 
+  /** For a lock not granted (55P03), who held a lock on the tables meanwhile (best effort: the error stands alone). */
+  async function withLockHolders(error: MigrationSqlError, tables: string[]): Promise<MigrationSqlError> {
+    if (error.code !== '55P03') return error;
+    const blockedBy = await lockHolders(database, tables).catch(() => []);
+    return blockedBy.length > 0 ? { ...error, blockedBy } : error;
+  }
+
   return {
     /**
      * Judges the SQL with the schema policy (no database involved), then looks for a row of this name: the same
@@ -116,7 +167,8 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
       const report = await judge(input);
       const row = await getAgentMigration(database, input.name);
       if (row && row.checksum !== input.checksum) throw mismatch(input.name, row, input.checksum);
-      if (row && (input.runId === undefined || row.runId !== input.runId)) {
+      // A row still `building` is resumed: its online indexes are built by this run (the transaction is not run again).
+      if (row && row.state !== 'building' && (input.runId === undefined || row.runId !== input.runId)) {
         return {
           status: 'alreadyApplied',
           statements: report.statements,
@@ -136,7 +188,17 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
      */
     async applyMigration(input: ApplyMigrationInput): Promise<ApplyMigrationResult> {
       const report = await judge(input);
-      const statements = report.statements.map((s) => ({ text: s.text, offset: s.location?.offset ?? input.sql.indexOf(s.text) }));
+      const plan = planLocks(input.sql);
+      const postgres = database.kind === 'postgres';
+      const statements = report.statements.map((s, i) => ({
+        text: s.text,
+        offset: s.location?.offset ?? input.sql.indexOf(s.text),
+        coreTables: plan[i]?.coreTables,
+        online: postgres && plan[i]?.coreIndex !== undefined,
+      }));
+      const online = postgres
+        ? plan.flatMap((p, statementIndex) => (p.coreIndex ? [{ statementIndex, ...p.coreIndex }] : []))
+        : [];
       let result;
       try {
         result = await applyAgentMigration(
@@ -148,10 +210,12 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
         if (!(err instanceof MigrationStatementError)) throw err; // connection trouble: retried
         const d = err.details;
         const at = d.statementIndex !== undefined ? ` in statement ${d.statementIndex}${d.line !== undefined ? ` (line ${d.line}, column ${d.column})` : ''}` : '';
+        const tables = d.statementIndex !== undefined ? (plan[d.statementIndex]?.coreTables ?? []) : [];
+        const error = await withLockHolders({ ...d, message: err.message }, tables);
         throw migrationFailed({
           // enforcedBy 'forge': Forge cut the statement off at the bound (PGlite cannot time itself out).
-          message: `${d.enforcedBy === 'forge' ? 'Forge cancelled the migration' : 'PostgreSQL refused the migration'}${at}: ${err.message} [${d.code}]; it was rolled back, nothing of it remains`,
-          error: { ...d, message: err.message },
+          message: `${d.enforcedBy === 'forge' ? 'Forge cancelled the migration' : 'PostgreSQL refused the migration'}${at}: ${err.message} [${d.code}]${heldBy(error)}; it was rolled back, nothing of it remains`,
+          error,
         });
       }
       if (result.outcome === 'checksumMismatch') throw mismatch(input.name, result.row, input.checksum);
@@ -163,7 +227,62 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
         byEarlierAttempt: result.outcome === 'applied' ? result.byEarlierAttempt : undefined,
         statementCount: statements.length,
         durationMs: result.outcome === 'applied' ? result.durationMs : undefined,
+        online: result.outcome === 'applied' && online.length > 0 ? online : undefined,
       };
+    },
+
+    /**
+     * Builds the core-table index of statement `statementIndex` of a committed migration still `building`,
+     * CONCURRENTLY (src/db/online-index.ts), heartbeating its progress. Idempotent by the index's name: a valid index
+     * from an earlier attempt is `present`; an INVALID one is dropped and built again. The SQL is the committed row's,
+     * judged again. A verdict (lock not granted, the bound, an SQL error) is a MigrationFailed with the INVALID index
+     * already dropped, so nothing of the failed build stays on the application's table.
+     */
+    async buildCoreIndex(input: BuildCoreIndexInput): Promise<OnlineIndexStep> {
+      const row = await getAgentMigration(database, input.name);
+      if (!row || row.checksum !== input.checksum) {
+        throw migrationRejected({ reason: 'invalid', message: `no committed migration "${input.name}" with this checksum to build an index of` });
+      }
+      const report = await checkMigration(row.sql, { schema: deps.schema });
+      const verdict = report.statements[input.statementIndex];
+      const step = planLocks(row.sql)[input.statementIndex]?.coreIndex;
+      if (!report.accepted || !verdict || !step) {
+        throw migrationRejected({ reason: 'policy', message: `statement ${input.statementIndex} of "${input.name}" is no accepted index on a core table` });
+      }
+      let statement: string;
+      try {
+        statement = concurrentIndexSql(verdict.text);
+      } catch (err) {
+        throw migrationRejected({ reason: 'policy', message: `statement ${input.statementIndex} cannot be built CONCURRENTLY: ${(err as Error).message}` });
+      }
+      const heartbeat = activityHeartbeat();
+      heartbeat({ phase: 'starting' });
+      try {
+        const built = await buildIndexOnline(
+          database,
+          { ...step, statement },
+          { lockTimeoutMs: coreLockTimeoutMs(deps.limits), statementTimeoutMs: deps.limits.statementTimeoutMs },
+          heartbeat,
+        );
+        return { statementIndex: input.statementIndex, ...step, outcome: built.outcome, durationMs: built.durationMs };
+      } catch (err) {
+        if (!(err instanceof MigrationStatementError)) throw err; // connection trouble: retried
+        const error = await withLockHolders({ ...err.details, statementIndex: input.statementIndex, message: err.message }, [step.table]);
+        throw migrationFailed({
+          message:
+            `PostgreSQL could not build index ${step.index} on ${step.table} CONCURRENTLY (statement ${input.statementIndex}): ` +
+            `${err.message} [${error.code}]${heldBy(error)}; the rest of the migration is committed and it stays "building": ` +
+            'run it again to resume the build',
+          error,
+        });
+      }
+    },
+
+    /** Marks a migration whose online indexes are all built applied, with its event (idempotent). */
+    async completeMigration(input: CompleteMigrationInput): Promise<{ appliedAt: string }> {
+      const row = await completeAgentMigration(database, input);
+      if (!row) throw new Error(`no migration "${input.name}" with this checksum to complete`); // retried: cannot happen after apply
+      return { appliedAt: row.appliedAt.toISOString() };
     },
 
     /** Every applied migration, oldest first. Read-only. */
@@ -176,10 +295,28 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
           appliedAt: r.appliedAt.toISOString(),
           workflowId: r.workflowId,
           runId: r.runId,
+          state: r.state === 'building' ? 'building' : 'applied',
         })),
       };
     },
   };
+}
+
+/** The running activity's heartbeat; a no-op when called outside one (a test calling the activity function itself). */
+function activityHeartbeat(): (details: unknown) => void {
+  try {
+    const ctx = Context.current();
+    return (details) => ctx.heartbeat(details);
+  } catch {
+    return () => undefined;
+  }
+}
+
+/** ` (held by pid 123 in RowExclusiveLock: UPDATE users …)` for a lock not granted, else nothing. */
+function heldBy(error: MigrationSqlError): string {
+  const first = error.blockedBy?.[0];
+  if (!first) return '';
+  return ` (${first.table} held by pid ${first.pid} in ${first.mode}${first.query ? `: ${first.query.slice(0, 80)}` : ''})`;
 }
 
 export type MigrationActivities = ReturnType<typeof createMigrationActivities>;

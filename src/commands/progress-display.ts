@@ -12,6 +12,7 @@ export const STILL_RUNNING_EVERY_MS = 5_000;
  */
 export function progressPrinter(write: (line: string) => void = (l) => process.stderr.write(`${l}\n`), everyMs = STILL_RUNNING_EVERY_MS) {
   const shown = new Map<string, StageRecord['status']>();
+  const summaries = new Map<string, string | undefined>();
   let timer: NodeJS.Timeout | undefined;
   const watch = (name: string) => {
     clearInterval(timer);
@@ -24,12 +25,16 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
   };
   return (progress: RunProgress) => {
     for (const stage of progress.stages) {
-      if (stage.status === 'pending' || shown.get(stage.name) === stage.status) continue;
+      const before = shown.get(stage.name);
+      // A running stage whose summary changes says so again (a migration waiting out a lock names who holds it).
+      const newSummary = stage.status === 'running' && before === 'running' && summaries.get(stage.name) !== stage.summary;
+      if (stage.status === 'pending' || (before === stage.status && !newSummary)) continue;
       if (stage.status === 'skipped' && !shown.has(stage.name)) continue;
       shown.set(stage.name, stage.status);
+      summaries.set(stage.name, stage.summary);
       const took = stage.durationMs !== undefined ? ` (${stage.durationMs} ms)` : '';
       write(`  ${ICON[stage.status]} ${stage.name}${took}${stage.summary ? `: ${stage.summary}` : ''}`);
-      if (stage.status === 'running') watch(stage.name);
+      if (stage.status === 'running' && before !== 'running') watch(stage.name);
     }
     if (![...shown.values()].includes('running')) clearInterval(timer);
   };

@@ -5,8 +5,11 @@
 import type { MigrationProblem, StatementVerdict } from './policy-verdict';
 import type { StageRecord } from './run-progress';
 
-/** The steps of a migration: the policy and the tracking row; the one transaction; the audit record. */
-export const MIGRATE_STAGES = ['validate', 'apply', 'record'] as const;
+/**
+ * The steps of a migration: the policy and the tracking row; the one transaction; the indexes on core tables built
+ * CONCURRENTLY after it (PostgreSQL; skipped when there are none); the audit record.
+ */
+export const MIGRATE_STAGES = ['validate', 'apply', 'build', 'record'] as const;
 export type MigrateStage = (typeof MIGRATE_STAGES)[number];
 
 /** A migration name: readable in a workflow ID (`schema-migrate/<name>`), e.g. `0003_user_stars` or `stars.v2`. */
@@ -37,12 +40,39 @@ export interface MigrationStatementDetails {
   statementIndex?: number;
   detail?: string;
   hint?: string;
+  /** For a lock not granted (55P03): the sessions that held a lock on the table meanwhile, oldest transaction first. */
+  blockedBy?: LockHolder[];
   /**
    * Who ended the statement: PostgreSQL itself, or Forge (PGlite ignores `statement_timeout`: Forge cancels the
    * statement at the bound by ending the database's thread, or, on an in-memory PGlite, fails it once it returned).
    * The transaction is rolled back either way.
    */
   enforcedBy: 'postgres' | 'forge';
+}
+
+/** A session holding a lock on a core table a migration waited for (pg_locks and pg_stat_activity). */
+export interface LockHolder {
+  pid: number;
+  /** The lock mode held, e.g. `RowExclusiveLock`. */
+  mode: string;
+  table: string;
+  /** pg_stat_activity's state (`active`, `idle in transaction`, ...). */
+  state?: string;
+  /** The first 200 characters of the session's current or last query. */
+  query?: string;
+  /** How long its transaction has been open. */
+  transactionMs?: number;
+}
+
+/** An index on a core table that the migration built CONCURRENTLY, outside its transaction (SCHEMA_POLICY.md "Round three"). */
+export interface OnlineIndexStep {
+  /** 0-based index of the CREATE INDEX statement in the migration. */
+  statementIndex: number;
+  index: string;
+  table: string;
+  /** `built` by this run; `present`: built by an earlier attempt or run. */
+  outcome: 'built' | 'present';
+  durationMs: number;
 }
 
 /** A PostgreSQL error raised while the migration ran, as an agent can act on it. */
@@ -80,6 +110,12 @@ export interface MigrateSchemaResult {
   appliedBy?: { workflowId: string | null; runId: string | null };
   /** The checksum stored under this name, when it differs from the one submitted. */
   existingChecksum?: string;
+  /**
+   * The indexes on core tables built CONCURRENTLY after the transaction (PostgreSQL), in statement order; absent when
+   * there were none. On a `failed` run, the ones built before the failure: the migration stays `building`, and
+   * running it again resumes there.
+   */
+  online?: OnlineIndexStep[];
   stages: StageRecord[];
 }
 
@@ -90,6 +126,8 @@ export interface MigrationSummary {
   appliedAt: string;
   workflowId: string | null;
   runId: string | null;
+  /** `building` while indexes on core tables are still to be built CONCURRENTLY; run the migration again to finish. */
+  state: 'applied' | 'building';
 }
 
 export interface ListMigrationsResult {

@@ -1,4 +1,4 @@
-import { asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import { enterAgentRole } from './agent-role';
 import { MigrationStatementError, StatementBoundError } from './errors';
 import { quoteIdent } from './quote-ident';
@@ -13,6 +13,13 @@ export interface MigrationStatement {
   text: string;
   /** 0-based UTF-16 offset of `text` in the whole migration. */
   offset: number;
+  /** Core tables the statement names (the policy's lock plan): its lock is taken under the short core lock timeout. */
+  coreTables?: string[];
+  /**
+   * An index on a core table that Forge builds CONCURRENTLY after the transaction (PostgreSQL; online-index.ts): the
+   * transaction skips it and the row is written `building`. Ignored on PGlite, which builds it in the transaction.
+   */
+  online?: boolean;
 }
 
 export interface ApplyAgentMigrationInput {
@@ -25,11 +32,25 @@ export interface ApplyAgentMigrationInput {
   runId?: string;
 }
 
-/** SCHEMA_POLICY.md "How it runs": `SET LOCAL lock_timeout` and `statement_timeout`. */
+/** SCHEMA_POLICY.md "How it runs": `SET LOCAL lock_timeout` and `statement_timeout`; "Round three": short core locks. */
 export interface MigrationLimits {
   lockTimeoutMs: number;
   statementTimeoutMs: number;
+  /** `lock_timeout` of a statement that names a core table; `lockTimeoutMs` when unset. */
+  coreLockTimeoutMs?: number;
+  /** How long the transaction may run other statements once it locked a core table; unbounded when unset. */
+  coreLockHoldMs?: number;
+  /** How long the migration workflow waits out locks not granted, with backoff; not at all when unset (older runs). */
+  lockWaitMs?: number;
 }
+
+/** The lock timeout of a statement naming a core table: the short one, never longer than the ordinary one. */
+export function coreLockTimeoutMs(limits: MigrationLimits): number {
+  return Math.min(limits.coreLockTimeoutMs ?? limits.lockTimeoutMs, limits.lockTimeoutMs);
+}
+
+/** The row's `state`: committed whole, or committed but for core indexes still being built concurrently. */
+export type AgentMigrationState = 'applied' | 'building';
 
 /** What {@link applyAgentMigration} found or did. */
 export type ApplyAgentMigrationOutcome =
@@ -117,7 +138,8 @@ export async function applyAgentMigration(
         const [existing] = await tx.select().from(agentMigrations).where(eq(agentMigrations.name, input.name)).limit(1);
         if (existing) {
           if (existing.checksum !== input.checksum) return { outcome: 'checksumMismatch', row: existing };
-          if (input.runId !== undefined && existing.runId === input.runId) {
+          // A row still `building` is resumed by any run: its transaction committed, its online indexes are not all built.
+          if ((input.runId !== undefined && existing.runId === input.runId) || existing.state === 'building') {
             return { outcome: 'applied', row: existing, byEarlierAttempt: true, durationMs: 0 };
           }
           return { outcome: 'alreadyApplied', row: existing };
@@ -125,17 +147,37 @@ export async function applyAgentMigration(
         const started = performance.now();
         // The statement timeout bounds the whole migration, not each statement alone: what is left of it bounds the next.
         const deadline = started + limits.statementTimeoutMs;
-        if (database.kind === 'postgres') await enterAgentRole(tx);
+        const postgres = database.kind === 'postgres';
+        if (postgres) await enterAgentRole(tx);
+        // Once a statement has locked a core table, the rest of the transaction runs against the hold bound too: the
+        // application waits on that lock until COMMIT (SCHEMA_POLICY.md "Round three", locks stay short).
+        let hold: { deadline: number; since: number; tables: string[] } | undefined;
+        let deferred = 0;
         for (const [index, statement] of input.statements.entries()) {
-          const remaining = Math.floor(deadline - performance.now());
-          if (remaining <= 0) throw deadlineError(input, index, limits);
-          if (database.kind === 'postgres' && index > 0) {
-            await tx.execute(sql`SELECT set_config('statement_timeout', ${`${remaining}ms`}, true)`);
+          if (postgres && statement.online) {
+            deferred++;
+            continue;
+          }
+          const untilDeadline = Math.floor(deadline - performance.now());
+          if (untilDeadline <= 0) throw deadlineError(input, index, limits);
+          const untilHold = hold ? Math.floor(hold.deadline - performance.now()) : Infinity;
+          if (untilHold <= 0) throw holdError(input, index, limits, hold!);
+          const remaining = Math.min(untilDeadline, untilHold);
+          const core = (statement.coreTables?.length ?? 0) > 0;
+          if (postgres) {
+            const lockTimeout = core ? coreLockTimeoutMs(limits) : limits.lockTimeoutMs;
+            await tx.execute(
+              sql`SELECT set_config('statement_timeout', ${`${remaining}ms`}, true), set_config('lock_timeout', ${`${lockTimeout}ms`}, true)`,
+            );
           }
           try {
             await database.boundStatement(remaining, () => tx.execute(sql.raw(statement.text)));
           } catch (err) {
+            if (untilHold < untilDeadline && postgresErrorOf(err)?.code === '57014') throw holdError(input, index, limits, hold!, err);
             throw boundError(err, input, index, limits) ?? statementError(err, input, index) ?? err;
+          }
+          if (core && !hold && limits.coreLockHoldMs !== undefined) {
+            hold = { deadline: performance.now() + limits.coreLockHoldMs, since: index, tables: statement.coreTables! };
           }
         }
         // Whatever the statements set in the session (role, search_path, ...) must not steer Forge's own writes: back
@@ -147,17 +189,14 @@ export async function applyAgentMigration(
         await tx.execute(
           sql`SELECT set_config('search_path', ${quoteIdent(database.schema)}, true), set_config('lock_timeout', ${`${limits.lockTimeoutMs}ms`}, true), set_config('statement_timeout', ${`${left}ms`}, true)`,
         );
+        const state: AgentMigrationState = deferred > 0 ? 'building' : 'applied';
         const [row] = await tx
           .insert(agentMigrations)
-          .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId })
+          .values({ name: input.name, checksum: input.checksum, sql: input.sql, workflowId: input.workflowId, runId: input.runId, state })
           .returning();
-        // The audit record commits with the migration, so the event log never misses or invents one.
-        await tx.insert(events).values({
-          kind: 'migration.applied',
-          subject: input.name,
-          detail: { checksum: input.checksum, runId: input.runId ?? '', statements: input.statements.length },
-          workflowId: input.workflowId,
-        });
+        // The audit record commits with the migration, so the event log never misses or invents one; a migration
+        // with online indexes gets it when the last one is built (completeAgentMigration).
+        if (state === 'applied') await tx.insert(events).values(appliedEvent(input, input.statements.length));
         const outcome: ApplyAgentMigrationOutcome = {
           outcome: 'applied',
           row,
@@ -172,6 +211,61 @@ export async function applyAgentMigration(
     // A SQL error outside the statements (COMMIT's deferred checks, the row's insert) is a verdict too.
     throw statementError(err, input, undefined) ?? err;
   }
+}
+
+function appliedEvent(input: { name: string; checksum: string; runId?: string; workflowId?: string }, statements: number) {
+  return {
+    kind: 'migration.applied',
+    subject: input.name,
+    detail: { checksum: input.checksum, runId: input.runId ?? '', statements },
+    workflowId: input.workflowId,
+  };
+}
+
+/**
+ * Marks a `building` migration applied once its online indexes are built, with its `migration.applied` event, in one
+ * transaction. Idempotent: a row already `applied` is returned as it is.
+ * @returns the row, or undefined when there is no row of this name and checksum.
+ */
+export async function completeAgentMigration(
+  database: ForgeDatabase,
+  input: { name: string; checksum: string; runId?: string; workflowId?: string; statementCount: number },
+): Promise<AgentMigration | undefined> {
+  return database.db.transaction(async (tx) => {
+    const [updated] = await tx
+      .update(agentMigrations)
+      .set({ state: 'applied' })
+      .where(and(eq(agentMigrations.name, input.name), eq(agentMigrations.checksum, input.checksum), eq(agentMigrations.state, 'building')))
+      .returning();
+    if (updated) {
+      await tx.insert(events).values(appliedEvent(input, input.statementCount));
+      return updated;
+    }
+    const [row] = await tx
+      .select()
+      .from(agentMigrations)
+      .where(and(eq(agentMigrations.name, input.name), eq(agentMigrations.checksum, input.checksum)))
+      .limit(1);
+    return row;
+  });
+}
+
+/** A statement ran past the time the transaction may hold a core table's lock while other work runs. */
+function holdError(
+  input: ApplyAgentMigrationInput,
+  index: number,
+  limits: MigrationLimits,
+  hold: { since: number; tables: string[] },
+  cause?: unknown,
+): MigrationStatementError {
+  return new MigrationStatementError(
+    `canceling statement due to statement timeout: statement ${index} ran while core table ${hold.tables.join(', ')} ` +
+      `was locked by statement ${hold.since}, past the ${limits.coreLockHoldMs} ms a migration may keep a core table ` +
+      "locked (the application's queries wait on that lock until the migration commits). Move the slow work to a " +
+      'migration of its own, or before the statement that changes the core table; it was rolled back',
+    { code: '57014', statementIndex: index, ...locate(input.sql, input.statements[index].offset), enforcedBy: 'forge' },
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /** The migration ran out of its deadline between two statements. */

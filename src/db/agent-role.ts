@@ -45,17 +45,17 @@ export async function ensureAgentRole(client: PoolClient, schema: string): Promi
 
 /**
  * Inside an agent migration's transaction, before its statements: on PostgreSQL, switches to {@link AGENT_ROLE}
- * (`SET LOCAL ROLE`, so it ends with the transaction) when Forge is a superuser, then checks that the role the
+ * (`SET LOCAL ROLE`, so it ends with the transaction; `SET ROLE` in a session of its own for an online index build) when Forge is a superuser, then checks that the role the
  * statements will run as is no superuser and holds no {@link PRIVILEGED_ROLES}. The caller's `RESET ROLE` after the
  * statements brings Forge's own role back.
  * @throws MigrationStatementError (42501) when no such role can be had: the operator must change the connection.
  */
-export async function enterAgentRole(tx: ForgeTx): Promise<void> {
+export async function enterAgentRole(tx: Pick<ForgeTx, 'execute'>, scope: 'transaction' | 'session' = 'transaction'): Promise<void> {
   const [me] = await rows<{ rolsuper: boolean; agent: boolean }>(
     tx,
     sql`SELECT rolsuper, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ${AGENT_ROLE}) AS agent FROM pg_roles WHERE rolname = current_user`,
   );
-  if (me?.rolsuper && me.agent) await tx.execute(sql.raw(`SET LOCAL ROLE ${quoteIdent(AGENT_ROLE)}`));
+  if (me?.rolsuper && me.agent) await tx.execute(sql.raw(`SET ${scope === 'transaction' ? 'LOCAL ' : ''}ROLE ${quoteIdent(AGENT_ROLE)}`));
   const [now] = await rows<{ role: string; rolsuper: boolean; held: string[] | null }>(
     tx,
     sql`SELECT current_user AS role, r.rolsuper,
@@ -75,6 +75,6 @@ export async function enterAgentRole(tx: ForgeTx): Promise<void> {
   }
 }
 
-async function rows<T>(tx: ForgeTx, query: ReturnType<typeof sql>): Promise<T[]> {
+async function rows<T>(tx: Pick<ForgeTx, 'execute'>, query: ReturnType<typeof sql>): Promise<T[]> {
   return ((await tx.execute(query)) as unknown as { rows: T[] }).rows;
 }

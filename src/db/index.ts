@@ -1,12 +1,17 @@
 export {
   applyAgentMigration,
+  completeAgentMigration,
+  coreLockTimeoutMs,
   getAgentMigration,
   isConnectionSqlState,
   listAgentMigrations,
   postgresErrorOf,
 } from './agent-migrations';
+export { buildIndexOnline, dropInvalidIndex, lockHolders } from './online-index';
+export type { OnlineIndexInput, OnlineIndexProgress, OnlineIndexResult } from './online-index';
 export type {
   AgentMigration,
+  AgentMigrationState,
   ApplyAgentMigrationInput,
   ApplyAgentMigrationOutcome,
   MigrationLimits,

@@ -68,6 +68,11 @@ export const agentMigrations = pgTable(FORGE_TABLES.agentMigrations, {
   appliedAt: timestamp('applied_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   workflowId: text('workflow_id'),
   runId: text('run_id'),
+  /**
+   * `applied`, or `building` while the indexes it creates on core tables are built CONCURRENTLY after its transaction
+   * committed (SCHEMA_POLICY.md "Round three"): running the same migration again resumes the builds.
+   */
+  state: text('state').notNull().default('applied'),
 });
 
 /**

@@ -94,6 +94,22 @@ export function applyMigrationStep(limits: { lockTimeoutMs: number; statementTim
 }
 
 /**
+ * A core-table index built CONCURRENTLY (buildCoreIndex): a regular activity on the control queue (this workflow's),
+ * where the database is, because it heartbeats its progress while a build of a big table runs for minutes: a worker
+ * killed in it is noticed within the heartbeat timeout, and the retry ends the old build's session, drops the INVALID
+ * index it left and builds again. Bounded by the statement timeout plus the waits for locks; retried without limit
+ * until a verdict.
+ */
+export function onlineIndexSteps(limits: { lockTimeoutMs: number; statementTimeoutMs: number }) {
+  return proxyActivities<MigrationActivities>({
+    startToCloseTimeout: limits.statementTimeoutMs + 4 * limits.lockTimeoutMs + 30_000,
+    heartbeatTimeout: '10 seconds',
+    cancellationType: WAIT_FOR_THE_STEP,
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', nonRetryableErrorTypes: [...FAILURE_TYPES] },
+  });
+}
+
+/**
  * Promotion steps: regular activities, because they run where the repository and the run's worktree are. The first
  * (`planPromotion`) goes to the shared promotion queue; every later one to the queue of the worker that took it
  * (`hostQueue`, samples-typescript's worker-specific task queues), so a whole run stays on the host holding its

@@ -1,7 +1,13 @@
-import { isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { applyMigrationStep, migrationSteps } from './activity-options';
+import { isCancellation, patched, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { applyMigrationStep, migrationSteps, onlineIndexSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
-import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage } from '../contract/migration-runs';
+import {
+  MIGRATE_STAGES,
+  type MigrateSchemaResult,
+  type MigrateSchemaWorkflowInput,
+  type MigrateStage,
+  type OnlineIndexStep,
+} from '../contract/migration-runs';
 import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
 import { refused } from './refusal';
@@ -35,6 +41,8 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     return { name: input.name, checksum: input.checksum, workflowId, ...result, stages: progress.records() };
   };
   let stage: MigrateStage = 'validate';
+  const online: OnlineIndexStep[] = [];
+  const withOnline = <T extends object>(result: T): T & { online?: OnlineIndexStep[] } => (online.length > 0 ? { ...result, online } : result);
 
   try {
     progress.start('validate');
@@ -49,30 +57,64 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     progress.done('validate', `${count} statement(s) accepted by the schema policy`);
 
     stage = 'apply';
-    progress.start('apply', `one transaction, lock_timeout ${validated.limits.lockTimeoutMs} ms, statement_timeout ${validated.limits.statementTimeoutMs} ms`);
-    const applied = await applyMigrationStep(validated.limits, count).applyMigration.executeWithOptions(
-      { summary: `apply ${count} statement(s) of ${input.name} in one transaction` },
-      [{ name: input.name, sql: input.sql, checksum: input.checksum, workflowId, runId }],
-    );
+    const applySummary = `one transaction, lock_timeout ${validated.limits.lockTimeoutMs} ms, statement_timeout ${validated.limits.statementTimeoutMs} ms`;
+    progress.start('apply', applySummary);
+    // Since round three a lock not granted (55P03, under the short core lock timeout) is waited out by the run, with
+    // backoff, rather than failing it: the busy application delays the migration, not the other way round.
+    const lockWaits = patched(ONLINE_AND_SHORT_LOCKS) ? new LockWaits(progress, validated.limits.lockWaitMs) : undefined;
+    const applyOnce = () =>
+      applyMigrationStep(validated.limits, count).applyMigration.executeWithOptions(
+        { summary: `apply ${count} statement(s) of ${input.name} in one transaction` },
+        [{ name: input.name, sql: input.sql, checksum: input.checksum, workflowId, runId }],
+      );
+    const applied = lockWaits ? await lockWaits.retry('apply', applySummary, applyOnce) : await applyOnce();
     if (applied.status === 'alreadyApplied') {
       // Another run committed the same SQL between validate and apply.
       progress.done('apply', `applied by ${applied.appliedBy.workflowId ?? 'another run'} meanwhile`);
       return finish(alreadyApplied(input.name, { ...applied, statements: validated.statements }));
     }
-    progress.done('apply', applied.byEarlierAttempt ? 'committed by an earlier attempt of this run' : `${count} statement(s) committed in ${applied.durationMs} ms`);
+    const pending = applied.online ?? [];
+    progress.done(
+      'apply',
+      applied.byEarlierAttempt
+        ? 'committed by an earlier attempt or run'
+        : `${count - pending.length} statement(s) committed in ${applied.durationMs} ms${pending.length > 0 ? `; ${pending.length} core index(es) to build online` : ''}`,
+    );
+
+    // Indexes on core tables, CONCURRENTLY, each its own durable step (only runs of the patched shape get any).
+    if (pending.length > 0 && lockWaits) {
+      stage = 'build';
+      for (const step of pending) {
+        const what = `index ${step.index} on ${step.table} CONCURRENTLY (statement ${step.statementIndex})`;
+        progress.start('build', what);
+        online.push(
+          await lockWaits.retry('build', what, () =>
+            onlineIndexSteps(validated.limits).buildCoreIndex.executeWithOptions({ summary: `build ${what}` }, [
+              { name: input.name, checksum: input.checksum, statementIndex: step.statementIndex },
+            ]),
+          ),
+        );
+      }
+      progress.done('build', online.map((o) => `${o.index} ${o.outcome} in ${o.durationMs} ms`).join('; '));
+      await migrationSteps.completeMigration.executeWithOptions({ summary: `mark ${input.name} applied` }, [
+        { name: input.name, checksum: input.checksum, workflowId, runId, statementCount: count },
+      ]);
+    }
 
     // The row and the event committed in apply's transaction; this stage reports them (a step of its own would only
     // add scheduling latency to every migration).
     stage = 'record';
     progress.start('record');
     progress.done('record', `forge_migrations row and migration.applied event at ${applied.appliedAt}`);
-    return finish({
-      status: 'applied',
-      message: `the migration "${input.name}" (${count} statement(s)) is applied`,
-      appliedAt: applied.appliedAt,
-      appliedBy: { workflowId, runId },
-      statements: validated.statements,
-    });
+    return finish(
+      withOnline({
+        status: 'applied' as const,
+        message: `the migration "${input.name}" (${count} statement(s)${online.length > 0 ? `, ${online.length} index(es) built online` : ''}) is applied`,
+        appliedAt: applied.appliedAt,
+        appliedBy: { workflowId, runId },
+        statements: validated.statements,
+      }),
+    );
   } catch (err) {
     const verdict = migrationVerdictOf(err);
     if (verdict?.kind === 'rejected') {
@@ -83,11 +125,47 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     }
     if (verdict?.kind === 'failed') {
       progress.failed(stage, `${verdict.failure.error.code}: ${verdict.failure.error.message}`);
-      return refused(finish({ status: 'failed', message: verdict.failure.message, error: verdict.failure.error }), verdict.failure.message);
+      return refused(finish(withOnline({ status: 'failed' as const, message: verdict.failure.message, error: verdict.failure.error })), verdict.failure.message);
     }
     progress.failed(stage);
     if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
     throw err;
+  }
+}
+
+/** The patch of round three: short core locks waited out by the run, and core indexes built online. */
+const ONLINE_AND_SHORT_LOCKS = 'forge-migrate-online-short-locks';
+
+/**
+ * Waits out locks not granted (a MigrationFailed with 55P03) with backoff, within the migration's lock-wait budget,
+ * showing in the run's stage who held the lock. Any other outcome, and the last 55P03 past the budget, go through.
+ */
+class LockWaits {
+  private waitedMs = 0;
+  private tries = 0;
+  constructor(
+    private readonly progress: Progress,
+    private readonly budgetMs: number | undefined,
+  ) {}
+
+  async retry<T>(stage: MigrateStage, summary: string, attempt: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await attempt();
+      } catch (err) {
+        const verdict = migrationVerdictOf(err);
+        if (verdict?.kind !== 'failed' || verdict.failure.error.code !== '55P03' || this.budgetMs === undefined) throw err;
+        const backoffMs = Math.min(30_000, 1_000 * 2 ** Math.min(this.tries, 5));
+        if (this.waitedMs + backoffMs > this.budgetMs) throw err;
+        this.tries++;
+        this.waitedMs += backoffMs;
+        const holder = verdict.failure.error.blockedBy?.[0];
+        const by = holder ? `${holder.table} locked by pid ${holder.pid} (${holder.mode}${holder.query ? `: ${oneLine(holder.query, 60)}` : ''})` : 'lock not granted';
+        this.progress.start(stage, `${summary}; waiting: ${by}; try ${this.tries + 1} in ${backoffMs / 1000} s`);
+        await sleep(backoffMs);
+        this.progress.start(stage, summary);
+      }
+    }
   }
 }
 

@@ -10,6 +10,8 @@ import type { ForgeDatabase } from '../../src/db/types';
 /** One database backend under test: each `open` returns a new handle on the same (per-suite) database. */
 export interface TestBackend {
   kind: 'pglite' | 'postgres';
+  /** PostgreSQL: the throwaway database's URL, for connections of the test's own (an application's). */
+  url?: string;
   open(schema?: string): Promise<ForgeDatabase>;
   /** Deletes the scratch directory or drops the throwaway database. */
   dispose(): Promise<void>;
@@ -49,6 +51,7 @@ export function postgresBackend(adminUrl: string): TestBackend {
   };
   return {
     kind: 'postgres',
+    url: url.toString(),
     async open(schema = 'public') {
       created ??= admin(`CREATE DATABASE "${name}"`);
       await created;

@@ -4,7 +4,7 @@ import { isConnectionSqlState, type ForgeDatabase } from '../../src/db';
 import { migrationChecksum } from '../../src/policy';
 import { FailureType } from '../../src/contract/failures';
 import { backendKinds, type TestBackend } from '../db/backends';
-import { migrationRows, query, relationExists } from './helpers';
+import { applyToTheEnd, migrationRows, query, relationExists } from './helpers';
 
 const limits = { lockTimeoutMs: 2_000, statementTimeoutMs: 10_000 };
 
@@ -69,7 +69,7 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
       `ALTER TABLE caps_core ${Array.from({ length: n }, (_, i) => `ADD COLUMN agent_c${from + i} int`).join(', ')};`;
     const indexes = (from: number, n: number) =>
       Array.from({ length: n }, (_, i) => `CREATE INDEX agent_caps_i${from + i} ON caps_core (id);`).join('\n');
-    expect(await activities.applyMigration(input('caps-1', `${columns(0, 30)}\n${indexes(0, 7)}`, 'caps-run-1'))).toMatchObject({ status: 'applied' });
+    expect(await applyToTheEnd(activities, input('caps-1', `${columns(0, 30)}\n${indexes(0, 7)}`, 'caps-run-1'))).toMatchObject({ status: 'applied' });
     // Alone, each of these is under the caps; with the 30 columns and 7 indexes already there, they are over.
     for (const [name, sql, rule] of [
       ['caps-2', columns(30, 3), 'core-column-cap'],
@@ -81,7 +81,7 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
       expect(details.reason).toBe('policy');
       expect(details.statements.map((s) => s.rule)).toContain(rule);
     }
-    expect(await activities.applyMigration(input('caps-4', `${columns(30, 2)}\n${indexes(7, 1)}`, 'caps-run-4'))).toMatchObject({ status: 'applied' });
+    expect(await applyToTheEnd(activities, input('caps-4', `${columns(30, 2)}\n${indexes(7, 1)}`, 'caps-run-4'))).toMatchObject({ status: 'applied' });
   });
 
   test('concurrent applies of one name, without Temporal in front: exactly one runs', async () => {

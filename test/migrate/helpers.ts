@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { sql } from 'drizzle-orm';
+import type { ApplyMigrationInput, ApplyMigrationResult, MigrationActivities } from '../../src/activities/migration-activities';
 import type { ForgeDatabase } from '../../src/db';
 
 /** Runs one SQL statement on the database the test's workers hold (in-process, so PGlite too) and returns its rows. */
@@ -79,4 +80,21 @@ export async function waitUntil(check: () => Promise<boolean>, ms: number, what:
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * A migration applied through the activity functions as the workflow runs them, without Temporal: the transaction,
+ * then each index on a core table built CONCURRENTLY (PostgreSQL), then the record. Lock waits are not retried here.
+ */
+export async function applyToTheEnd(
+  activities: Pick<MigrationActivities, 'applyMigration' | 'buildCoreIndex' | 'completeMigration'>,
+  input: ApplyMigrationInput,
+): Promise<ApplyMigrationResult> {
+  const applied = await activities.applyMigration(input);
+  if (applied.status !== 'applied' || !applied.online?.length) return applied;
+  for (const step of applied.online) {
+    await activities.buildCoreIndex({ name: input.name, checksum: input.checksum, statementIndex: step.statementIndex });
+  }
+  await activities.completeMigration({ ...input, statementCount: applied.statementCount });
+  return applied;
 }

@@ -13,6 +13,8 @@ import { columnExists, migrationRows, query, relationExists } from './helpers';
 /** Low bounds, so a test sees them act in about a second. Ordinary DDL here takes milliseconds. */
 const LOCK_TIMEOUT_MS = 500;
 const STATEMENT_TIMEOUT_MS = 1000;
+/** How long a run waits out a lock not granted (round three) before it fails: one retry after 1 s. */
+const LOCK_WAIT_MS = 1500;
 
 const temporal = useTemporal();
 
@@ -41,7 +43,11 @@ describe.each(databaseKinds())('schema migration on %s', (kind) => {
   let dir: string;
   beforeAll(async () => {
     platform = await startTestPlatform(temporal(), kind, {
-      env: { FORGE_MIGRATION_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS), FORGE_MIGRATION_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) },
+      env: {
+        FORGE_MIGRATION_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
+        FORGE_MIGRATION_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+        FORGE_MIGRATION_LOCK_WAIT_MS: String(LOCK_WAIT_MS),
+      },
     });
     dir = mkdtempSync(path.join(tmpdir(), 'forge-migrate-test-'));
   }, 120_000);
@@ -65,6 +71,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
     expect(result.stages.map((s) => [s.name, s.status])).toEqual([
       ['validate', 'done'],
       ['apply', 'done'],
+      ['build', 'skipped'],
       ['record', 'done'],
     ]);
     expect(result.statements?.map((s) => s.kind)).toEqual(['CreateStmt', 'IndexStmt']);
@@ -78,7 +85,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
 
     const again = await platform.forge.migrateSchema({ name: '0001_notes', sql });
     expect(again).toMatchObject({ status: 'alreadyApplied', appliedAt: result.appliedAt, appliedBy: result.appliedBy });
-    expect(again.stages.map((s) => s.status)).toEqual(['done', 'skipped', 'skipped']);
+    expect(again.stages.map((s) => s.status)).toEqual(['done', 'skipped', 'skipped', 'skipped']);
     expect(await migrationRows(platform.database, '0001_notes')).toHaveLength(1);
 
     const other = `${sql}CREATE TABLE agent_other (id int);`;
@@ -126,6 +133,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
     expect(result.stages.map((s) => [s.name, s.status])).toEqual([
       ['validate', 'done'],
       ['apply', 'failed'],
+      ['build', 'skipped'],
       ['record', 'skipped'],
     ]);
     expect(await relationExists(platform.database, 'agent_half')).toBe(false);
@@ -258,7 +266,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
   });
 
   if (kind === 'postgres') {
-    test('a core table locked by live traffic makes the migration fail at lock_timeout (55P03), not queue', async () => {
+    test('a core table locked by live traffic: the run retries at lock_timeout (55P03), never queues, and fails past its wait budget naming the holder', async () => {
       const pool = (platform.database.db as unknown as { $client: Pool }).$client;
       const holder = await pool.connect();
       try {
@@ -266,12 +274,16 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
         await holder.query('CREATE TABLE IF NOT EXISTS app_busy (id int)');
         await holder.query('BEGIN');
         await holder.query('LOCK TABLE app_busy IN ACCESS EXCLUSIVE MODE');
+        const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
         const started = Date.now();
         const result = await platform.forge.migrateSchema({ name: 'busy_core', sql: 'ALTER TABLE app_busy ADD COLUMN agent_note text;' });
         const elapsed = Date.now() - started;
         expect(result).toMatchObject({ status: 'failed', error: { code: '55P03', statementIndex: 0, enforcedBy: 'postgres' } });
         expect(result.error?.message).toMatch(/lock timeout/);
-        expect(elapsed).toBeLessThan(LOCK_TIMEOUT_MS + 3_000);
+        expect(result.error?.blockedBy?.map((b) => b.pid)).toContain(holderPid);
+        // Two tries of LOCK_TIMEOUT_MS with a second's backoff between them, then the verdict.
+        expect(elapsed).toBeGreaterThanOrEqual(2 * LOCK_TIMEOUT_MS + 1_000);
+        expect(elapsed).toBeLessThan(2 * LOCK_TIMEOUT_MS + LOCK_WAIT_MS + 4_000);
       } finally {
         await holder.query('ROLLBACK');
         holder.release();

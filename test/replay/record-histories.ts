@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
+import { Client } from 'pg';
 import { CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -22,6 +23,7 @@ import type { ForgeDatabase } from '../../src/db';
 import { migrationChecksum } from '../../src/policy';
 import { sleep, stageOf, statusOf, until } from '../chaos/end-state';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { postgresBackend } from '../db/backends';
 import { agentRepo, FORGE_NODE_MODULES } from '../git/fixture';
 import { adderTool } from '../helpers/tools';
 import { startLocalX402Network } from '../../src/x402';
@@ -388,3 +390,31 @@ test('records the x402 shapes (sell: refused, which makes the ledger through its
     await net.stop();
   }
 }, 180_000);
+
+// migrateSchemaWorkflow's round-three shape on PostgreSQL: a core-table ADD COLUMN whose lock is at first not granted
+// (the run waits it out), then an index on the core table built CONCURRENTLY as its own step, then the record.
+test('records the online-index migration shape (PostgreSQL: a lock waited out, an index built CONCURRENTLY)', async () => {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('recording the online-index shape needs DATABASE_URL (a PostgreSQL server)');
+  const backend = postgresBackend(url);
+  const pg = await startTestPlatform(env, 'postgres', { backend, env: { FORGE_MIGRATION_CORE_LOCK_TIMEOUT_MS: '200' } });
+  const app = new Client({ connectionString: backend.url });
+  await app.connect();
+  try {
+    await app.query('CREATE TABLE orders (id bigserial PRIMARY KEY, customer text)');
+    await app.query("INSERT INTO orders (customer) SELECT 'c' || g FROM generate_series(1, 1000) g");
+    await app.query('BEGIN');
+    await app.query('SELECT count(*) FROM orders');
+    const release = sleep(1_000).then(() => app.query('COMMIT'));
+    const result = await pg.forge.migrateSchema({
+      name: 'replayed_online',
+      sql: 'ALTER TABLE orders ADD COLUMN agent_note text;\nCREATE INDEX agent_orders_customer_idx ON orders (customer);\n',
+    });
+    await release;
+    expect(result).toMatchObject({ status: 'applied', online: [{ index: 'agent_orders_customer_idx', outcome: 'built' }] });
+    await save('migrate-online', result.workflowId);
+  } finally {
+    await app.end();
+    await pg.teardown();
+  }
+}, 120_000);

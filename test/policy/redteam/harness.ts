@@ -15,6 +15,7 @@ import { TOOLS_CHANNEL } from '../../../src/db/channels';
 import { migrationChecksum } from '../../../src/policy';
 import { FailureType } from '../../../src/contract/failures';
 import { postgresBackend, type TestBackend } from '../../db/backends';
+import { applyToTheEnd } from '../../migrate/helpers';
 import { BUILT_IN_HASH_SQL, BUILT_IN_ROWS_SQL, CATALOG_SQL, CLEANUP_SQL } from './catalog';
 import {
   compareSnapshots,
@@ -35,7 +36,7 @@ import {
 
 export type ApplyFn = (input: ApplyMigrationInput) => Promise<ApplyMigrationResult>;
 /** `createMigrationActivities`, or (for the harness's own self-test) the same with the judge's verdict overridden. */
-export type ActivitiesFactory = (deps: MigrationActivityDeps) => { applyMigration: ApplyFn };
+export type ActivitiesFactory = (deps: MigrationActivityDeps) => Parameters<typeof applyToTheEnd>[0];
 
 /** How Forge's apply ended. */
 export type ApplyOutcome =
@@ -238,6 +239,11 @@ export class DifferentialHarness {
     return harness;
   }
 
+  /** The case's apply, as the workflow runs it: the transaction, the core indexes built CONCURRENTLY, the record. */
+  private applyOf(activities: Parameters<typeof applyToTheEnd>[0]): ApplyFn {
+    return (input) => applyToTheEnd(activities, input);
+  }
+
   private log(message: string): void {
     this.opts.log?.(message);
   }
@@ -246,7 +252,7 @@ export class DifferentialHarness {
     this.unguard = guardUnheardClientErrors();
     // Forge's own tables come from Forge's migrations, run by openPostgres.
     this.database = await this.backend.open(SCHEMA);
-    this.apply = this.opts.createActivities({ database: this.database, schema: SCHEMA, limits: this.opts.limits }).applyMigration;
+    this.apply = this.applyOf(this.opts.createActivities({ database: this.database, schema: SCHEMA, limits: this.opts.limits }));
     const [{ db }] = await this.poolQuery<{ db: string }>('SELECT current_database() AS db');
     this.dbName = db;
     const url = new URL(this.opts.adminUrl);
@@ -642,7 +648,7 @@ export class DifferentialHarness {
       // A poisoned session (settings, locks, temporary tables) must not carry into the next case.
       await this.database.close().catch(() => undefined);
       this.database = await this.backend.open(SCHEMA);
-      this.apply = this.opts.createActivities({ database: this.database, schema: SCHEMA, limits: this.opts.limits }).applyMigration;
+      this.apply = this.applyOf(this.opts.createActivities({ database: this.database, schema: SCHEMA, limits: this.opts.limits }));
       notes.push("reopened Forge's database handle");
     }
     for (const side of [this.app, this.inspector, this.listener]) {

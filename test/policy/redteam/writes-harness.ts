@@ -29,6 +29,7 @@ import { FailureType } from '../../../src/contract/failures';
 import { PrivatePostgres, postgresBinDir } from '../../chaos/private-postgres';
 import { describeOutcome, generateWrites, readCoreTables, readSampleRows, runWrite, seedSql, type CoreTable, type Outcome, type Write } from './app-writes';
 import { CLEANUP_SQL } from './catalog';
+import { applyToTheEnd } from '../../migrate/helpers';
 import type { ActivitiesFactory } from './harness';
 
 export { postgresBinDir };
@@ -119,33 +120,15 @@ export function findLibfaketime(): string | undefined {
   return candidates.find((c) => existsSync(c));
 }
 
-type OnlineStep = { statementIndex: number; index: string; table: string };
-interface WorkflowActivities {
-  applyMigration: (input: ApplyMigrationInput) => Promise<ApplyMigrationResult>;
-  buildCoreIndex?: (input: { name: string; checksum: string; statementIndex: number }) => Promise<unknown>;
-  completeMigration?: (input: { name: string; checksum: string; workflowId: string; runId: string; statementCount: number }) => Promise<unknown>;
-}
+type WorkflowActivities = Parameters<typeof applyToTheEnd>[0];
 
 /**
- * A migration applied as MigrateSchemaWorkflow applies it, without Temporal: the transactional apply, then (where
- * the activities have it, PostgreSQL) each core-table index the transaction left out, built CONCURRENTLY by its own
- * activity in a mocked activity context, and the completion. THE ONE PLACE TO ADAPT when the workflow's steps change:
- * the write differential is only as good as this replay of the apply path.
+ * A migration applied as MigrateSchemaWorkflow applies it, without Temporal (test/migrate/helpers.ts applyToTheEnd:
+ * the transaction, each core-table index built CONCURRENTLY, the record), with the number of online builds.
  */
 export async function applyLikeTheWorkflow(activities: WorkflowActivities, input: ApplyMigrationInput): Promise<{ result: ApplyMigrationResult; online: number }> {
-  const result = await activities.applyMigration(input);
-  const online = (result as { online?: OnlineStep[] }).online ?? [];
-  if (online.length > 0) {
-    const { buildCoreIndex, completeMigration } = activities;
-    if (!buildCoreIndex || !completeMigration) throw new Error('applyMigration left online index steps, but the activities have no buildCoreIndex/completeMigration');
-    // Loaded only when needed: it brings in the Temporal worker.
-    const { MockActivityEnvironment } = await import('@temporalio/testing');
-    for (const step of online) {
-      await new MockActivityEnvironment().run(buildCoreIndex, { name: input.name, checksum: input.checksum, statementIndex: step.statementIndex });
-    }
-    await completeMigration({ name: input.name, checksum: input.checksum, workflowId: input.workflowId, runId: input.runId, statementCount: result.statementCount });
-  }
-  return { result, online: online.length };
+  const result = await applyToTheEnd(activities, input);
+  return { result, online: result.online?.length ?? 0 };
 }
 
 function classify(err: unknown, ms: number): ApplyOutcome {

@@ -1,0 +1,1 @@
+ALTER TABLE "forge_migrations" ADD COLUMN "state" text DEFAULT 'applied' NOT NULL;
