@@ -13,7 +13,7 @@ import {
   type ForgeDatabase,
   type MigrationLimits,
 } from '../db';
-import { checkMigration, concurrentIndexSql, migrationChecksum, namesAnOnlineIndex, planLocks, type PolicyReport, type StatementVerdict } from '../policy';
+import { checkMigration, concurrentIndexSql, migrationChecksum, planLocks, type PolicyReport, type StatementVerdict } from '../policy';
 import { MAX_MIGRATION_SQL_BYTES } from '../contract/limits';
 import {
   MIGRATION_NAME_PATTERN,
@@ -123,18 +123,6 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
           : `${refused.length} of ${report.statements.length} statement(s) refused by the schema policy; nothing ran. ` +
             `Statement ${first.index} (${first.kind}, rule ${first.rule}): ${first.message}`;
       throw migrationRejected({ reason: 'policy', message, statements: report.statements, problem: report.problem });
-    }
-    // On PostgreSQL a core index is built after the transaction: nothing in the transaction may name it.
-    const conflict = report.accepted && database.kind === 'postgres' ? namesAnOnlineIndex(input.sql, planLocks(input.sql)) : undefined;
-    if (conflict) {
-      throw migrationRejected({
-        reason: 'policy',
-        message:
-          `statement ${conflict.statementIndex} names index ${conflict.index}, which this migration creates on a core ` +
-          'table: Forge builds such an index CONCURRENTLY after the transaction, so nothing in the transaction can ' +
-          'refer to it. Move that statement to a later migration; nothing ran',
-        statements: report.statements,
-      });
     }
     return report;
   }

@@ -8,5 +8,5 @@ export type { CoreTableUsage, CoreTablesUsage } from './core-caps';
 export { TOTAL_DATE_TRUNC_UNITS, TOTAL_FUNCTIONS, TOTAL_OPERATORS } from './total-functions';
 export type { TotalArgument, TotalFunction } from './total-functions';
 export type { MigrationProblem, PolicyOptions, PolicyReport, StatementLocation, StatementVerdict } from './types';
-export { concurrentIndexSql, namesAnOnlineIndex, planLocks } from './lock-plan';
+export { concurrentIndexSql, planLocks } from './lock-plan';
 export type { StatementLockPlan } from './lock-plan';

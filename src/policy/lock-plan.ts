@@ -1,6 +1,8 @@
 import type { Node } from 'libpg-query';
 import { identifiersOf } from './identifiers';
-import { isAgentName } from './names';
+import { isAgentName, showIdent } from './names';
+import type { RawStatement } from './read-statements';
+import { reject, type Verdict } from './verdict';
 import { parseSql, scanSql } from './parser';
 import { readStatements } from './read-statements';
 import { findInTree } from './walk';
@@ -28,19 +30,30 @@ export function planLocks(sql: string): StatementLockPlan[] {
 }
 
 /**
- * The first statement that names an index the same migration creates on a core table (a COMMENT ON INDEX, an ALTER
- * INDEX): on PostgreSQL that index is built after the transaction, so such a statement must come in a later migration.
+ * The `core-index-named-later` verdicts of a migration (SCHEMA_POLICY.md "Round three", locks stay short): a statement
+ * that names an index the same migration creates on a core table (a COMMENT ON INDEX, an ALTER or DROP INDEX) is
+ * refused, because on PostgreSQL that index is built CONCURRENTLY after the transaction, where nothing of the
+ * transaction can reach it; building it in the transaction instead would lock the application's table for the whole
+ * build. The same on PGlite, so that a verdict never depends on the backend. Others get `undefined`.
  */
-export function namesAnOnlineIndex(sql: string, plan: StatementLockPlan[]): { statementIndex: number; index: string } | undefined {
-  const online = new Set(plan.flatMap((p) => (p.coreIndex ? [p.coreIndex.index] : [])));
-  if (online.size === 0) return undefined;
-  const raws = readStatements(sql);
-  for (const [statementIndex, raw] of raws.entries()) {
-    if (plan[statementIndex]?.coreIndex) continue;
-    const named = identifiersOf(sql.slice(raw.start, raw.end)).find((name) => online.has(name));
-    if (named !== undefined) return { statementIndex, index: named };
-  }
-  return undefined;
+export function namedLaterVerdicts(sql: string, raws: RawStatement[]): (Verdict | undefined)[] {
+  const created = new Map<string, number>();
+  raws.forEach((raw, i) => {
+    const index = raw.node ? planStatement(raw.node).coreIndex : undefined;
+    if (index) created.set(index.index, i);
+  });
+  if (created.size === 0) return raws.map(() => undefined);
+  return raws.map((raw, i) => {
+    if (!raw.node || created.get(planStatement(raw.node).coreIndex?.index ?? '') === i) return undefined;
+    const named = identifiersOf(sql.slice(raw.start, raw.end)).find((name) => created.has(name));
+    if (named === undefined) return undefined;
+    return reject(
+      'core-index-named-later',
+      `Index ${showIdent(named)} is created on a core table by statement ${created.get(named)} of this migration, and ` +
+        'Forge builds such an index CONCURRENTLY after the migration\'s transaction (so the application\'s writes never ' +
+        'wait for the build): nothing in the transaction can refer to it. Put this statement in a later migration.',
+    );
+  });
 }
 
 function planStatement(node: Node): StatementLockPlan {
@@ -98,7 +111,12 @@ function onlyStatement(text: string): Node {
   return stmts[0].stmt;
 }
 
-/** A tree as JSON without its byte locations (the rewrite moves everything after INDEX). */
+/** A tree as JSON without its byte offsets (the rewrite moves everything after INDEX), keys in sorted order. */
 function shape(tree: unknown): string {
-  return JSON.stringify(tree, (key, value: unknown) => (key === 'location' ? undefined : value));
+  return JSON.stringify(tree, (key, value: unknown) => {
+    // Byte offsets: `location`, and the list bounds of an IN (`rexpr_list_start`, `rexpr_list_end`) and the like.
+    if (typeof value === 'number' && /(^|_)(location|start|end)$/.test(key)) return undefined;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
 }

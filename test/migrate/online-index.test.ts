@@ -216,13 +216,14 @@ describePg('online index builds and short locks on core tables (PostgreSQL)', ()
     expect(reordered.status).toBe('applied');
   }, 120_000);
 
-  test('a statement naming an index built after the transaction is refused before anything runs', async () => {
+  test('a statement naming an index built after the transaction is refused by the policy before anything runs', async () => {
     const result = await platform.forge.migrateSchema({
       name: 'names_online',
       sql: "CREATE INDEX agent_orders_placed_idx ON orders (placed_at);\nCOMMENT ON INDEX agent_orders_placed_idx IS 'by day';\n",
     });
     expect(result).toMatchObject({ status: 'rejected', reason: 'policy' });
-    expect(result.message).toMatch(/statement 1 names index agent_orders_placed_idx.*later migration/);
+    expect(result.statements?.[1]).toMatchObject({ accepted: false, rule: 'core-index-named-later' });
+    expect(result.statements?.[1].message).toMatch(/later migration/);
     expect(await relationExists(platform.database, 'agent_orders_placed_idx')).toBe(false);
   }, 60_000);
 });

@@ -1913,6 +1913,18 @@ const coreLocks = cases('core-lock', [
     sql`ALTER TABLE products ADD COLUMN agent_vt int NOT NULL DEFAULT (random() * 10)::int`,
     coreDefault('agent_vt'),
   ],
+  [
+    'COMMENT ON INDEX of a core index of the same migration: building it in the transaction would lock users for the build',
+    sql`CREATE INDEX agent_users_seen_idx ON users (created_at);
+COMMENT ON INDEX agent_users_seen_idx IS 'forces the build into the transaction'`,
+    { rule: 'core-index-named-later' },
+  ],
+  [
+    'an index on a core table created and dropped again in one migration (it is built after the transaction)',
+    sql`CREATE INDEX agent_users_created_idx ON users (created_at);
+DROP INDEX agent_users_created_idx;`,
+    { rule: 'core-index-named-later' },
+  ],
 ]);
 
 const catalogReaders = cases('catalog-reader', [
@@ -2327,11 +2339,6 @@ COMMENT ON SEQUENCE agent_batch_seq IS 'batch ids';
 COMMENT ON TYPE agent_batch_state IS 'lifecycle';
 COMMENT ON VIEW agent_open_batches IS 'queued batches';
 COMMENT ON CONSTRAINT agent_batches_id_positive ON agent_batches IS 'ids start at 1';`,
-  ],
-  [
-    'an index on a core table created and dropped again',
-    sql`CREATE INDEX agent_users_created_idx ON users (created_at);
-DROP INDEX agent_users_created_idx;`,
   ],
   [
     'CREATE OR REPLACE VIEW adding a column',

@@ -180,8 +180,7 @@ const controls: Array<{ what: string; sql: string; outcome: 'applied' | 'failed'
     what: 'agent columns on a core table with a default, NOT NULL, CHECK, comment and an index',
     sql:
       "ALTER TABLE users ADD COLUMN agent_tier text NOT NULL DEFAULT 'free' CHECK (agent_tier IN ('free', 'pro'));\n" +
-      "CREATE INDEX agent_users_tier ON users (agent_tier);\nCOMMENT ON COLUMN users.agent_tier IS 'plan';\n" +
-      "COMMENT ON INDEX agent_users_tier IS 'by plan'",
+      "CREATE INDEX agent_users_tier ON users (agent_tier);\nCOMMENT ON COLUMN users.agent_tier IS 'plan'",
     outcome: 'applied',
   },
   {
