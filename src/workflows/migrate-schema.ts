@@ -17,16 +17,22 @@ import { ForgeOutcomeKey } from '../contract/search-attributes';
 /**
  * Applies one agent schema migration: validate (the schema policy on the PostgreSQL parse tree, before any
  * connection is taken, then the `forge_migrations` row of this name) → apply (ONE transaction: lock and statement
- * timeouts, the statements, the tracking row, the `migration.applied` event) → record (reports the committed row).
+ * timeouts, the statements, the tracking row, the `migration.applied` event) → build (PostgreSQL: each index on a core
+ * table, left out of the transaction, built CONCURRENTLY as its own heartbeating step, then the row marked applied
+ * with its event; skipped when there are none) → record (reports the committed row).
  *
  * Ends `applied`, `alreadyApplied` (same name and checksum committed before: nothing changed), `rejected` (policy,
  * or the name taken by other SQL: nothing ran) or `failed` (PostgreSQL refused it while it ran, with its code and
- * position: rolled back, nothing remains). A rejected or failed migration ends the run as a FAILED execution whose
- * details carry that result (refusal.ts). A database that is down makes the run wait and then finish. There is no
- * compensation: the one transaction commits whole or not at all. The workflow ID is `schema-migrate/<name>`.
+ * position: rolled back, nothing remains; or an online index build failed: the transaction's part stays committed,
+ * the row `building`, and running the migration again resumes the builds). A rejected or failed migration ends the run
+ * as a FAILED execution whose details carry that result (refusal.ts). A database that is down makes the run wait and
+ * then finish. A lock not granted under the short core lock timeout (55P03) is waited out with backoff within the
+ * lock-wait budget, the stage naming who holds it (runs since patch {@link ONLINE_AND_SHORT_LOCKS}). The only
+ * compensation is the online build's own: an INVALID index a failed build leaves is dropped before it reports. The
+ * workflow ID is `schema-migrate/<name>`.
  *
  * Not cancellable, for the reason {@link runToTheEnd} gives: a cancel request is recorded and the run goes on to its
- * end (a migration waiting for a lock gives up at lock_timeout and is rolled back), whose result says what it did.
+ * end, whose result says what it did (an online build, which never blocks the application, runs to its end too).
  */
 export function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): Promise<MigrateSchemaResult> {
   return runToTheEnd(() => migrate(input));
