@@ -40,7 +40,8 @@ export type ActivitiesFactory = (deps: MigrationActivityDeps) => Parameters<type
 
 /** How Forge's apply ended. */
 export type ApplyOutcome =
-  | { kind: 'applied'; ms: number }
+  /** `online`: how many indexes on core tables were built CONCURRENTLY after the transaction. */
+  | { kind: 'applied'; ms: number; online?: number }
   /** MigrationFailed: PostgreSQL refused a statement (or COMMIT); rolled back. */
   | { kind: 'failed'; ms: number; code?: string; statementIndex?: number; message: string }
   /** MigrationRejected from the activity itself (its own judge, the name, the size). */
@@ -172,7 +173,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-function classifyFailure(err: unknown, ms: number): ApplyOutcome {
+/** How a failed apply ended: a verdict (failed, refused) or an error Forge would retry. */
+export function classifyFailure(err: unknown, ms: number): ApplyOutcome {
   const failure = err as { type?: unknown; nonRetryable?: unknown; message?: string; details?: unknown[] };
   const message = failure?.message ?? String(err);
   if (typeof failure?.type === 'string' && typeof failure.nonRetryable === 'boolean') {
@@ -188,7 +190,7 @@ function classifyFailure(err: unknown, ms: number): ApplyOutcome {
 export function describeApply(a: ApplyOutcome): string {
   switch (a.kind) {
     case 'applied':
-      return `applied (${a.ms} ms)`;
+      return `applied (${a.ms} ms${a.online ? `, ${a.online} core index(es) built online` : ''})`;
     case 'failed':
       return `failed and rolled back: ${a.code ?? '?'} in statement ${a.statementIndex ?? '(COMMIT)'}: ${a.message.slice(0, 200)}`;
     case 'refused':

@@ -25,12 +25,13 @@ import type { ApplyMigrationInput, ApplyMigrationResult } from '../../../src/act
 import type { ForgeDatabase, MigrationLimits } from '../../../src/db';
 import { openPostgres } from '../../../src/db/postgres';
 import { migrationChecksum } from '../../../src/policy';
-import { FailureType } from '../../../src/contract/failures';
 import { PrivatePostgres, postgresBinDir } from '../../chaos/private-postgres';
 import { describeOutcome, generateWrites, readCoreTables, readSampleRows, runWrite, seedSql, type CoreTable, type Outcome, type Write } from './app-writes';
 import { CLEANUP_SQL } from './catalog';
 import { applyToTheEnd } from '../../migrate/helpers';
-import type { ActivitiesFactory } from './harness';
+import { classifyFailure, describeApply, type ActivitiesFactory, type ApplyOutcome } from './harness';
+
+export { describeApply, type ApplyOutcome };
 
 export { postgresBinDir };
 
@@ -63,13 +64,6 @@ const WRITE_DEADLINE_MS = 20_000;
 export const TIMING = { FLOOR_MS: 100, FACTOR: 5, RETRY_PAUSES_MS: [250, 1_000, 2_000] };
 /** After this many differences a case's remaining writes are not run (the case has failed; more is detail). */
 const MAX_DIFFERENCES = 5;
-
-export type ApplyOutcome =
-  | { kind: 'applied'; ms: number; online: number }
-  | { kind: 'failed'; ms: number; code?: string; message: string }
-  | { kind: 'refused'; ms: number; message: string }
-  | { kind: 'error'; ms: number; message: string }
-  | { kind: 'hung'; ms: number };
 
 export interface WriteDifference {
   write: Write;
@@ -131,33 +125,6 @@ export async function applyLikeTheWorkflow(activities: WorkflowActivities, input
   return { result, online: result.online?.length ?? 0 };
 }
 
-function classify(err: unknown, ms: number): ApplyOutcome {
-  const f = err as { type?: unknown; nonRetryable?: unknown; message?: string; details?: unknown[] };
-  const message = f?.message ?? String(err);
-  if (typeof f?.type === 'string' && typeof f.nonRetryable === 'boolean') {
-    if (f.type === FailureType.migrationFailed) {
-      const detail = (f.details?.[0] ?? {}) as { error?: { code?: string } };
-      return { kind: 'failed', ms, code: detail.error?.code, message };
-    }
-    if (f.type === FailureType.migrationRejected) return { kind: 'refused', ms, message };
-  }
-  return { kind: 'error', ms, message: `${(err as Error)?.name ?? 'Error'}: ${message}` };
-}
-
-export function describeApply(a: ApplyOutcome): string {
-  switch (a.kind) {
-    case 'applied':
-      return `applied (${a.ms} ms${a.online > 0 ? `, ${a.online} core index(es) built online` : ''})`;
-    case 'failed':
-      return `failed and rolled back: ${a.code ?? '?'}: ${a.message.slice(0, 200)}`;
-    case 'refused':
-      return `refused by the activity: ${a.message.slice(0, 200)}`;
-    case 'error':
-      return `ended in an error Forge would retry: ${a.message.slice(0, 300)}`;
-    case 'hung':
-      return `did not end within ${APPLY_DEADLINE_MS} ms`;
-  }
-}
 
 export function describeDifference(d: WriteDifference): string {
   const what = d.slow
@@ -503,7 +470,7 @@ export class WriteWorld {
       if (done.result.status !== 'applied') notes.push(`apply answered ${JSON.stringify(done.result)}`);
       return { kind: 'applied', ms: ms(), online: done.online };
     } catch (err) {
-      return classify(err, ms());
+      return classifyFailure(err, ms());
     } finally {
       clearTimeout(timer);
     }
