@@ -198,7 +198,7 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
         if (!(err instanceof MigrationStatementError)) throw err; // connection trouble: retried
         const d = err.details;
         const at = d.statementIndex !== undefined ? ` in statement ${d.statementIndex}${d.line !== undefined ? ` (line ${d.line}, column ${d.column})` : ''}` : '';
-        const tables = d.statementIndex !== undefined ? (plan[d.statementIndex]?.coreTables ?? []) : [];
+        const tables = d.statementIndex !== undefined ? (plan[d.statementIndex]?.relations ?? []) : [];
         const error = await withLockHolders({ ...d, message: err.message }, tables);
         throw migrationFailed({
           // enforcedBy 'forge': Forge cut the statement off at the bound (PGlite cannot time itself out).

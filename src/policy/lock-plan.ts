@@ -15,6 +15,8 @@ import { findInTree } from './walk';
 export interface StatementLockPlan {
   /** Relations the statement names that are not the agent's (core tables, in practice), lowercase as parsed. */
   coreTables: string[];
+  /** Every relation the statement names, the agent's too (whose locks a 55P03 may have waited for). */
+  relations: string[];
   /** Set for `CREATE INDEX agent_… ON <core table>`: the index and its table. */
   coreIndex?: { index: string; table: string };
 }
@@ -26,7 +28,7 @@ export interface StatementLockPlan {
  * The parser must be loaded (checkMigration loads it; this runs after it).
  */
 export function planLocks(sql: string): StatementLockPlan[] {
-  return readStatements(sql).map((raw) => (raw.node ? planStatement(raw.node) : { coreTables: [] }));
+  return readStatements(sql).map((raw) => (raw.node ? planStatement(raw.node) : { coreTables: [], relations: [] }));
 }
 
 /**
@@ -59,15 +61,16 @@ export function namedLaterVerdicts(sql: string, raws: RawStatement[]): (Verdict 
 function planStatement(node: Node): StatementLockPlan {
   const names = new Set<string>();
   findInTree(node, (n) => {
-    if (typeof n.relname === 'string' && !isAgentName(n.relname)) names.add(n.relname);
+    if (typeof n.relname === 'string') names.add(n.relname);
     return undefined;
   });
   if ('CommentStmt' in node && node.CommentStmt.objtype === 'OBJECT_COLUMN') {
     const parts = listStrings(node.CommentStmt.object);
     const table = parts[parts.length - 2];
-    if (table !== undefined && !isAgentName(table)) names.add(table);
+    if (table !== undefined) names.add(table);
   }
-  const plan: StatementLockPlan = { coreTables: [...names].sort() };
+  const relations = [...names].sort();
+  const plan: StatementLockPlan = { coreTables: relations.filter((r) => !isAgentName(r)), relations };
   if ('IndexStmt' in node) {
     const { idxname, relation } = node.IndexStmt;
     if (idxname !== undefined && relation?.relname !== undefined && !isAgentName(relation.relname)) {

@@ -314,7 +314,12 @@ describeIf(url, 'DATABASE_URL is not set (PostgreSQL only; CI sets it)')('on Pos
 
   beforeAll(async () => {
     backend = postgresBackend(url!);
-    platform = await startTestPlatform(env, 'postgres', { backend, env: { FORGE_MIGRATION_LOCK_TIMEOUT_MS: '4000' } });
+    // A lock not granted is waited out by the run (round three) within FORGE_MIGRATION_LOCK_WAIT_MS: 1.5 s here, so
+    // the run tries twice (4 s each, 1 s apart) and then says failed.
+    platform = await startTestPlatform(env, 'postgres', {
+      backend,
+      env: { FORGE_MIGRATION_LOCK_TIMEOUT_MS: '4000', FORGE_MIGRATION_LOCK_WAIT_MS: '1500' },
+    });
     holder = await backend.open();
   }, 120_000);
 
@@ -369,10 +374,12 @@ describeIf(url, 'DATABASE_URL is not set (PostgreSQL only; CI sets it)')('on Pos
     try {
       const { migrated } = await startWaitingOnLock(name, 'agent_cancel_lock');
       await env.client.workflow.getHandle(`schema-migrate/${name}`).cancel();
-      // The run goes on: its step gives up at lock_timeout and rolls back, a verdict the result carries.
+      // The run goes on: its step gives up at lock_timeout and rolls back, tries once more after a second, and past its
+      // lock-wait budget reports the verdict, naming the session that holds the lock.
       const result = await migrated;
       expect(result).toMatchObject({ status: 'failed', name, error: { code: '55P03' } });
       expect(result.message).toMatch(/rolled back/);
+      expect(result.error?.blockedBy?.length).toBeGreaterThan(0);
     } finally {
       await lock.release();
     }

@@ -15,6 +15,7 @@ COMMENT ON COLUMN users.agent_x IS 'x';
 CREATE INDEX agent_t_idx ON agent_t (user_id);
 CREATE INDEX agent_orders_idx ON orders (user_id);`);
   expect(plan.map((p) => p.coreTables)).toEqual([['users'], ['orders'], ['users'], [], ['orders']]);
+  expect(plan.map((p) => p.relations)).toEqual([['agent_t', 'users'], ['orders'], ['users'], ['agent_t'], ['orders']]);
   expect(plan.map((p) => p.coreIndex)).toEqual([undefined, undefined, undefined, undefined, { index: 'agent_orders_idx', table: 'orders' }]);
 });
 
