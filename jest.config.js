@@ -1,6 +1,8 @@
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
+  // Node's, ending after each test file the process-wide helpers (spawn helper, esbuild, type checker) it started.
+  testEnvironment: '<rootDir>/test/helpers/jest-environment.js',
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/after-file.ts'],
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { Duplex, Readable } from 'node:stream';
+import { registerProcessHelper } from './process-helpers';
 import { withParentDeathSignal } from './setpriv';
 
 /**
@@ -184,6 +185,23 @@ class Spawner {
     return this.child.pid;
   }
 
+  /**
+   * Closes the channel: the helper kills what it relays, lets its short commands finish, then exits (see above).
+   * Resolves when it has exited, or after {@link STOP_WAIT_MS} if a short command still runs (it exits after that one).
+   */
+  stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waited = setTimeout(resolve, STOP_WAIT_MS).unref();
+      this.child.once('exit', () => {
+        clearTimeout(waited);
+        resolve();
+      });
+      if (this.child.connected) this.child.disconnect();
+      else this.child.kill('SIGKILL');
+    });
+  }
+
   run(request: SpawnRequest): Promise<SpawnOutcome> {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
@@ -250,6 +268,9 @@ class Spawner {
 
 let current: Spawner | undefined;
 
+/** How long {@link stopSpawnHelper} waits for a helper that still runs a short command. */
+const STOP_WAIT_MS = 5_000;
+
 function start(): Spawner {
   // With SIGKILL as its parent-death signal: a worker killed with SIGKILL takes the helper with it at once, and so
   // (through their launchers' own pdeathsig) every contained tree it runs; its short commands finish as orphans.
@@ -264,6 +285,14 @@ function start(): Spawner {
   });
   return new Spawner(child);
 }
+
+/** Ends the helper, if one runs, and resolves once it has exited; the next command starts a new one. */
+export function stopSpawnHelper(): Promise<void> {
+  const spawner = current;
+  current = undefined;
+  return spawner ? spawner.stop() : Promise.resolve();
+}
+registerProcessHelper(stopSpawnHelper);
 
 /** The helper's pid, or undefined when none runs (for tests). */
 export function helperPid(): number | undefined {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { transform, type Message } from 'esbuild';
+import { stop as stopEsbuild, transform, type Message } from 'esbuild';
+import { registerProcessHelper } from '../platform/process-helpers';
 import { Lru } from './lru';
 import type { SourceLocation } from './verdict';
 
@@ -31,6 +32,8 @@ export const NODE_TRANSFORM = { platform: 'node', target: 'node20', sourcemap: '
 
 const CACHE_MAX_SOURCE = 256 * 1024;
 const cache = new Lru<CompileResult>(128);
+// esbuild's service process, started by the first transform (this module's or module-format.ts's).
+registerProcessHelper(stopEsbuild);
 
 async function compileUncached(source: string, name: string): Promise<CompileResult> {
   const file = `${name}.ts`;

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TypeCheckError } from '../contract/sandbox-verdict';
+import { registerProcessHelper } from '../platform/process-helpers';
 import { Lru } from './lru';
 import { projectNodeModules } from './paths';
 
@@ -170,6 +171,8 @@ export class ToolTypechecker {
 }
 
 let shared: ToolTypechecker | undefined;
+// Ending it ends its thread only: the next check starts a new one.
+registerProcessHelper(async () => shared?.close());
 
 /** The process's checker, created on first use and kept warm for every later deployment. */
 export function sharedTypechecker(): ToolTypechecker {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { GitCommandError } from '../../src/git';
 import { git, gitBytes } from '../../src/git/exec';
+import { stopProcessHelpers } from '../../src/platform/process-helpers';
 import { HELPER_SOURCE, helperPid } from '../../src/platform/spawner';
 import { transpiledSpawner } from '../helpers/transpiled-spawner';
 import { alive, until } from '../helpers/processes';
@@ -119,3 +120,16 @@ test('an idle helper does not keep its parent alive, and exits when the parent d
   const pid = Number(out.split(' ')[0]);
   expect(await until(() => !alive(pid))).toBe(true);
 }, 20_000);
+
+test('stopProcessHelpers ends the helper (it has exited when the call returns); the next command starts a new one', async () => {
+  await git(['--version'], { cwd: dir });
+  const first = helperPid()!;
+  expect(alive(first)).toBe(true);
+  await stopProcessHelpers();
+  expect(helperPid()).toBeUndefined();
+  expect(alive(first)).toBe(false);
+  await stopProcessHelpers(); // none runs: nothing to do
+  expect((await git(['--version'], { cwd: dir })).stdout).toMatch(/^git version/);
+  expect(helperPid()).not.toBe(first);
+  expect(alive(helperPid()!)).toBe(true);
+});

@@ -7,7 +7,7 @@ import ts from 'typescript';
  * starts (its helper's life is tied to that process); returns the spawner's path.
  */
 export function transpiledSpawner(into: string): string {
-  for (const name of ['spawner', 'setpriv']) {
+  for (const name of ['spawner', 'setpriv', 'process-helpers']) {
     const source = readFileSync(path.join(__dirname, '..', '..', 'src', 'platform', `${name}.ts`), 'utf8');
     const options = { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } };
     writeFileSync(path.join(into, `${name}.js`), ts.transpileModule(source, options).outputText);

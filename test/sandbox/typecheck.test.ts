@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ToolTypechecker, TypecheckTimeoutError, typeErrorsMessage } from '../../src/sandbox/typecheck';
+import type { Worker } from 'node:worker_threads';
+import { stopProcessHelpers } from '../../src/platform/process-helpers';
+import { sharedTypechecker, ToolTypechecker, TypecheckTimeoutError, typeErrorsMessage } from '../../src/sandbox/typecheck';
 import { adderTool } from '../helpers/tools';
 
 const fixtures = path.join(__dirname, '..', 'fixtures', 'tools');
@@ -121,3 +123,16 @@ export default { name: 'lenient', async execute(input) { return { base, got: inp
     expect(times[4]).toBeLessThan(500);
   });
 });
+
+test("stopProcessHelpers ends the shared checker's thread; its next check starts a new one", async () => {
+  const threadOf = (checker: ToolTypechecker) => (checker as unknown as { thread?: Worker }).thread;
+  await sharedTypechecker().warm();
+  const thread = threadOf(sharedTypechecker())!;
+  expect(thread).toBeDefined();
+  const exited = new Promise((resolve) => thread.once('exit', resolve));
+  await stopProcessHelpers();
+  await exited;
+  expect(threadOf(sharedTypechecker())).toBeUndefined();
+  expect((await sharedTypechecker().check(labelTool, 'labeller')).errors).toHaveLength(1);
+  expect(threadOf(sharedTypechecker())).not.toBe(thread);
+}, 60_000);
