@@ -67,8 +67,9 @@ async function stop(up: Up): Promise<void> {
 function modesUnder(root: string): { path: string; mode: string }[] {
   const found: { path: string; mode: string }[] = [];
   const visit = (full: string) => {
-    const st = lstatSync(full);
-    if (st.isSymbolicLink()) return;
+    // A file the running dev server removes between the listing and here (its SQLite journal) is gone, not shared.
+    const st = lstatSync(full, { throwIfNoEntry: false });
+    if (!st || st.isSymbolicLink()) return;
     found.push({ path: path.relative(parent, full), mode: (st.mode & 0o7777).toString(8) });
     if (st.isDirectory()) for (const name of readdirSync(full)) visit(path.join(full, name));
   };
