@@ -9,8 +9,9 @@
  *
  * FORGE_CHAOS_SLICE=k/n runs every n-th matrix cell from the k-th (1-based) only; FORGE_CHAOS_SLICE=date picks k from
  * today's date, so a CI that cannot afford the whole matrix covers it over n days. Unset: the whole matrix.
- * Arguments, when given, are the test paths to run instead of all of test/chaos (.ci/run passes the matrix and the
- * load, whose other cells `npm test` has just run).
+ * Arguments, when given, are the test paths to run instead of all of test/chaos. FORGE_TEST_SET=chaos narrows it to
+ * the files test/long-suites.json lists under "chaos" (the matrix, a sale's, an online index build's and the load):
+ * .ci/run runs that, after `npm test` and `npm run test:long` have run every other file, chaos cells included.
  */
 const { spawnSync } = require('node:child_process');
 const { existsSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
