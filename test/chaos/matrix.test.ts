@@ -12,9 +12,9 @@ import { SCENARIOS } from './matrix/scenarios';
  * agent tables, agent-tools/ on disk, a promotion's repository, sandbox processes and directories, worktrees and run
  * branches) must equal an uninterrupted run of the same input.
  *
- * `npm test` runs one cell per workflow (the kill right after its side effect committed); `npm run test:chaos`
- * (FORGE_CHAOS_MATRIX=full) runs them all and prints the matrix from the report this file writes
- * (FORGE_CHAOS_REPORT).
+ * Run alone (`npm run jest -- test/chaos/matrix.test.ts`) it runs one cell per workflow (the kill right after its side
+ * effect committed); `npm run test:chaos` (FORGE_CHAOS_MATRIX=full, .ci/run's chaos step) runs them all and prints the
+ * matrix from the report this file writes (FORGE_CHAOS_REPORT). `npm test` leaves it out (test/long-suites.json).
  */
 const full = process.env.FORGE_CHAOS_MATRIX === 'full';
 const inSlice = sliceFilter(process.env.FORGE_CHAOS_SLICE);

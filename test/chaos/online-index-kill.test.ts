@@ -47,7 +47,7 @@ const CELLS: Cell[] = [
   { kill: 'migrateSchemaWorkflow:completeMigration.after', outcomes: ['built'] },
 ];
 
-// `npm test` runs the kill from outside during the build; `npm run test:chaos` (FORGE_CHAOS_MATRIX=full, .ci/run) every cell.
+// Run alone, the kill from outside during the build; `npm run test:chaos` (FORGE_CHAOS_MATRIX=full, .ci/run) every cell.
 const full = process.env.FORGE_CHAOS_MATRIX === 'full';
 const FAST = 'during the build';
 
@@ -101,7 +101,7 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
     app = await connect(backend.url!, 'the-application');
     watcher = await connect(backend.url!, 'the-chaos-watcher');
     await app.query(
-      `CREATE TABLE orders (id bigserial PRIMARY KEY, customer text NOT NULL, total numeric NOT NULL DEFAULT 0, note text, placed_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE TABLE orders (id bigserial PRIMARY KEY, customer varchar(80) NOT NULL, total numeric(12, 2) NOT NULL DEFAULT 0, note varchar(200), placed_at timestamptz NOT NULL DEFAULT now())`,
     );
     await app.query(`INSERT INTO orders (customer, total, note) SELECT 'c' || (g % 5000), g, md5(g::text) FROM generate_series(1, ${ROWS}) g`);
     await app.query('ANALYZE orders');

@@ -27,8 +27,8 @@ import { createCellPlatform } from './matrix/cell';
  * the ledger must agree: one row for the payment, final, settled with the transaction that moved exactly one price,
  * or failed with nothing moved.
  *
- * `npm test` runs the cell that needs reconciliation (the kill between the settlement and its record); `npm run
- * test:chaos` (FORGE_CHAOS_MATRIX=full) runs every point.
+ * Run alone (`npm run jest -- <this file>`) it runs the cell that needs reconciliation (the kill between the
+ * settlement and its record); `npm run test:chaos` (FORGE_CHAOS_MATRIX=full, .ci/run's chaos step) runs every point.
  */
 
 const PRICE = 20_000n;

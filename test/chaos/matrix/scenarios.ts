@@ -18,8 +18,8 @@ export interface Scenario {
   label: string;
   points: string[];
   /**
-   * The one cell of this workflow that `npm test` runs (the kill right after the step's side effect); a second
-   * scenario of a workflow that has one already has none (it runs in the full matrix only).
+   * The one cell of this workflow that the matrix runs when not whole (the kill right after the step's side effect);
+   * a second scenario of a workflow that has one already has none (it runs in the full matrix only).
    */
   fastPoint?: string;
   /**
