@@ -47,6 +47,34 @@ export interface PolicyReport {
 export interface CoreTableUsage {
   agentColumns: number;
   agentIndexes: number;
+  /** Its columns' types, for the width of an index on it (`core-index-width`); absent, they are not judged. */
+  columns?: Readonly<Record<string, CoreColumnFacts>>;
+}
+
+/** What the catalog says of a core table's column (its base type, for a domain), for the width of its values. */
+export interface CoreColumnFacts {
+  /** pg_type.typname: `text`, `varchar`, `int4`, `_text` (an array), ... */
+  type: string;
+  /** pg_type.typlen: the fixed width in bytes, or -1 (variable) / -2 (C string). */
+  length: number;
+  /** pg_attribute.atttypmod (the domain's typtypmod for a domain): `varchar(n)` is n + 4, -1 when none. */
+  typmod: number;
+  /** For an array: its element type's typlen. */
+  elementLength?: number;
+  /** For a range: its subtype's typlen. */
+  rangeSubtypeLength?: number;
+  /**
+   * A plain, non-partial index of the application's (not `agent_`) holds the column as one of its values: the
+   * application's rows already fit in an index entry.
+   */
+  appIndexed: boolean;
+  /**
+   * For an agent column: the length of its DEFAULT as text (0 without one), which bounds what the application's
+   * inserts put in it (they never name the column; the agent's own writes are the agent's to fit).
+   */
+  defaultBytes?: number;
+  /** Its collation is nondeterministic: `col = 'x'` may hold for longer strings than 'x'. */
+  nondeterministic?: true;
 }
 
 /** Core table name (unqualified: the configured schema is the only one a migration may name) → its usage. */

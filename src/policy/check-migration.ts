@@ -1,5 +1,6 @@
 import { MAX_MIGRATION_BYTES, MAX_MIGRATION_STATEMENTS } from '../contract/limits';
 import { capVerdicts } from './core-caps';
+import { indexWidthVerdicts } from './core-index-width';
 import { namedLaterVerdicts } from './lock-plan';
 import { judgeStatement, nodeKind } from './judge-statement';
 import { identifierBytes, MAX_IDENTIFIER_BYTES, showIdent, truncateIdentifier } from './names';
@@ -95,10 +96,11 @@ function judgeStatements(sql: string, raws: RawStatement[], ctx: RuleContext, in
   );
   const truncated = truncationMap(facts);
   const caps = capVerdicts(raws.map((raw) => raw.node), ctx.coreTables);
+  const widths = indexWidthVerdicts(raws.map((raw) => raw.node), ctx.coreTables);
   const namedLater = namedLaterVerdicts(sql, raws);
   const statements = raws.map((raw, i): StatementVerdict => {
     const judged = judge(raw, facts[i], truncated, ctx, index);
-    const verdict = judged.accepted ? (caps[i] ?? namedLater[i] ?? judged) : judged;
+    const verdict = judged.accepted ? (caps[i] ?? widths[i] ?? namedLater[i] ?? judged) : judged;
     return {
       index: i,
       kind: raw.node ? nodeKind(raw.node) : 'ParseError',

@@ -4,7 +4,7 @@ export { migrationChecksum } from '../contract/hashes';
 export { ParserNotLoadedError } from './errors';
 export { AGENT_PREFIX, MAX_IDENTIFIER_BYTES } from './names';
 export { isPolicyParserLoaded, loadPolicyParser } from './parser';
-export type { CoreTableUsage, CoreTablesUsage } from './core-caps';
+export type { CoreColumnFacts, CoreTableUsage, CoreTablesUsage } from '../contract/policy-verdict';
 export { TOTAL_DATE_TRUNC_UNITS, TOTAL_FUNCTIONS, TOTAL_OPERATORS } from './total-functions';
 export type { TotalArgument, TotalFunction } from './total-functions';
 export type { MigrationProblem, PolicyOptions, PolicyReport, StatementLocation, StatementVerdict } from './types';

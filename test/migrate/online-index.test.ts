@@ -83,7 +83,7 @@ describePg('online index builds and short locks on core tables (PostgreSQL)', ()
     });
     app = await connect(backend!.url!);
     other = await connect(backend!.url!);
-    await app.query(`CREATE TABLE orders (id bigserial PRIMARY KEY, customer text NOT NULL, total numeric NOT NULL DEFAULT 0, placed_at timestamptz NOT NULL DEFAULT now())`);
+    await app.query(`CREATE TABLE orders (id bigserial PRIMARY KEY, customer varchar(80) NOT NULL, total numeric(12, 2) NOT NULL DEFAULT 0, placed_at timestamptz NOT NULL DEFAULT now())`);
     await app.query(`INSERT INTO orders (customer, total) SELECT 'c' || (g % 5000), g FROM generate_series(1, 400000) g`);
     await app.query('ANALYZE orders');
   }, 180_000);
@@ -139,16 +139,24 @@ describePg('online index builds and short locks on core tables (PostgreSQL)', ()
   }, 120_000);
 
   test('a core lock not granted is waited out by the run, which names the holder, while the application goes on', async () => {
-    // The application holds a transaction on orders open (its lock conflicts with ADD COLUMN's) for ~1.5 s.
+    // The application holds a transaction on orders open (its lock conflicts with ADD COLUMN's) until the run says it
+    // waits (at most 20 s): a fixed hold could end before a loaded machine's run first tried the lock.
     await app.query('BEGIN');
     await app.query('SELECT count(*) FROM orders WHERE id < 10');
     const holderPid = (await app.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const summaries: string[] = [];
+    let sawWaiting: () => void = () => undefined;
+    const waiting = new Promise<void>((resolve) => (sawWaiting = resolve));
     const reads = writeLoop(() => other.query('SELECT id FROM orders WHERE id = 1'));
-    const release = new Promise<void>((resolve) => setTimeout(() => void app.query('COMMIT').then(() => resolve()), 1_500));
+    const release = Promise.race([waiting, new Promise((r) => setTimeout(r, 20_000))]).then(() => app.query('COMMIT'));
     const result = await platform.forge.migrateSchema(
       { name: 'short_lock_1', sql: 'ALTER TABLE orders ADD COLUMN agent_flag boolean DEFAULT false;' },
-      { onProgress: (p) => summaries.push(...p.stages.map((s) => s.summary ?? '')) },
+      {
+        onProgress: (p) => {
+          summaries.push(...p.stages.map((s) => s.summary ?? ''));
+          if (summaries.some((s) => s.includes(`locked by pid ${holderPid}`))) sawWaiting();
+        },
+      },
     );
     await release;
     const { maxMs } = await reads.stop();
@@ -232,7 +240,7 @@ describe('a core index on embedded PGlite is built in the transaction', () => {
   let platform: TestPlatform;
   beforeAll(async () => {
     platform = await startTestPlatform(temporal(), 'pglite');
-    await query(platform.database, 'CREATE TABLE orders (id bigserial PRIMARY KEY, customer text)');
+    await query(platform.database, 'CREATE TABLE orders (id bigserial PRIMARY KEY, customer varchar(80))');
   }, 120_000);
   afterAll(async () => platform?.teardown());
 

@@ -2,6 +2,7 @@ import { checkMigrationSync, loadPolicyParser } from '../../src/policy';
 import type { PolicyReport } from '../../src/policy';
 import type { AttackClass, MustReject } from './redteam/corpus';
 import { legitimate, mustReject } from './redteam/corpus';
+import { FIXTURE_CORE_TABLES } from './redteam/core-fixture';
 
 /**
  * Runs the red-team corpus (test/policy/redteam/corpus.ts) through the judge: every must-reject migration is refused
@@ -79,7 +80,7 @@ describe('red-team corpus', () => {
 
 describe('must-reject migrations are refused', () => {
   test.each(mustReject.map((c, i) => [label(c, i), c] as const))('%s', (_name, c) => {
-    const report = checkMigrationSync(c.sql);
+    const report = checkMigrationSync(c.sql, { coreTables: FIXTURE_CORE_TABLES });
     const refused = refusals(report);
     // On a bypass, show what each statement was accepted as.
     const verdict = report.accepted
@@ -106,7 +107,7 @@ describe('must-reject migrations are refused', () => {
 
 describe('legitimate migrations are accepted', () => {
   test.each(legitimate.map((c, i) => [`#${i} ${c.why}`, c] as const))('%s', (_name, c) => {
-    const report = checkMigrationSync(c.sql);
+    const report = checkMigrationSync(c.sql, { coreTables: FIXTURE_CORE_TABLES });
     // On a false rejection, the refused statements with their rule and message are the diff.
     expect(refusals(report)).toEqual([]);
     expect(report.accepted).toBe(true);

@@ -401,7 +401,7 @@ test('records the online-index migration shape (PostgreSQL: a lock waited out, a
   const app = new Client({ connectionString: backend.url });
   await app.connect();
   try {
-    await app.query('CREATE TABLE orders (id bigserial PRIMARY KEY, customer text)');
+    await app.query('CREATE TABLE orders (id bigserial PRIMARY KEY, customer varchar(80))');
     await app.query("INSERT INTO orders (customer) SELECT 'c' || g FROM generate_series(1, 1000) g");
     await app.query('BEGIN');
     await app.query('SELECT count(*) FROM orders');

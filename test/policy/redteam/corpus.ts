@@ -1804,6 +1804,28 @@ ALTER TABLE users ADD COLUMN agent_q2 agent_nz DEFAULT 1`,
 ]);
 
 const writeCost = cases('write-cost', [
+  // The write differential (writes.test.ts) found these: a B-tree entry holds at most 2,704 bytes, so an index on a
+  // core text column makes the application's next long title or name fail with 54000 where it succeeds today.
+  [
+    'a B-tree index on a core text column, with INCLUDE: a 6,000-character product title no longer fits',
+    sql`CREATE INDEX agent_products_title_idx ON products (title) INCLUDE (price)`,
+    { rule: 'core-index-width', names: 'title' },
+  ],
+  [
+    'the same with an operator class: text_pattern_ops does not shorten the entry',
+    sql`CREATE INDEX agent_products_title_prefix_idx ON products (title text_pattern_ops)`,
+    { rule: 'core-index-width', names: 'title' },
+  ],
+  [
+    'with a collation: a long user name no longer fits',
+    sql`CREATE INDEX agent_users_name_c_idx ON users (name COLLATE "C")`,
+    { rule: 'core-index-width', names: 'name' },
+  ],
+  [
+    'the same column four times: a 700-character name no longer fits',
+    sql`CREATE INDEX agent_x ON users (name, name, name, name)`,
+    { rule: 'core-index-width', names: 'name' },
+  ],
   [
     'DEFAULT length(repeat(...)): each insert into orders takes seconds and hundreds of megabytes',
     sql`ALTER TABLE orders ADD COLUMN agent_slow int DEFAULT length(repeat('x', 400000000))`,
@@ -2142,7 +2164,7 @@ CREATE UNIQUE INDEX agent_contacts_email_uidx ON agent_contacts (lower(email)) W
     'a multi-column index on a core table, IF NOT EXISTS',
     sql`CREATE INDEX IF NOT EXISTS agent_orders_user_recent_idx ON orders (user_id, placed_at DESC NULLS LAST)`,
   ],
-  ['an index with INCLUDE on a core table', sql`CREATE INDEX agent_products_title_idx ON products (title) INCLUDE (price)`],
+  ['an index with INCLUDE on a core table', sql`CREATE INDEX agent_products_title_idx ON products ((left(title, 200))) INCLUDE (price)`],
   ['a hash index on a core table', sql`CREATE INDEX agent_orders_status_hash_idx ON orders USING hash (status)`],
   [
     'an index on an immutable date_trunc expression',
@@ -2150,8 +2172,8 @@ CREATE UNIQUE INDEX agent_contacts_email_uidx ON agent_contacts (lower(email)) W
   ],
   [
     'indexes with a built-in operator class and a built-in collation',
-    sql`CREATE INDEX agent_products_title_prefix_idx ON products (title text_pattern_ops);
-CREATE INDEX agent_users_name_c_idx ON users (name COLLATE "C");`,
+    sql`CREATE INDEX agent_products_title_prefix_idx ON products ((left(title, 200)) text_pattern_ops);
+CREATE INDEX agent_users_name_c_idx ON users ((left(name, 100)) COLLATE "C");`,
   ],
   [
     'unique indexes on an agent table',

@@ -41,6 +41,7 @@ import { channelsIn, describeApply, DifferentialHarness, readFixture, type CaseR
 import { permissiveActivities } from './permissive-activities';
 import { formatChanges, type Facet } from './snapshot';
 import { describeIf } from '../../helpers/skip';
+import { FIXTURE_CORE_TABLES } from './core-fixture';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 // Real PostgreSQL only: PGlite has no pg_dump, no other sessions, no data directory and no server-side files to
@@ -320,7 +321,7 @@ describePg('the red-team corpus, applied on real PostgreSQL', () => {
     test.each(corpus)('$label', async (c) => {
       let report: PolicyReport;
       try {
-        report = await checkMigration(c.sql, { schema: 'public' });
+        report = await checkMigration(c.sql, { schema: 'public', coreTables: FIXTURE_CORE_TABLES });
       } catch (err) {
         const message = `${header(c, `threw ${(err as Error).stack ?? String(err)}`)}`;
         if (c.kind === 'legitimate') legitimateFailures.push(message);
