@@ -12,6 +12,7 @@ import { cliBench } from './cli';
 import { typecheckBench } from './typecheck';
 import { startBench } from './start';
 import { coreIndexBench } from './core-index';
+import { deployScaleBench } from './deploy-scale';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench, deployScaleBench];
