@@ -22,7 +22,7 @@ import { startReadApi, type ReadApi } from './platform/read-api';
 import { readApiTokenFileOf, workerReadApiToken } from './platform/read-api-token';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
 import { identityWithReadApi, READ_API_PATHS } from './contract/read-api';
-import { materializeActiveTools, writeToolVersion } from './registry/materialize';
+import { materializeActiveTools, publishToolChanges, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { PreloadSet } from './sandbox/preload';
@@ -87,7 +87,10 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const store = createToolStore(database);
   const dir = config.agentToolsDir;
-  const publish = async () => {
+  // With names, only those tools' pointers and files (a deployment, a restore, a NOTIFY): nothing per change touches
+  // every tool. Without, everything from scratch (the start, a lost directory, a listener that missed notifications).
+  const publish = async (names?: readonly string[]) => {
+    if (names) return publishToolChanges(store, dir, names);
     const index = await materializeActiveTools(store, dir);
     return { generation: index.generation, tools: Object.keys(index.tools).length };
   };
@@ -101,11 +104,25 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   // Coalesced and a little delayed: a deployment run by this process publishes in its own activity right after its
   // commit, while the commit's NOTIFY is arriving here, so republishing at once would only repeat that work on the
   // deployment's critical path. A change committed by another host's worker is on disk here REPUBLISH_DELAY_MS later.
+  // The names the notifications named since the last republish; `all` after the listener reconnected (notifications
+  // sent while it was down are lost) or after a republish failed.
+  let pending: Set<string> | 'all' = new Set();
   const republish = coalesce(async () => {
-    await publish().catch((err: Error) => log(`forge: could not update agent-tools/ after a change (will retry on the next one): ${err.message}`));
+    const names = pending;
+    pending = new Set();
+    await publish(names === 'all' ? undefined : [...names]).catch((err: Error) => {
+      pending = 'all';
+      log(`forge: could not update agent-tools/ after a change (will retry on the next one): ${err.message}`);
+    });
   }, REPUBLISH_DELAY_MS);
-  const unlisten = await database.listen(TOOLS_CHANNEL, () => republish.trigger());
-  const stopReconnectHook = database.onListenerReconnect(() => republish.trigger());
+  const unlisten = await database.listen(TOOLS_CHANNEL, (name) => {
+    if (pending !== 'all') pending.add(name);
+    republish.trigger();
+  });
+  const stopReconnectHook = database.onListenerReconnect(() => {
+    pending = 'all';
+    republish.trigger();
+  });
 
   const toolDeps: ToolActivityDeps = {
     store,
@@ -258,7 +275,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     await unlisten().catch(() => undefined);
     throw err;
   }
-  const keeper = rebuildWhenLost(dir, publish, {
+  const keeper = rebuildWhenLost(dir, () => publish(), {
     onRebuilt: (r) => log(`forge: agent-tools/ at ${dir} was gone; rebuilt from the database (${r.tools} tool(s), generation ${r.generation})`),
     onError: (e) => log(`forge: could not rebuild agent-tools/ (will retry): ${e.message}`),
   });

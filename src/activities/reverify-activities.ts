@@ -115,7 +115,7 @@ export interface ReverifyActivityDeps {
   tools: ToolStore;
   results: ReverifyStore;
   /** Makes agent-tools/ match the active pointers (the database's NOTIFY went out with the move). */
-  publish(): Promise<unknown>;
+  publish(names?: readonly string[]): Promise<unknown>;
   sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
   /** Where the built-in branch is re-verified (config.promotion.repo, the shared promotion queue). */
   builtin?: { repo: string; promoteQueue: string };
@@ -189,7 +189,7 @@ export function createReverifyActivities(deps: ReverifyActivityDeps) {
         { name: input.name, failedVersion: input.failedVersion, fallbackVersion: input.fallbackVersion, reason: input.reason, runKey: input.runKey },
         { workflowId: input.workflowId },
       );
-      if (moved.state !== 'superseded') await deps.publish();
+      if (moved.state !== 'superseded') await deps.publish([input.name]);
       await deps.results.settle({
         runKey: input.runKey,
         workflowId: input.workflowId,

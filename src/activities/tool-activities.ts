@@ -29,8 +29,11 @@ export interface ToolActivityDeps {
   maxSourceBytes: number;
   /** Writes the files of one stored version under agent-tools/ (atomic, never overwriting). */
   writeVersionFiles(row: ToolVersion): Promise<void>;
-  /** Makes agent-tools/active.json match the database's active pointers (files first, then the index). */
-  publish(): Promise<{ generation: number; tools: number }>;
+  /**
+   * Makes agent-tools/ match the database's active pointers (files first, then the index): of `names` only, touching
+   * nothing of the other tools, or of every tool when no names are given.
+   */
+  publish(names?: readonly string[]): Promise<{ generation: number; tools: number }>;
   /**
    * Where and how long this platform runs sandbox tests (the worker's configuration is the authority); `here`: a
    * deployment tries its test where its workflow task runs first (FORGE_SANDBOX_TEST_HERE).
@@ -257,11 +260,12 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
     },
 
     /**
-     * Brings agent-tools/ up to date with the database (files, then active.json); the database has already sent
-     * its NOTIFY with the commit. Idempotent; nothing to compensate.
+     * Brings agent-tools/ up to date with the database (files, then the active pointers): of `input.names` only when
+     * given, else every tool (rollback and deletion runs pass none). The database has already sent its NOTIFY with
+     * the commit. Idempotent; nothing to compensate.
      */
-    async publishTools(): Promise<{ generation: number; tools: number }> {
-      return deps.publish();
+    async publishTools(input?: { names?: string[] }): Promise<{ generation: number; tools: number }> {
+      return deps.publish(input?.names);
     },
 
     /**
@@ -272,7 +276,8 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
       const t0 = performance.now();
       const committed = await steps.commitVersion({ ...input, runId: currentRun()?.runId });
       const t1 = performance.now();
-      const published = await activities.publishTools();
+      // This tool's pointer only: what a deployment writes and reads of agent-tools/ does not grow with the tools.
+      const published = await activities.publishTools({ names: [input.name] });
       return { ...committed, commitMs: Math.round(t1 - t0), publishMs: Math.round(performance.now() - t1), generation: published.generation };
     },
 
@@ -284,7 +289,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async restoreActive(input: { name: string; version?: number; onlyIfActive?: number; workflowId: string }): Promise<void> {
       await store.restoreActive(input.name, { version: input.version, ifActive: input.onlyIfActive }, { workflowId: input.workflowId });
-      await deps.publish();
+      await deps.publish([input.name]);
     },
 
     /**

@@ -8,7 +8,8 @@ export {
   ToolFileFormatError,
 } from './errors';
 export { childPerCallInvoker, type InvocationRequest, type Invoker } from './invoker';
-export { materializeActiveTools, writeToolVersion } from './materialize';
+export { materializeActiveTools, publishToolChanges, writeToolVersion, type PublishChangesResult } from './materialize';
+export { ACTIVE_LOG_FILE, readActiveIndexState, type ActiveIndexRead, type ActiveIndexState, type ActiveLogLine } from './active-log';
 export { rebuildWhenLost, type RebuildWhenLostOptions } from './rebuild-when-lost';
 export {
   ACTIVE_INDEX_FILE,

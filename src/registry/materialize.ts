@@ -1,12 +1,12 @@
-import { access, mkdir } from 'node:fs/promises';
+import { access, mkdir, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ToolStore, ToolVersion } from '../db';
 import { Mutex } from './mutex';
 import {
+  ACTIVE_INDEX_FILE,
   ACTIVE_INDEX_LOCK_FILE,
   filesFromRow,
   listToolDirectories,
-  readActiveIndex,
   readManifest,
   removeToolDirectory,
   writeActiveIndex,
@@ -17,7 +17,9 @@ import {
 import { ToolFileConflictError } from './errors';
 import { withFileLock } from './file-lock';
 import type { ActiveEntry, ActiveIndex } from './types';
-import { PRIVATE_DIR_MODE } from '../contract/private-modes';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../contract/private-modes';
+import { TOOL_NAME_PATTERN } from '../contract/tool-name';
+import { ACTIVE_LOG_FILE, formatLogLine, readActiveIndexState, type ActiveIndexState, type ActiveLogLine } from './active-log';
 
 /**
  * Writes the files of one stored version under `dir` (source, compiled module, manifest last). The deploy activity
@@ -47,6 +49,11 @@ interface DirectoryState {
    * database whose version numbers mean other code.
    */
   verified: Map<string, string>;
+  /**
+   * The pointers on disk as this process last read or wrote them, so that publishing one change reads only what was
+   * appended since (readActiveIndexState) instead of the whole index. Undefined until the first materialisation.
+   */
+  index?: ActiveIndexState;
 }
 
 const directories = new Map<string, DirectoryState>();
@@ -70,7 +77,7 @@ function stateFor(dir: string): DirectoryState {
  */
 export function materializeActiveTools(store: ToolStore, dir: string): Promise<ActiveIndex> {
   const state = stateFor(dir);
-  return state.lock.run(() => materializeLocked(store, dir, state.verified));
+  return state.lock.run(() => materializeLocked(store, dir, state));
 }
 
 /**
@@ -80,9 +87,10 @@ export function materializeActiveTools(store: ToolStore, dir: string): Promise<A
  */
 const MAX_PASSES = 5;
 
-async function materializeLocked(store: ToolStore, dir: string, verified: Map<string, string>): Promise<ActiveIndex> {
+async function materializeLocked(store: ToolStore, dir: string, state: DirectoryState): Promise<ActiveIndex> {
+  const { verified } = state;
   for (let pass = 1; ; pass++) {
-    const { index, tools } = await materializePass(store, dir, verified);
+    const { index, tools } = await materializePass(store, dir, state);
     // A look at a file is a moment's truth only: a deletion running beside this call (another process, or one that
     // blocked this process while a read was in flight) can take away a file it saw, or had just written, before
     // active.json names it. So the files are looked at once more after active.json is in place, and whatever is
@@ -103,8 +111,9 @@ async function materializeLocked(store: ToolStore, dir: string, verified: Map<st
 async function materializePass(
   store: ToolStore,
   dir: string,
-  verified: Map<string, string>,
+  state: DirectoryState,
 ): Promise<{ index: ActiveIndex; tools: Record<string, ActiveEntry> }> {
+  const { verified } = state;
   // The event id is read before the pointers, so the pointers are at least as new as the generation they get.
   const [newest] = await store.listEvents({ limit: 1 });
   const eventId = newest?.id ?? 0;
@@ -131,7 +140,7 @@ async function materializePass(
     tools[pointer.name] = { version: row.version, contentHash: row.contentHash };
   }
 
-  return { index: await replaceIndex(dir, eventId, tools), tools };
+  return { index: await replaceIndex(dir, eventId, tools, state), tools };
 }
 
 /** `name@version` of every version in `tools` with a file missing on disk now. */
@@ -145,21 +154,197 @@ async function missingVersions(dir: string, tools: Record<string, ActiveEntry>):
   return missing;
 }
 
-/** Writes active.json unless nothing moved, never with a generation at or below the one on disk. */
-async function replaceIndex(dir: string, eventId: number, tools: Record<string, ActiveEntry>): Promise<ActiveIndex> {
-  const current = await readActiveIndex(dir);
-  if (current && eventId <= current.generation && sameTools(current.tools, tools)) return current;
-  const generation = Math.max(eventId, (current?.generation ?? -1) + 1);
+/**
+ * Writes active.json (and an empty log after it) unless nothing moved, never with a generation at or below the one on
+ * disk. The whole index: for a materialisation from scratch (a worker's start, a lost directory, a lost listener);
+ * a single change is appended by {@link publishToolChanges}.
+ */
+async function replaceIndex(dir: string, eventId: number, tools: Record<string, ActiveEntry>, state: DirectoryState): Promise<ActiveIndex> {
+  const current = await readActiveIndexState(dir, state.index);
+  if (current.state && eventId <= current.state.generation && sameTools(current.state.tools, tools)) {
+    state.index = current.state;
+    return indexOf(current.state);
+  }
+  const generation = Math.max(eventId, (current.state?.generation ?? -1) + 1);
   // Another process sharing the directory (a second worker on this host) may write too: the look at what is there
   // and the replacement are one step under a lock file, so active.json never goes back past what it wrote.
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   return withFileLock(path.join(dir, ACTIVE_INDEX_LOCK_FILE), async () => {
-    const latest = await readActiveIndex(dir);
-    if (latest && latest.generation >= generation) return latest;
+    const latest = await readActiveIndexState(dir, current.state);
+    if (latest.state && latest.state.generation >= generation) {
+      state.index = latest.state;
+      return indexOf(latest.state);
+    }
     const next: ActiveIndex = { generation, updatedAt: new Date().toISOString(), tools };
     await writeActiveIndex(dir, next);
+    state.index = (await readActiveIndexState(dir)).state;
     return next;
   });
+}
+
+/** The record form of a state (O(tools): for the materialisation from scratch and for tests, not per change). */
+function indexOf(state: ActiveIndexState): ActiveIndex {
+  return { generation: state.generation, updatedAt: state.updatedAt, tools: Object.fromEntries(state.tools) };
+}
+
+/**
+ * The log is folded into a new active.json once it is larger than this and than active.json itself: the log stays
+ * bounded, and rewriting the snapshot (bytes ∝ tools) happens once per as many changes as the snapshot has tools.
+ */
+const FOLD_MIN_BYTES = 64 * 1024;
+
+/** What one {@link publishToolChanges} did. */
+export interface PublishChangesResult {
+  generation: number;
+  /** Active tools now on disk. */
+  tools: number;
+  /** Lines appended to active.log (0: the index already said so). */
+  appended: number;
+  /** The log was folded into a new active.json. */
+  folded: boolean;
+  /** Nothing was known of the directory yet (or its index was lost), so the whole of it was materialised. */
+  full: boolean;
+}
+
+/**
+ * Brings the pointers of `names` on disk in line with the database, touching only those tools: each one's version
+ * files are written if missing, then one line per moved pointer is appended to active.log. What it reads and writes
+ * does not grow with the number of tools (the index as this process last saw it is kept, and only what was appended
+ * since is read), except when it folds the log into active.json, which it does once per as many changes as there are
+ * tools. Falls back to {@link materializeActiveTools} when this process has not materialised `dir` yet or its index
+ * was lost. Same guarantees: files before pointers, generations only increase, a crash at any instant leaves either
+ * the old pointers or the new (a torn last line is cut off by the next writer and skipped by readers). Idempotent.
+ */
+export function publishToolChanges(store: ToolStore, dir: string, names: readonly string[]): Promise<PublishChangesResult> {
+  const state = stateFor(dir);
+  return state.lock.run(async () => {
+    const full = async (): Promise<PublishChangesResult> => {
+      const index = await materializeLocked(store, dir, state);
+      return { generation: index.generation, tools: Object.keys(index.tools).length, appended: 0, folded: false, full: true };
+    };
+    if (!state.index) return full();
+    const wanted = [...new Set(names)].filter((n) => TOOL_NAME_PATTERN.test(n)).sort();
+    for (let pass = 1; ; pass++) {
+      const outcome = await appendChanges(store, dir, state, wanted);
+      if (outcome === 'lost') return full();
+      const missing = await missingVersions(dir, outcome.entries);
+      if (missing.length === 0) {
+        for (const name of outcome.removed) {
+          if ((await store.listVersions(name)).length === 0) await removeToolDirectory(dir, name);
+        }
+        const { generation, tools } = state.index as ActiveIndexState;
+        return { generation, tools: tools.size, appended: outcome.appended, folded: outcome.folded, full: false };
+      }
+      // A deletion raced this call: the files are written again (the pointers already name them).
+      for (const key of missing) state.verified.delete(key);
+      for (const [name, entry] of Object.entries(outcome.entries)) await ensureVersionFiles(store, dir, state.verified, name, entry.version);
+      if (pass >= MAX_PASSES) {
+        throw new Error(`agent-tools/ at ${dir} keeps losing files while it is written (${missing.join(', ')} missing after ${pass} passes)`);
+      }
+    }
+  });
+}
+
+/** Makes sure the files of `name` v`version` are on disk and match the database; undefined when the row is gone. */
+async function ensureVersionFiles(
+  store: ToolStore,
+  dir: string,
+  verified: Map<string, string>,
+  name: string,
+  version: number,
+): Promise<ActiveEntry | undefined> {
+  const key = `${name}@${version}`;
+  const manifest = await readManifest(dir, name, version);
+  if (manifest && verified.get(key) === manifest.contentHash) return { version, contentHash: manifest.contentHash };
+  const row = await store.getVersion(name, version);
+  if (!row) return undefined;
+  if (manifest && manifest.contentHash !== row.contentHash) {
+    throw new ToolFileConflictError(versionPaths(dir, row.name, row.version).manifest, row.name, row.version);
+  }
+  await writeToolVersionFiles(dir, filesFromRow(row));
+  verified.set(key, row.contentHash);
+  return { version, contentHash: row.contentHash };
+}
+
+/**
+ * Under the directory's lock file: reads the newest event id and the pointers of `names` (inside the lock, so the last
+ * writer also read last, and a slower writer can never put back an older pointer), and appends what moved.
+ */
+async function appendChanges(
+  store: ToolStore,
+  dir: string,
+  state: DirectoryState,
+  names: string[],
+): Promise<'lost' | { entries: Record<string, ActiveEntry>; removed: string[]; appended: number; folded: boolean }> {
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  return withFileLock(path.join(dir, ACTIVE_INDEX_LOCK_FILE), async () => {
+    const known = state.index as ActiveIndexState;
+    const read = await readActiveIndexState(dir, known);
+    // No active.json, or the log this process was following is gone while the snapshot stayed: pointers on disk went
+    // back, and only a materialisation from scratch puts every one of them right.
+    const lostLog = read.state?.baseKey === known.baseKey && known.logIno !== undefined && read.state.logIno !== known.logIno;
+    if (!read.state || lostLog) return 'lost' as const;
+    const current = read.state;
+    const [newest] = await store.listEvents({ limit: 1 });
+    const entries: Record<string, ActiveEntry> = {};
+    const removed: string[] = [];
+    const lines: ActiveLogLine[] = [];
+    let generation = Math.max(newest?.id ?? 0, current.generation + 1);
+    const at = new Date().toISOString();
+    for (const name of names) {
+      const pointer = await store.getActive(name);
+      const entry = pointer ? await ensureVersionFiles(store, dir, state.verified, name, pointer.version) : undefined;
+      const onDisk = current.tools.get(name);
+      if (entry) entries[name] = entry;
+      else removed.push(name);
+      if (entry ? onDisk?.version === entry.version && onDisk.contentHash === entry.contentHash : onDisk === undefined) continue;
+      lines.push({ base: current.baseGeneration, generation: generation++, name, ...(entry ?? {}), at });
+    }
+    if (lines.length === 0) {
+      state.index = current;
+      return { entries, removed, appended: 0, folded: false };
+    }
+    const logBytes = await appendLogLines(dir, current, lines);
+    let folded = false;
+    const snapshotBytes = await stat(path.join(dir, ACTIVE_INDEX_FILE)).then((s) => s.size);
+    let next = (await readActiveIndexState(dir, current)).state as ActiveIndexState;
+    if (logBytes > Math.max(FOLD_MIN_BYTES, snapshotBytes)) {
+      await writeActiveIndex(dir, indexOf(next));
+      next = (await readActiveIndexState(dir, next)).state as ActiveIndexState;
+      folded = true;
+    }
+    state.index = next;
+    return { entries, removed, appended: lines.length, folded };
+  });
+}
+
+/**
+ * Appends `lines` to active.log right after the last complete line `current` read (cutting off a torn line a killed
+ * writer left), and makes them durable. Returns the log's size after.
+ */
+async function appendLogLines(dir: string, current: ActiveIndexState, lines: ActiveLogLine[]): Promise<number> {
+  const file = path.join(dir, ACTIVE_LOG_FILE);
+  const data = Buffer.from(lines.map(formatLogLine).join(''), 'utf8');
+  const existed = current.logIno !== undefined;
+  const handle = await open(file, existed ? 'r+' : 'a', PRIVATE_FILE_MODE);
+  try {
+    const { size } = await handle.stat();
+    const offset = existed ? current.logOffset : size;
+    if (size > offset) await handle.truncate(offset);
+    await handle.write(data, 0, data.length, offset);
+    await handle.sync();
+    return offset + data.length;
+  } finally {
+    await handle.close();
+    // A new log's directory entry made durable too (as writeFileAtomic does for its rename).
+    if (!existed) await syncDir(dir);
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r').catch(() => undefined);
+  await handle?.sync().catch(() => undefined);
+  await handle?.close().catch(() => undefined);
 }
 
 /** Deletes directories of tools that active.json no longer lists and the database no longer stores. */
@@ -171,8 +356,7 @@ async function removeDeletedTools(store: ToolStore, dir: string, index: ActiveIn
   }
 }
 
-function sameTools(a: Record<string, ActiveEntry>, b: Record<string, ActiveEntry>): boolean {
-  const names = Object.keys(a);
-  if (names.length !== Object.keys(b).length) return false;
-  return names.every((n) => b[n] !== undefined && b[n].version === a[n].version && b[n].contentHash === a[n].contentHash);
+function sameTools(a: ReadonlyMap<string, ActiveEntry>, b: Record<string, ActiveEntry>): boolean {
+  if (a.size !== Object.keys(b).length) return false;
+  return [...a].every(([n, e]) => b[n] !== undefined && b[n].version === e.version && b[n].contentHash === e.contentHash);
 }

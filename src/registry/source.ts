@@ -11,6 +11,13 @@ export interface LoadedTool {
 export interface Snapshot {
   generation: number;
   tools: ReadonlyMap<string, LoadedTool>;
+  /**
+   * The names whose entry differs from the snapshot this one was loaded from, when the source knows them (a reload
+   * that followed one change), so telling listeners what changed does not walk every tool. Absent: compare all.
+   */
+  changed?: ReadonlySet<string>;
+  /** The source's own bookmark (the directory source's: how far it read active.json and active.log). */
+  cursor?: unknown;
 }
 
 /** Where a registry loads from: the agent-tools directory or the database. */

@@ -5,8 +5,9 @@ import { TOOL_NAME_PATTERN } from '../contract/tool-name';
 import { inputJsonSchemaOf } from './input-json-schema';
 import { writeFileAtomic, writeFileOnce } from './atomic-file';
 import { InvalidToolNameError, ToolFileConflictError, ToolFileFormatError } from './errors';
-import type { ActiveEntry, ActiveIndex, ToolManifest } from './types';
+import type { ActiveIndex, ToolManifest } from './types';
 import { PRIVATE_DIR_MODE } from '../contract/private-modes';
+import { ACTIVE_LOG_FILE, readActiveIndexState } from './active-log';
 
 // TOOL_NAME_PATTERN (the contract's one rule for tool names) is also what keeps every path below inside the
 // agent-tools directory.
@@ -135,34 +136,28 @@ export function readCompiledJs(dir: string, name: string, version: number): Prom
   return readFile(versionPaths(dir, name, version).compiled, 'utf8');
 }
 
-/** Reads and checks active.json; undefined when none was written yet. */
+/**
+ * Reads the active pointers: active.json with the changes active.log adds to it (see src/registry/active-log.ts);
+ * undefined when none was written yet. Reads everything: a reader that follows changes keeps an ActiveIndexState
+ * (readActiveIndexState) and reads only what was appended since.
+ */
 export async function readActiveIndex(dir: string): Promise<ActiveIndex | undefined> {
-  const file = path.join(dir, ACTIVE_INDEX_FILE);
-  const raw = await readJson(file);
-  if (raw === undefined) return undefined;
-  const index = raw as Partial<ActiveIndex>;
-  if (!Number.isSafeInteger(index.generation) || typeof index.tools !== 'object' || index.tools === null) {
-    throw new ToolFileFormatError(file, 'expected {generation, updatedAt, tools}');
-  }
-  const tools: Record<string, ActiveEntry> = {};
-  for (const [name, entry] of Object.entries(index.tools)) {
-    if (!TOOL_NAME_PATTERN.test(name) || !Number.isSafeInteger(entry?.version) || typeof entry?.contentHash !== 'string') {
-      throw new ToolFileFormatError(file, `bad entry for ${JSON.stringify(name)}`);
-    }
-    tools[name] = { version: entry.version, contentHash: entry.contentHash };
-  }
-  return { generation: index.generation as number, updatedAt: String(index.updatedAt), tools };
+  const { state } = await readActiveIndexState(dir);
+  if (!state) return undefined;
+  return { generation: state.generation, updatedAt: state.updatedAt, tools: Object.fromEntries(state.tools) };
 }
 
 /**
- * Replaces active.json atomically. It does not compare generations: that is the caller's job (see
- * `materializeActiveTools`, which does it under its lock).
+ * Replaces active.json atomically with the whole of `index`, then starts an empty active.log on top of it (log lines
+ * of the snapshot before name another base, so a crash between the two leaves them ignored). It does not compare
+ * generations: that is the caller's job (see `materializeActiveTools`, which does it under its lock).
  */
 export async function writeActiveIndex(dir: string, index: ActiveIndex): Promise<void> {
   for (const name of Object.keys(index.tools)) assertToolName(name);
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const sorted = Object.fromEntries(Object.entries(index.tools).sort(([a], [b]) => (a < b ? -1 : 1)));
   await writeFileAtomic(path.join(dir, ACTIVE_INDEX_FILE), JSON.stringify({ ...index, tools: sorted }, null, 2) + '\n');
+  await writeFileAtomic(path.join(dir, ACTIVE_LOG_FILE), '');
 }
 
 /** Names of the tool directories under `dir` (anything else there is ignored). */

@@ -302,6 +302,16 @@ export class ToolRegistry {
 
 function diff(before: Snapshot, after: Snapshot): RegistryChange {
   const change: RegistryChange = { generation: after.generation, added: [], updated: [], removed: [] };
+  if (after.changed) {
+    // The source says which names moved: a reload after one deployment costs that one name, not every tool.
+    for (const name of [...after.changed].sort()) {
+      const [old, tool] = [before.tools.get(name), after.tools.get(name)];
+      if (!old && tool) change.added.push(name);
+      else if (old && !tool) change.removed.push(name);
+      else if (old && tool && old !== tool) change.updated.push(name);
+    }
+    return change;
+  }
   for (const [name, tool] of after.tools) {
     const old = before.tools.get(name);
     if (!old) change.added.push(name);

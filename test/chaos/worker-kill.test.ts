@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { readActiveIndex } from '../../src/registry/tool-files';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeClient } from '../../src/client';
 import { attemptsDirOf } from '../../src/platform/attempt-ledger';
@@ -101,7 +102,7 @@ test('SIGKILL of the worker during the sandbox test, then a restart: the deploym
   for (const name of ['slow_tool', 'slow_tool_2', 'slow_tool_3']) {
     const { result, endedBy } = await killDuringQueuedTest(name);
     expect(result).toMatchObject({ status: 'active', name, version: 1, verdict: 'passed' });
-    const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+    const index = (await readActiveIndex(path.join(home, 'agent-tools')))!;
     expect(index.tools[name].version).toBe(1);
     for (const ext of ['ts', 'mjs', 'json']) expect(existsSync(path.join(home, 'agent-tools', name, `v1.${ext}`))).toBe(true);
     const tools = await forge.listTools();
@@ -123,7 +124,7 @@ test('SIGKILL right after the commit: the restarted worker publishes, and a rede
   worker = await startForgeWorker(childEnv);
   const result = await handle.result();
   expect(result).toMatchObject({ status: 'active', version: 2 });
-  const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+  const index = (await readActiveIndex(path.join(home, 'agent-tools')))!;
   expect(index.tools.slow_tool.version).toBe(2);
   const again = await forge.deployTool({ name: 'slow_tool', source: slowTool('b'), testInput: { ms: 10 } });
   expect(again).toMatchObject({ status: 'active', version: 2, unchanged: true });
@@ -151,7 +152,7 @@ test('SIGKILL during a test run in the workflow task (FORGE_SANDBOX_TEST_HERE=on
     const history = await env.client.workflow.getHandle(handle.workflowId, handle.runId).fetchHistory();
     expect(history.events!.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
     expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
-    const index = JSON.parse(readFileSync(path.join(home, 'agent-tools', 'active.json'), 'utf8'));
+    const index = (await readActiveIndex(path.join(home, 'agent-tools')))!;
     expect(index.tools.slow_tool.version).toBe(3);
     expect((await forge.listTools()).tools.find((t) => t.name === 'slow_tool')).toMatchObject({ activeVersion: 3, versions: 3 });
     await until(() => readdirSync(runs.tmpRoot).length === 0, 10_000, 'the run directories to be removed');

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { ForgeInputError, type RunProgress } from '../../src/client';
-import { ToolRegistry } from '../../src/registry';
+import { readActiveIndex, ToolRegistry } from '../../src/registry';
 import { databaseKinds, startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 
@@ -93,8 +93,8 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(result).toMatchObject({ status: 'rejected', verdict: 'oom', diagnostics: { stage: 'test' } });
     expect(result.version).toBeUndefined();
     expect(result.diagnostics.sandbox?.status).toBe('oom');
-    const active = JSON.parse(readFileSync(path.join(platform.config.agentToolsDir, 'active.json'), 'utf8'));
-    expect(active.tools.steady.version).toBe(1);
+    const active = await readActiveIndex(platform.config.agentToolsDir);
+    expect(active?.tools.steady.version).toBe(1);
     expect(readdirSync(path.join(platform.config.agentToolsDir, 'steady')).sort()).toEqual(['v1.json', 'v1.mjs', 'v1.ts']);
   });
 
@@ -204,8 +204,8 @@ export default {
     const newest = results.find((r) => r.version === 20)!;
     const active = await platform.workers.store.getActive('racer');
     expect(active?.version).toBe(20);
-    const onDisk = JSON.parse(readFileSync(path.join(platform.config.agentToolsDir, 'active.json'), 'utf8'));
-    expect(onDisk.tools.racer.version).toBe(20);
+    const onDisk = await readActiveIndex(platform.config.agentToolsDir);
+    expect(onDisk?.tools.racer.version).toBe(20);
     for (let v = 1; v <= 20; v++) expect(existsSync(path.join(platform.config.agentToolsDir, 'racer', `v${v}.mjs`))).toBe(true);
     await registry.waitFor('racer', 20, 10_000);
     const call = await registry.invoke('racer', { a: 1, b: 1 });

@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { attackInput, claimedReach, HOSTILE_KINDS, hostileName, hostileSource, reportsIn, VICTIM, VICTIM_OUTPUT, type HostileKind } from './corpus';
-import { TEMPORAL_DELETE_LAG_MS, type Snapshot } from './harm';
+import { readActivePointersSync, TEMPORAL_DELETE_LAG_MS, type Snapshot } from './harm';
 import { startHostileWorld, type HostileWorld } from './setup';
 
 /**
@@ -36,7 +36,7 @@ export function hostileCorpusCases(user: string): void {
 
   const isActive = (name: string) => {
     const active = path.join(world.platform.agentToolsDir, 'active.json');
-    return existsSync(active) && name in (JSON.parse(readFileSync(active, 'utf8')) as { tools: Record<string, unknown> }).tools;
+    return existsSync(active) && name in readActivePointersSync(world.platform.agentToolsDir).tools;
   };
 
   describe.each(HOSTILE_KINDS.map((k) => [k]))('%s', (kind: HostileKind) => {

@@ -51,9 +51,39 @@ const VOLATILE = new Set(['pgdata', 'pgdata.lock', 'temporal.sqlite', 'temporal.
 /** The active pointers, compared tool by tool (`agent-tools/active.json#<tool>`): a deployment of the test's own moves one. */
 const ACTIVE = 'agent-tools/active.json';
 
+/** The log of pointer changes on top of active.json (docs/tool-contract.md, "agent-tools/ on disk"). */
+const ACTIVE_LOG = 'agent-tools/active.log';
+
+/**
+ * The active pointers of an agent-tools directory, synchronously: active.json, then the lines of active.log on its
+ * generation (the format's reading rule; src/registry/active-log.ts is the platform's reader).
+ */
+export function readActivePointersSync(agentTools: string): { generation: number; tools: Record<string, { version: number; contentHash: string }> } {
+  const index = JSON.parse(readFileSync(path.join(agentTools, 'active.json'), 'utf8')) as {
+    generation: number;
+    tools: Record<string, { version: number; contentHash: string }>;
+  };
+  const tools = { ...index.tools };
+  let log = '';
+  try {
+    log = readFileSync(path.join(agentTools, 'active.log'), 'utf8');
+  } catch {
+    return { generation: index.generation, tools };
+  }
+  let generation = index.generation;
+  for (const raw of log.slice(0, log.lastIndexOf('\n') + 1).split('\n').filter(Boolean)) {
+    const line = JSON.parse(raw) as { base: number; generation: number; name: string; version?: number; contentHash?: string };
+    if (line.base !== index.generation || line.generation <= generation) continue;
+    generation = line.generation;
+    if (line.version === undefined) delete tools[line.name];
+    else tools[line.name] = { version: line.version, contentHash: line.contentHash as string };
+  }
+  return { generation, tools };
+}
+
 function readActive(file: string): Record<string, { version: number } | undefined> {
   try {
-    return (JSON.parse(readFileSync(file, 'utf8')) as { tools: Record<string, { version: number }> }).tools;
+    return readActivePointersSync(path.dirname(file)).tools;
   } catch {
     return {};
   }
@@ -88,9 +118,14 @@ function walk(root: string, rel: string, files: Map<string, string>, contents: M
     const data = readFileSync(full);
     if (!rel.startsWith('agent-repo/')) contents.set(rel, data);
     if (rel === ACTIVE) {
-      const index = JSON.parse(data.toString('utf8')) as { tools: Record<string, { version: number; contentHash: string }> };
-      for (const [tool, entry] of Object.entries(index.tools)) files.set(`${ACTIVE}#${tool}`, `v${entry.version} ${entry.contentHash}`);
+      const { tools } = readActivePointersSync(path.dirname(full));
+      for (const [tool, entry] of Object.entries(tools)) files.set(`${ACTIVE}#${tool}`, `v${entry.version} ${entry.contentHash}`);
       files.set(ACTIVE, `file ${mode} ${st.uid}`);
+      return;
+    }
+    // Its lines are in the pointers above; a deployment of the test's own appends one.
+    if (rel === ACTIVE_LOG) {
+      files.set(ACTIVE_LOG, `file ${mode} ${st.uid}`);
       return;
     }
     files.set(rel, `file ${mode} ${st.uid} ${sha(data)}`);
@@ -272,10 +307,16 @@ export class HarmWatch {
     const changed = pointers.some((k) => !k.endsWith(`#${ownTool}`) && now.get(k) !== before.files.get(k)) ||
       [...before.files.keys()].some((k) => k.startsWith(`${ACTIVE}#`) && !now.has(k));
     if (changed && existsSync(activePath)) {
-      const current = JSON.parse(readFileSync(activePath, 'utf8')) as { generation: number; tools: Record<string, unknown> };
-      const previous = JSON.parse(before.contents.get(ACTIVE)!.toString('utf8')) as { tools: Record<string, unknown> };
-      const tools = { ...previous.tools, ...(ownTool && current.tools[ownTool] ? { [ownTool]: current.tools[ownTool] } : {}) };
-      writeFileSync(activePath, JSON.stringify({ ...current, generation: current.generation + 1, tools }, null, 2));
+      // The pointers as they were (from the snapshot's per-tool entries), written as a new active.json above every
+      // generation on disk; the log's lines name the older base, so readers ignore them from then on.
+      const current = readActivePointersSync(path.dirname(activePath));
+      const previous: Record<string, unknown> = {};
+      for (const [k, v] of before.files) {
+        const m = k.startsWith(`${ACTIVE}#`) ? /^v(\d+) (\S+)$/.exec(v) : null;
+        if (m) previous[k.slice(ACTIVE.length + 1)] = { version: Number(m[1]), contentHash: m[2] };
+      }
+      const tools = { ...previous, ...(ownTool && current.tools[ownTool] ? { [ownTool]: current.tools[ownTool] } : {}) };
+      writeFileSync(activePath, JSON.stringify({ generation: current.generation + 1, updatedAt: new Date().toISOString(), tools }, null, 2));
     }
     for (const dir of this.options.markerDirs) rmSync(path.join(dir, `hostile-${this.options.marker}`), { force: true });
     // A victim redeployed through Temporal is active in the database too: rolled back the way an operator would, or

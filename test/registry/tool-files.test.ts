@@ -89,7 +89,7 @@ describe('agent-tools files', () => {
     await reader;
     expect(seen.length).toBeGreaterThan(0);
     expect((await readActiveIndex(dir))?.generation).toBe(60);
-    expect(readdirSync(dir)).toEqual(['active.json']);
+    expect(readdirSync(dir)).toEqual(['active.json', 'active.log']);
   });
 
   it('reads a missing active.json as undefined', async () => {

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'n
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { openPglite } from '../../../src/db/pglite';
+import { readActiveIndex } from '../../../src/registry/tool-files';
 
 /**
  * Everything a run can change, read after the workers stopped, with what legitimately differs between two runs of
@@ -62,9 +63,8 @@ export async function readEndState(home: string, run: RunIds): Promise<EndState>
       agentToolsFiles: listFiles(agentTools),
       reverifyResults: await rows('SELECT run_key, name, version, attempt, role, verdict, action, error, workflow_id FROM reverify_results ORDER BY run_key, name, version, attempt'),
       quarantine: await rows('SELECT name, state, failed_version, active_version, reason, run_key, workflow_id FROM tool_quarantine ORDER BY name'),
-      activeIndex: existsSync(path.join(agentTools, 'active.json'))
-        ? (JSON.parse(readFileSync(path.join(agentTools, 'active.json'), 'utf8')) as { tools: Record<string, unknown> }).tools
-        : {},
+      // active.json with the lines active.log adds to it (docs/tool-contract.md, "agent-tools/ on disk").
+      activeIndex: (await readActiveIndex(agentTools))?.tools ?? {},
     };
   } finally {
     await database.close();
@@ -76,6 +76,10 @@ function listFiles(dir: string, prefix = ''): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const rel = path.join(prefix, entry.name);
     if (entry.isDirectory()) return listFiles(path.join(dir, entry.name), rel);
+    // The pointers' files are compared by what they say (activeIndex): a run that a kill sent through a worker's
+    // restart folds the log into active.json where an uninterrupted one appended a line, the same pointers either way.
+    if (rel === 'active.json') return [rel];
+    if (rel === 'active.log') return [];
     return [`${rel} (${statSync(path.join(dir, entry.name)).size} bytes)`];
   }).sort();
 }
