@@ -12,10 +12,37 @@ import { memo, type LoadedTool, type Snapshot, type ToolSource } from './source'
  */
 export function databaseSource(database: ForgeDatabase): ToolSource {
   const store = createToolStore(database);
+  const entryOf = async (name: string, version: number): Promise<LoadedTool | undefined> => {
+    const row = await store.getVersion(name, version);
+    if (!row) return undefined; // removed since the pointer was read; its removal notified, so another reload follows
+    const compiledJs = row.compiledJs;
+    return {
+      descriptor: { name: row.name, version: row.version, contentHash: row.contentHash, description: row.description, ...inputJsonSchemaOf(row.verdict) },
+      compiledJs: memo(() => Promise.resolve(compiledJs)),
+    };
+  };
+  const loadNamed = async (previous: Snapshot, names: ReadonlySet<string>): Promise<Snapshot | 'unchanged'> => {
+    const changed = new Set<string>();
+    const tools = new Map(previous.tools);
+    for (const name of names) {
+      const pointer = await store.getActive(name);
+      const old = previous.tools.get(name);
+      if (pointer && old?.descriptor.version === pointer.version) continue;
+      const entry = pointer ? await entryOf(name, pointer.version) : undefined;
+      if (!entry && !old) continue;
+      if (entry) tools.set(name, entry);
+      else tools.delete(name);
+      changed.add(name);
+    }
+    if (changed.size === 0) return 'unchanged';
+    return { generation: previous.generation + 1, tools, changed } satisfies Snapshot;
+  };
   return {
     label: `database (${database.kind})`,
 
-    async load(previous) {
+    async load(previous, hint) {
+      // A NOTIFY names its tool: only those pointers are read, whatever the number of tools.
+      if (previous && hint) return loadNamed(previous, hint.names);
       const pointers = await store.listActive();
       const tools = new Map<string, LoadedTool>();
       let changed = !previous || previous.tools.size !== pointers.length;
@@ -48,8 +75,9 @@ export function databaseSource(database: ForgeDatabase): ToolSource {
     },
 
     async watch(changed) {
-      const unlisten = await database.listen(TOOLS_CHANNEL, () => changed());
-      const stopReconnect = database.onListenerReconnect(changed);
+      const unlisten = await database.listen(TOOLS_CHANNEL, (name) => changed([name]));
+      // Notifications sent while the listener was down are lost: anything may have changed.
+      const stopReconnect = database.onListenerReconnect(() => changed());
       return async () => {
         stopReconnect();
         await unlisten();

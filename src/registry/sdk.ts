@@ -13,7 +13,7 @@ export {
   type ToolRegistryOptions,
   type ToolRegistrySource,
 } from './tool-registry';
-export type { ToolSource, Snapshot, LoadedTool } from './source';
+export type { ToolSource, Snapshot, LoadedTool, ReloadHint } from './source';
 export type { ToolDescriptor } from './types';
 export type { Invoker, InvocationRequest } from './invoker';
 export {

@@ -28,9 +28,17 @@ export interface ToolSource {
    * Loads the current active versions, reusing entries of `previous` whose version did not change. `unchanged` when
    * nothing moved since `previous`. Throws when the state cannot be read completely (the caller keeps `previous`).
    */
-  load(previous: Snapshot | undefined): Promise<Snapshot | 'unchanged'>;
-  /** Calls `changed` whenever the state may have changed (spurious calls are fine); resolves to a stop function. */
-  watch(changed: () => void): Promise<() => Promise<void>>;
+  load(previous: Snapshot | undefined, hint?: ReloadHint): Promise<Snapshot | 'unchanged'>;
+  /**
+   * Calls `changed` whenever the state may have changed (spurious calls are fine), with the names that changed when
+   * the source knows them (a NOTIFY's payload), without when anything may have; resolves to a stop function.
+   */
+  watch(changed: (names?: readonly string[]) => void): Promise<() => Promise<void>>;
+}
+
+/** The names `watch` reported since the last load: only these can have moved (absent: anything may have). */
+export interface ReloadHint {
+  names: ReadonlySet<string>;
 }
 
 /** Caches the first successful read; a failed read is retried by the next caller. */

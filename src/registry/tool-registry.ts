@@ -95,6 +95,8 @@ export class ToolRegistry {
   private stopWatching: (() => Promise<void>) | undefined;
   /** Change signals, coalesced: one reload at a time, plus one more if a signal came in while it ran. */
   private readonly reloads = coalesce(() => this.reloadOrRetry(), 0);
+  /** What the source's change signals named since the last reload (`all`: a signal without names, or a failed reload). */
+  private pendingNames: Set<string> | 'all' = new Set();
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RETRY_MIN_MS;
   private readonly listeners = new Set<(change: RegistryChange) => void>();
@@ -132,7 +134,7 @@ export class ToolRegistry {
     const registry = new ToolRegistry(source, invoker, onReloadError, options.invoker ? undefined : invoker);
     try {
       // Watch first, so a change landing during the first load is not missed (at worst it causes one extra reload).
-      registry.stopWatching = await source.watch(() => registry.scheduleReload());
+      registry.stopWatching = await source.watch((names) => registry.scheduleReload(names));
       const first = await source.load(undefined);
       if (first !== 'unchanged') registry.snapshot = first;
     } catch (err) {
@@ -265,8 +267,11 @@ export class ToolRegistry {
     return `no active tool named ${JSON.stringify(name)}; available: ${names.length === 0 ? '(none)' : shown}`;
   }
 
-  private scheduleReload(): void {
-    if (!this.closed) this.reloads.trigger();
+  private scheduleReload(names?: readonly string[]): void {
+    if (this.closed) return;
+    if (!names) this.pendingNames = 'all';
+    else if (this.pendingNames !== 'all') for (const name of names) this.pendingNames.add(name);
+    this.reloads.trigger();
   }
 
   /** One reload; a failure is reported and retried later with backoff (the loaded tools stay meanwhile). */
@@ -286,7 +291,16 @@ export class ToolRegistry {
 
   private async reloadOnce(): Promise<void> {
     const previous = this.snapshot;
-    const next = await this.source.load(previous);
+    const pending = this.pendingNames;
+    this.pendingNames = new Set();
+    let next: Snapshot | 'unchanged';
+    try {
+      next = await this.source.load(previous, pending === 'all' ? undefined : { names: pending });
+    } catch (err) {
+      // The retry reloads everything: the names of this attempt are not lost.
+      this.pendingNames = 'all';
+      throw err;
+    }
     if (next === 'unchanged' || this.closed) return;
     this.snapshot = next;
     const change = diff(previous, next);

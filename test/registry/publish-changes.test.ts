@@ -6,6 +6,8 @@ import { compileTool } from '../../src/sandbox';
 import { materializeActiveTools, readActiveIndex, ToolRegistry } from '../../src/registry';
 import { publishToolChanges } from '../../src/registry/materialize';
 import { greeterSource, scratchDatabase, scratchDir } from './helpers';
+import * as toolStoreModule from '../../src/db/tool-store';
+import { databaseSource } from '../../src/registry/database-source';
 
 /**
  * Issue 28: what one deployment's publish and one registry reload read and write must not grow with the number of
@@ -171,6 +173,37 @@ describe('publishing one change to agent-tools/', () => {
       expect(l.reload.opened.some((f) => f.startsWith('many_00000/v'))).toBe(true);
     }
   }, 180_000);
+
+  it('a registry in database mode reloads the tool a NOTIFY names, without listing every active tool', async () => {
+    await seed(Math.max(0, 1_000 - seeded));
+    const calls = { listActive: 0, getActive: 0 };
+    const real = toolStoreModule.createToolStore;
+    const spy = jest.spyOn(toolStoreModule, 'createToolStore').mockImplementation((database) => {
+      const inner = real(database);
+      return {
+        ...inner,
+        listActive: () => (calls.listActive++, inner.listActive()),
+        getActive: (name: string) => (calls.getActive++, inner.getActive(name)),
+      };
+    });
+    const registry = await ToolRegistry.open({ source: databaseSource(db.database), invoker: { invoke: () => Promise.reject(new Error('not called')) } });
+    spy.mockRestore();
+    try {
+      expect(registry.list().length).toBeGreaterThanOrEqual(1_000);
+      const changes: unknown[] = [];
+      registry.onChange((c) => changes.push(c));
+      const before = { ...calls };
+      const version = await deployNewVersion('many_00006');
+      await registry.waitFor('many_00006', version, 10_000);
+      expect(calls.listActive).toBe(before.listActive);
+      // One pointer read per notification (storing the version and activating it may each notify), not 1,000.
+      expect(calls.getActive - before.getActive).toBeGreaterThanOrEqual(1);
+      expect(calls.getActive - before.getActive).toBeLessThanOrEqual(2);
+      expect(changes).toEqual([expect.objectContaining({ added: [], updated: ['many_00006'], removed: [] })]);
+    } finally {
+      await registry.close();
+    }
+  }, 120_000);
 
   it('skips a torn last line a killed writer left, and the next writer cuts it off before appending', async () => {
     const dir = scratchDir('forge-publish-torn-');
