@@ -84,27 +84,6 @@ function databaseError(fields: ErrorFields): Error {
   return Object.assign(new messages.DatabaseError(message, 0, 'error'), rest);
 }
 
-/**
- * Creates a new data directory in a thread of its own that ends afterwards: initdb grows the embedded database's
- * WebAssembly memory to ~700 MB, which never shrinks, so the thread that serves afterwards opens the directory anew
- * and holds ~180 MB (measured 2026-11-28: `forge up`'s first start 1,100 → 620 MB).
- */
-async function initialise(dataDir: string): Promise<void> {
-  const worker = new Worker(threadEntry(), { workerData: { dataDir, initOnly: true } });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      worker.on('message', (msg: ThreadMessage) => {
-        if ('ready' in msg) resolve();
-        else if ('startError' in msg) reject(databaseError(msg.startError));
-      });
-      worker.on('error', reject);
-      worker.on('exit', (code) => reject(new Error(`the database thread exited with code ${code} while creating ${dataDir}`)));
-    });
-  } finally {
-    await worker.terminate();
-  }
-}
-
 /** A call cut off by the thread's end: connection class 08, so callers retry it as a lost connection. */
 function connectionLost(code: '08003' | '08006', message: string, cause?: unknown): Error {
   const err = databaseError({ message, code, severity: 'FATAL' });
@@ -183,7 +162,6 @@ export class PgliteThreadClient {
    */
   static async open(dataDir: string, sessionSql = ''): Promise<PgliteThreadClient> {
     const client = new PgliteThreadClient(dataDir, sessionSql);
-    if (!isInMemoryDataDir(dataDir) && !existsSync(path.join(dataDir, 'PG_VERSION'))) await initialise(dataDir);
     await client.thread();
     return client;
   }
@@ -285,6 +263,24 @@ export class PgliteThreadClient {
       this.listeners.delete(channel);
       if (!this.closed) await this.exec(`UNLISTEN ${channel}`);
     };
+  }
+
+  /**
+   * Closes the database and ends the thread once the calls queued before have run; the next call opens the directory
+   * in a new thread. The WebAssembly memory of the embedded database only grows: creating a database (initdb and
+   * Forge's own tables) leaves ~700 MB resident that a new thread does not have.
+   */
+  recycle(): Promise<void> {
+    return this.exclusive(async () => {
+      const thread = this.current;
+      if (!thread?.alive || this.closed) return;
+      try {
+        await this.send(thread, { op: 'close' });
+      } finally {
+        this.retire(thread);
+        await thread.worker.terminate();
+      }
+    });
   }
 
   /** Closes the database once the calls queued before have run, and ends the thread. Idempotent. */

@@ -77,12 +77,6 @@ async function main() {
     dataDir: workerData.dataDir,
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${SHARED_BUFFERS}`],
   });
-  if (workerData.initOnly) {
-    // A new data directory's initdb grows the memory to ~700 MB, which a thread that goes on serving keeps for good.
-    await pg.close();
-    parentPort.postMessage({ ready: true });
-    return;
-  }
   // Session state (search_path) is re-established on every start: a restarted thread is a new session.
   if (workerData.sessionSql) await pg.exec(workerData.sessionSql);
   pg.onNotification((channel, payload) => parentPort.postMessage({ notification: { channel, payload } }));

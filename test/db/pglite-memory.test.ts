@@ -5,9 +5,10 @@ import { openPglite } from '../../src/db/pglite';
 
 /*
  * What keeps the embedded database's memory down (issue 28; the figure itself is worker_rss_idle_mib in the bench):
- * a new data directory is created by a thread that ends (initdb's memory goes with it), and the buffer cache is small.
+ * the thread that created a new database (initdb and Forge's tables) ends once it is ready, its memory with it, and
+ * the buffer cache is small.
  */
-test('a new embedded database is created, then opened by a thread with a 16 MB buffer cache; it reopens alike', async () => {
+test('a new embedded database is created, then served by a new thread with a 16 MB buffer cache; it reopens alike', async () => {
   const dir = mkdtempSync(path.join('/dev/shm', 'forge-pglite-memory-'));
   try {
     for (const round of ['created', 'reopened']) {
