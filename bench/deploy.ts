@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createToolActivities, createToolSteps, type ToolActivityDeps } from '../src/activities/tool-activities';
@@ -9,7 +9,7 @@ import { materializeActiveTools, writeToolVersion } from '../src/registry/materi
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { PreloadSet } from '../src/sandbox/preload';
 import { floorRunner } from './floor';
-import { machineCpuMs, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, statsRow, timeMs } from './stats';
+import { machineCpuMs, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, rssMib, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
 import { startNoopWorkflow } from './noop';
@@ -31,16 +31,6 @@ export default {
  * Forge's direct in-process pipeline (the same steps, no Temporal), and the bare floor (fork a child that imports the
  * same compiled tool, runs it once and reports over IPC). Then a burst of deployments submitted at once.
  */
-/** Resident memory of a process, MiB (0 when it is gone). */
-function rssMib(pid: number): number {
-  try {
-    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return kb ? Math.round(Number(kb[1]) / 1024) : 0;
-  } catch {
-    return 0;
-  }
-}
-
 export const deployBench: Bench = {
   name: 'deploy',
   description: `tool deployment: durable vs direct vs floor (${RUNS} runs each), and a burst of ${BURST}`,

@@ -66,9 +66,11 @@ export async function startBenchPlatform(label: string, env: Record<string, stri
  */
 export async function startPlatformProcess(
   label: string,
+  /** `home`: start on this FORGE_HOME (a restart) and leave it in place at stop; `env`: more of the platform's settings. */
+  options: { home?: string; env?: Record<string, string> } = {},
 ): Promise<{ config: ForgeConfig; forge: ForgeClient; /** The `forge up` process. */ pid: number; /** Its Temporal. */ address: string; stop(): Promise<void> }> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-  const home = mkdtempSync(path.join(base, `forge-bench-${label}-`));
+  const home = options.home ?? mkdtempSync(path.join(base, `forge-bench-${label}-`));
   const [port, uiPort] = [await findFreePort(), await findFreePort()];
   const env = {
     PATH: process.env.PATH,
@@ -78,6 +80,7 @@ export async function startPlatformProcess(
     FORGE_UI_PORT: String(uiPort),
     // A lever measured off and on (BENCHMARKS.md): the platform gets the bench's own setting.
     ...(process.env.FORGE_SANDBOX_PRELOAD ? { FORGE_SANDBOX_PRELOAD: process.env.FORGE_SANDBOX_PRELOAD } : {}),
+    ...options.env,
   };
   const config = loadConfig(env);
   const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'forge.js'), 'up'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -102,7 +105,7 @@ export async function startPlatformProcess(
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGINT');
       await exited;
-      rmSync(home, { recursive: true, force: true });
+      if (!options.home) rmSync(home, { recursive: true, force: true });
     },
   };
 }

@@ -13,6 +13,7 @@ import { typecheckBench } from './typecheck';
 import { startBench } from './start';
 import { coreIndexBench } from './core-index';
 import { deployScaleBench } from './deploy-scale';
+import { memoryBench } from './memory';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench, deployScaleBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench, deployScaleBench, memoryBench];

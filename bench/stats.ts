@@ -68,3 +68,13 @@ export function processTreeCpuMs(pid: number): Record<string, number> {
   }
   return split;
 }
+
+/** Resident memory of a process, MiB (0 when it is gone). */
+export function rssMib(pid: number): number {
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return kb ? Math.round(Number(kb[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
