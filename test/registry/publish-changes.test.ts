@@ -155,8 +155,8 @@ describe('publishing one change to agent-tools/', () => {
   }, 180_000);
 
   it('reads and writes the same at N and at 10 N tools: one line of the log, one manifest, never every tool', async () => {
-    const small = await measureAt(100);
-    const large = await measureAt(1_000);
+    const small = await measureAt(50);
+    const large = await measureAt(500);
     for (const [i, l] of large.entries()) {
       const s = small[i];
       // Same files touched, whatever the number of tools (names differ only by the version number).
@@ -166,7 +166,7 @@ describe('publishing one change to agent-tools/', () => {
       expect(l.publish.writtenBytes).toBeLessThan(400);
       expect(s.publish.writtenBytes).toBeLessThan(400);
       expect(l.publish.opened.filter((f) => /^many_\d+\/v\d+\.json$/.test(f)).every((f) => f.startsWith('many_00000/'))).toBe(true);
-      // The registry reads the log and the one new manifest, not active.json's 1,000 entries nor other manifests.
+      // The registry reads the log and the one new manifest, not active.json's 500 entries nor other manifests.
       expect(l.reload.opened.filter((f) => f.endsWith('.json') && f !== 'active.json').every((f) => f.startsWith('many_00000/'))).toBe(true);
       expect(l.reload.opened.length).toBeLessThanOrEqual(4);
       expect(l.publish.opened).toContain('active.log');
@@ -175,7 +175,7 @@ describe('publishing one change to agent-tools/', () => {
   }, 180_000);
 
   it('a registry in database mode reloads the tool a NOTIFY names, without listing every active tool', async () => {
-    await seed(Math.max(0, 1_000 - seeded));
+    await seed(Math.max(0, 500 - seeded));
     const calls = { listActive: 0, getActive: 0 };
     const real = toolStoreModule.createToolStore;
     const spy = jest.spyOn(toolStoreModule, 'createToolStore').mockImplementation((database) => {
@@ -189,14 +189,14 @@ describe('publishing one change to agent-tools/', () => {
     const registry = await ToolRegistry.open({ source: databaseSource(db.database), invoker: { invoke: () => Promise.reject(new Error('not called')) } });
     spy.mockRestore();
     try {
-      expect(registry.list().length).toBeGreaterThanOrEqual(1_000);
+      expect(registry.list().length).toBeGreaterThanOrEqual(500);
       const changes: unknown[] = [];
       registry.onChange((c) => changes.push(c));
       const before = { ...calls };
       const version = await deployNewVersion('many_00006');
       await registry.waitFor('many_00006', version, 10_000);
       expect(calls.listActive).toBe(before.listActive);
-      // One pointer read per notification (storing the version and activating it may each notify), not 1,000.
+      // One pointer read per notification (storing the version and activating it may each notify), not 500.
       expect(calls.getActive - before.getActive).toBeGreaterThanOrEqual(1);
       expect(calls.getActive - before.getActive).toBeLessThanOrEqual(2);
       expect(changes).toEqual([expect.objectContaining({ added: [], updated: ['many_00006'], removed: [] })]);
