@@ -63,9 +63,9 @@ export async function readCoreTableUsage(database: ForgeDatabase, schema: string
       typmod: Number(row.typmod),
       ...(row.element_length === null ? {} : { elementLength: Number(row.element_length) }),
       ...(row.range_subtype_length === null ? {} : { rangeSubtypeLength: Number(row.range_subtype_length) }),
-      appIndexed: row.app_indexed === true || (row.app_indexed as unknown) === 't',
+      appIndexed: isTrue(row.app_indexed),
       ...(row.default_bytes === null ? {} : { defaultBytes: Number(row.default_bytes) }),
-      ...(row.nondeterministic === true || (row.nondeterministic as unknown) === 't' ? { nondeterministic: true as const } : {}),
+      ...(isTrue(row.nondeterministic) ? { nondeterministic: true as const } : {}),
     };
   }
   const usage: Record<string, { agentColumns: number; agentIndexes: number; columns: Record<string, CoreColumnFacts> }> = {};
@@ -73,4 +73,9 @@ export async function readCoreTableUsage(database: ForgeDatabase, schema: string
     usage[row.table] = { agentColumns: Number(row.columns), agentIndexes: Number(row.indexes), columns: columnsOf.get(row.table) ?? {} };
   }
   return usage;
+}
+
+/** A boolean column as either driver returns it (node-postgres and PGlite parse it; a text protocol would say 't'). */
+function isTrue(value: unknown): boolean {
+  return value === true || value === 't';
 }

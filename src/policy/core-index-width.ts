@@ -96,6 +96,11 @@ interface TableColumns {
   predicate?: Map<string, number>;
 }
 
+/** The catalog's facts of a present column (none without the catalog, or for a column it does not know). */
+function catalogFacts(cols: TableColumns, name: string): CoreColumnFacts | undefined {
+  return cols.catalog && Object.hasOwn(cols.catalog, name) ? cols.catalog[name] : undefined;
+}
+
 /**
  * What a partial index's predicate bounds: each conjunct `col = 'literal'` or `col IN ('literal', ...)` lets only
  * rows with one of those values into the index (under a deterministic collation: a nondeterministic one could find
@@ -118,8 +123,7 @@ function predicateBounds(where: Node | undefined, cols: TableColumns): Map<strin
     }
     if (!column || !('ColumnRef' in column) || bytes === undefined) continue;
     const name = namesOf(column.ColumnRef.fields).pop() ?? '';
-    const facts = cols.catalog && Object.hasOwn(cols.catalog, name) ? cols.catalog[name] : undefined;
-    if (facts?.nondeterministic) continue;
+    if (catalogFacts(cols, name)?.nondeterministic) continue;
     bounds.set(name, Math.min(bytes, bounds.get(name) ?? Infinity));
   }
   return bounds;
@@ -135,7 +139,7 @@ function columnWidth(name: string, cols: TableColumns, gin: boolean): Width {
   if (allowed !== undefined) return { bytes: allowed };
   const added = cols.added.get(name);
   if (added !== undefined) return { bytes: added };
-  const facts = cols.catalog && Object.hasOwn(cols.catalog, name) ? cols.catalog[name] : undefined;
+  const facts = catalogFacts(cols, name);
   if (!facts) return { unknown: true };
   const typed = gin ? ginKeyBytes(facts) : typeMaxBytes(facts.type, facts.typmod, facts.length, facts.rangeSubtypeLength);
   if (facts.defaultBytes !== undefined) return { bytes: Math.min(typed ?? Infinity, facts.defaultBytes + 4) };
