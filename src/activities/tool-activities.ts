@@ -260,9 +260,9 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
     },
 
     /**
-     * Brings agent-tools/ up to date with the database (files, then the active pointers): of `input.names` only when
-     * given, else every tool (rollback and deletion runs pass none). The database has already sent its NOTIFY with
-     * the commit. Idempotent; nothing to compensate.
+     * Brings agent-tools/ up to date with the database (files, then the active pointers): of `input.names` (every run
+     * passes its tool's), else every tool (rollback and deletion runs recorded before they passed theirs). The database
+     * has already sent its NOTIFY with the commit. Idempotent; nothing to compensate.
      */
     async publishTools(input?: { names?: string[] }): Promise<{ generation: number; tools: number }> {
       return deps.publish(input?.names);

@@ -31,7 +31,9 @@ async function deleteTool(input: DeleteToolInput): Promise<DeleteToolResult> {
   }
   progress.done('remove', `${removed.removedVersions} version(s)`);
   progress.start('notify');
-  await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, []);
+  // This tool's pointer only, as a deployment publishes: no step of a run touches every tool. (An activity's input
+  // is not part of replay's check, so runs recorded when this passed no names replay unchanged.)
+  await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, [{ names: [input.name] }]);
   progress.done('notify');
   progress.end('deleted');
   upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'deleted' }]);

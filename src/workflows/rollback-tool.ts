@@ -30,7 +30,9 @@ async function rollback(input: RollbackToolInput): Promise<RollbackToolResult> {
     );
     progress.done('activate', `v${moved.version}`);
     progress.start('notify');
-    await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, []);
+    // This tool's pointer only, as a deployment publishes: no step of a run touches every tool. (An activity's input
+    // is not part of replay's check, so runs recorded when this passed no names replay unchanged.)
+    await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, [{ names: [input.name] }]);
     progress.done('notify');
     progress.end('rolled-back');
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'rolled-back' }]);

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import fsp from 'node:fs/promises';
 import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { ForgeInputError, type RunProgress } from '../../src/client';
@@ -226,6 +227,33 @@ export default {
     const again = await platform.forge.deployTool({ name: 'doomed', source, testInput: { a: 1, b: 1 } });
     expect(again).toMatchObject({ status: 'active', version: 2 });
     expect(await platform.forge.deleteTool('never_was')).toMatchObject({ status: 'rejected' });
+  });
+
+  test('a rollback and a delete publish only their own tool: no other tool of agent-tools/ is read (issue 28)', async () => {
+    await platform.forge.deployTool({ name: 'bystander', source: adderTool('b', 'bystander'), testInput: { a: 1, b: 1 } });
+    await platform.forge.deployTool({ name: 'mover', source: adderTool('m1', 'mover'), testInput: { a: 1, b: 1 } });
+    await platform.forge.deployTool({ name: 'mover', source: adderTool('m2', 'mover'), testInput: { a: 1, b: 1 } });
+    await registry.waitFor('mover', 2, 10_000);
+    // Every file of agent-tools/ the process reads while the runs go (the worker runs here, in this process): a
+    // publish of every tool reads each active tool's manifest, bystander/v1.json among them.
+    const dir = platform.config.agentToolsDir;
+    const read: string[] = [];
+    const readFile = fsp.readFile.bind(fsp);
+    const spy = jest.spyOn(fsp, 'readFile').mockImplementation(((p: Parameters<typeof fsp.readFile>[0], ...rest: unknown[]) => {
+      read.push(path.relative(dir, String(p)));
+      return (readFile as (...a: unknown[]) => unknown)(p, ...rest);
+    }) as typeof fsp.readFile);
+    try {
+      expect(await platform.forge.rollbackTool('mover')).toMatchObject({ status: 'active', version: 1 });
+      await registry.waitFor('mover', 1, 10_000);
+      expect(await platform.forge.deleteTool('mover')).toMatchObject({ status: 'deleted' });
+      await registry.waitFor('mover', (t) => t === undefined, 10_000);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(read.filter((f) => f.startsWith('mover/')).length).toBeGreaterThan(0);
+    expect(read.filter((f) => f.startsWith('bystander/'))).toEqual([]);
+    expect(await registry.invoke('bystander', { a: 1, b: 2 })).toMatchObject({ ok: true, version: 1 });
   });
 
   test('listRuns finds runs by kind and status from visibility', async () => {
