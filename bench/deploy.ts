@@ -8,6 +8,7 @@ import { toolContentHash } from '../src/contract/hashes';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { PreloadSet } from '../src/sandbox/preload';
+import { byHandCpuMs } from './by-hand';
 import { floorRunner } from './floor';
 import { machineCpuMs, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, rssMib, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
@@ -115,6 +116,11 @@ export const deployBench: Bench = {
         samples.noop.push(await timeMs(noop.run));
         samples.registry.push(await timeMs(call));
       }
+      // Issue 28's floor: what the same tool costs a person who compiles, type-checks and runs it once, cold, by hand
+      // (esbuild, tsc --noEmit with Forge's options, node): the median of three.
+      const byHand = Array.from({ length: 3 }, () => byHandCpuMs(floorDir, zodTool('floor_tool', 0)));
+      const byHandCompile = percentile(byHand.map((b) => b.compileMs), 50);
+      const byHandTypecheck = percentile(byHand.map((b) => b.typecheckMs), 50);
       await registry.close();
       rmSync(floorDir, { recursive: true, force: true });
       console.log(statsRow('durable (client → active)', samples.durable));
@@ -165,6 +171,22 @@ export const deployBench: Bench = {
       const cpuBound = round(os.availableParallelism() * 1000 / cpuPerDeploy / ceiling);
       console.log(`burst CPU: ${cpuPerDeploy} ms per deployment (all processes) vs ${floorCpuMs} ms for one cold run; the cores allow at most ${cpuBound} of the ceiling`);
       console.log(`  of which (ms per deployment): forge up ${split.map(([name, ms]) => `${name === 'self' ? 'itself' : name} ${ms}`).join(', ')}`);
+      const byHandFloor = byHandCompile + byHandTypecheck + floorCpuMs;
+      // The platform's own processes (forge up with its threads, the dev server, the sandbox children it reaped), not
+      // the whole machine's: what else runs on the machine does not count against a deployment.
+      const platformCpuPerDeploy = round(split.reduce((sum, [, ms]) => sum + ms, 0), 1);
+      const cpuVsFloor = round(platformCpuPerDeploy / byHandFloor);
+      console.log(
+        `deployment CPU (forge up's processes) / by hand, cold: ${platformCpuPerDeploy} / ${round(byHandFloor, 1)} ms = ${cpuVsFloor}  (goal ≤ 1.5; by hand: esbuild ${byHandCompile}, ` +
+          `tsc --noEmit ${byHandTypecheck}, node ${floorCpuMs} ms)`,
+      );
+      // Where a deployment's wall time goes, step by step (p50 over the burst: steps overlap, so they are not CPU).
+      const stageNames = [...new Set(results.flatMap((r) => r.diagnostics.stages.map((st) => st.name)))];
+      const stageP50 = stageNames.map((name) => {
+        const ms = results.flatMap((r) => r.diagnostics.stages.filter((st) => st.name === name && st.durationMs !== undefined).map((st) => st.durationMs!));
+        return `${name} ${round(percentile(ms, 50), 0)}`;
+      });
+      console.log(`  each step of a burst deployment, p50 ms of wall: ${stageP50.join(', ')}`);
       return {
         deploy_overhead_vs_noop_workflow_p50: overhead,
         deploy_burst_100_vs_ceiling: burstVsCeiling,
@@ -184,6 +206,9 @@ export const deployBench: Bench = {
         deploy_burst_cpu_per_deploy_ms: cpuPerDeploy,
         deploy_floor_cpu_p50_ms: floorCpuMs,
         deploy_burst_cpu_bound_vs_ceiling: cpuBound,
+        deploy_cpu_vs_floor: cpuVsFloor,
+        deploy_platform_cpu_per_deploy_ms: platformCpuPerDeploy,
+        deploy_by_hand_cpu_ms: round(byHandFloor, 1),
       };
     } finally {
       await noop.stop();

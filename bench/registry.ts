@@ -14,6 +14,7 @@ import { startBench } from './start';
 import { coreIndexBench } from './core-index';
 import { deployScaleBench } from './deploy-scale';
 import { memoryBench } from './memory';
+import { soakBench } from './soak';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench, deployScaleBench, memoryBench];
+export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench, deployScaleBench, memoryBench, soakBench];

@@ -1,10 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import path from 'node:path';
 import type { ReverifySummary } from '../src/contract/reverify-runs';
 import { createReverifyStore } from '../src/db';
-import { runSandbox, SandboxPool } from '../src/sandbox';
+import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
+import { floorRunner } from './floor';
 import { startBenchPlatform } from './platform';
 import { seedActiveTools, type SeedTool } from './reverify-seed';
-import { machineCpuMs, percentile, round, statsRow, timeMs } from './stats';
+import { machineCpuMs, percentile, reapedChildrenCpuMs, round, statsRow, timeMs } from './stats';
 import type { Bench } from './types';
 
 /** CPU milliseconds of this process, and of the whole machine (every process: the sandboxes, the dev server), so far. */
@@ -65,12 +68,41 @@ export const reverifyBench: Bench = {
       console.log(`  so the runs alone keep wall / ideal ≥ ${runsBound} on ${cores} cores at sandbox concurrency ${concurrency}`);
       console.log(`sandbox concurrency ${concurrency}, tests in flight per run ${config.reverify.parallelism}`);
 
+      // Issue 28's floor: the CPU of one bare cold run of the same tool (fork node, import the compiled module and zod,
+      // run it once, exit), so that N runs need at least N × this of CPU, spread over the cores.
+      const compiled = await compileTool(probe.source, probe.name);
+      if (!compiled.ok) throw new Error('the probe tool does not compile');
+      const floorDir = mkdtempSync(path.join(process.cwd(), '.bench-floor-'));
+      const bareCpu: number[] = [];
+      try {
+        writeFileSync(path.join(floorDir, 'tool.mjs'), compiled.code);
+        const bare = floorRunner(
+          `const { default: tool } = await import(${JSON.stringify(path.join(floorDir, 'tool.mjs'))});\n` +
+            `process.send(await tool.execute({ celsius: 1 }));\n`,
+        );
+        await bare();
+        for (let i = 0; i < SANDBOX_RUNS; i++) {
+          const before = reapedChildrenCpuMs();
+          await bare();
+          bareCpu.push(reapedChildrenCpuMs() - before);
+        }
+      } finally {
+        rmSync(floorDir, { recursive: true, force: true });
+      }
+      const bareRunCpu = percentile(bareCpu, 50);
+      // The sandbox runs alone, with no orchestration, already need probeMachine per test: the least wall / CPU floor.
+      const sandboxBound = round(probeMachine / bareRunCpu);
+      console.log(`CPU of one bare cold run (fork + import + run), p50: ${round(bareRunCpu, 1)} ms; of one sandbox run, the machine's: ${round(probeMachine, 1)} ms`);
+      console.log(`  so the sandbox runs alone keep wall / CPU floor ≥ ${sandboxBound}`);
+
       const tools = Array.from({ length: 500 }, (_, i) => zodTool(`tool_${String(i).padStart(3, '0')}`));
       const figures: Record<string, number> = {
         reverify_sandbox_p50_ms: round(p50, 1),
         reverify_sandbox_starter_cpu_ms: round(probeSelf, 1),
         reverify_sandbox_machine_cpu_ms: round(probeMachine, 1),
         reverify_runs_cpu_bound_vs_ideal: runsBound,
+        reverify_bare_run_cpu_ms: round(bareRunCpu, 1),
+        reverify_sandbox_cpu_bound_vs_cpu_floor: sandboxBound,
       };
       let seeded = 0;
       for (const n of [100, 500]) {
@@ -98,6 +130,11 @@ export const reverifyBench: Bench = {
           `  CPU: the machine ${round(machineCpu / 1000, 1)} s (${round(machineCpu / n, 1)} ms a tool), of which the workers' process ` +
             `${round(selfCpu / 1000, 1)} s (${round(selfCpu / n, 1)} ms a tool); ${round((machineCpu / (wallMs * cores)) * 100)}% of ${cores} cores over the run`,
         );
+        // Issue 28: the wall time against the least the cores allow for N bare cold runs of the tool.
+        const cpuFloorMs = (n * bareRunCpu) / cores;
+        const vsCpuFloor = round(wallMs / cpuFloorMs);
+        console.log(`  wall / CPU floor (${n} × ${round(bareRunCpu, 1)} ms ÷ ${cores} cores = ${round(cpuFloorMs / 1000, 1)} s): ${vsCpuFloor}${n === 500 ? '  (goal ≤ 1.2)' : ''}`);
+        figures[`reverify_${n}_vs_cpu_floor`] = vsCpuFloor;
         figures[`reverify_${n}_vs_ideal`] = ratio;
         figures[`reverify_${n}_wall_ms`] = Math.round(wallMs);
       }
