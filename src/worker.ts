@@ -215,58 +215,66 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     if (config.faultKillAt.length > 0) {
       log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
     }
-    control = await Worker.create({
-      connection,
-      namespace,
-      taskQueue: config.taskQueues.control,
-      identity: identityWithReadApi(`${process.pid}@${hostname()}`, readApi),
-      ...workflowSource(options.workflowBundle),
-      // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
-      // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
-      stickyQueueScheduleToStartTimeout: '2 seconds',
-      // testAndCommitHere (and testToolHere, in older runs): a deployment's test in its own workflow task when a
-      // sandbox slot is free here (sandboxSlots).
-      activities: {
-        ...toolActivities,
-        testToolHere: sandboxActivities.testToolHere,
-        ...deployHereActivities,
-        ...migrationActivities,
-        ...reverifyActivities,
-        ...payActivities,
-        ...sellActivities,
-      },
-      interceptors,
-    });
-    sandbox = await Worker.create({
-      connection,
-      namespace,
-      taskQueue: config.taskQueues.sandbox,
-      activities: { testTool: sandboxActivities.testTool, ...reverifySandboxActivities },
-      interceptors,
-      // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
-      maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
-    });
-    // Promotions: the first step on the shared queue (any host that holds the repository), the rest on this host's
-    // own queue, where the run's worktree is (samples-typescript's worker-specific task queues).
-    promoteShared = await Worker.create({ connection, namespace, taskQueue: promotionQueues.shared, activities: promotionActivities, interceptors });
-    promoteHost = await Worker.create({
-      connection,
-      namespace,
-      taskQueue: promotionQueues.host,
-      activities: promotionActivities,
-      interceptors,
-      // A stage is a process tree of compilers and test runners: as many at once as sandbox runs.
-      maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
-    });
+    // The schedule's RPCs and the four workers' creation (the control worker loads the workflow bundle in its thread)
+    // overlap: a worker restarted after a crash polls the sooner, and every run the dead one held resumes the sooner.
+    let schedule: Promise<void> = Promise.resolve();
     if (options.reverifySchedule !== false && !config.reverify.schedule) {
       log('forge: FORGE_REVERIFY_INTERVAL=off: the forge-reverify schedule is left as it is');
     } else if (options.reverifySchedule !== false) {
       // Not fatal: the workers serve deployments without it, and the next start tries again.
-      await ensureReverifySchedule(new Client({ connection, namespace }), config).then(
+      schedule = ensureReverifySchedule(new Client({ connection, namespace }), config).then(
         (done) => log(`forge: schedule forge-reverify ${done} (every ${config.reverify.intervalMs / 1000} s)`),
         (err: Error) => log(`forge: could not create or update the forge-reverify schedule: ${err.message}`),
       );
     }
+    const created = Promise.all([
+      Worker.create({
+        connection,
+        namespace,
+        taskQueue: config.taskQueues.control,
+        identity: identityWithReadApi(`${process.pid}@${hostname()}`, readApi),
+        ...workflowSource(options.workflowBundle),
+        // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
+        // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
+        stickyQueueScheduleToStartTimeout: '2 seconds',
+        // testAndCommitHere (and testToolHere, in older runs): a deployment's test in its own workflow task when a
+        // sandbox slot is free here (sandboxSlots).
+        activities: {
+          ...toolActivities,
+          testToolHere: sandboxActivities.testToolHere,
+          ...deployHereActivities,
+          ...migrationActivities,
+          ...reverifyActivities,
+          ...payActivities,
+          ...sellActivities,
+        },
+        interceptors,
+      }),
+      Worker.create({
+        connection,
+        namespace,
+        taskQueue: config.taskQueues.sandbox,
+        activities: { testTool: sandboxActivities.testTool, ...reverifySandboxActivities },
+        interceptors,
+        // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
+        maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
+      }),
+      // Promotions: the first step on the shared queue (any host that holds the repository), the rest on this host's
+      // own queue, where the run's worktree is (samples-typescript's worker-specific task queues).
+      Worker.create({ connection, namespace, taskQueue: promotionQueues.shared, activities: promotionActivities, interceptors }),
+      Worker.create({
+        connection,
+        namespace,
+        taskQueue: promotionQueues.host,
+        activities: promotionActivities,
+        interceptors,
+        // A stage is a process tree of compilers and test runners: as many at once as sandbox runs.
+        maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,
+      }),
+    ]);
+    created.catch(() => undefined);
+    await schedule;
+    [control, sandbox, promoteShared, promoteHost] = await created;
   } catch (err) {
     await x402.stop();
     await readApi?.close();
