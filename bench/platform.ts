@@ -6,7 +6,7 @@ import { ForgeClient } from '../src/client';
 import { loadConfig, type ForgeConfig } from '../src/config';
 import { openDatabase, type ForgeDatabase } from '../src/db';
 import { startDevServer } from '../src/platform/dev-server';
-import { findFreePort } from '../src/platform/free-port';
+import { findFreePort } from '../src/process/free-port';
 import { connectWorkerConnection } from '../src/platform/worker-connection';
 import { createForgeWorkers, type ForgeWorkers } from '../src/worker';
 

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findFreePort } from '../src/platform/free-port';
+import { findFreePort } from '../src/process/free-port';
 import { round } from './stats';
 import type { Bench } from './types';
 

@@ -1,6 +1,6 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { PRIVATE_FILE_MODE } from '../contract/private-modes';
-import { liveProcess } from '../platform/live-process';
+import { liveProcess } from '../process/live-process';
 import { DatabaseOpenError } from './errors';
 
 /**

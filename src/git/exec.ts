@@ -1,5 +1,5 @@
 import { GitCommandError } from './errors';
-import { spawnThroughHelper, type SpawnOutcome } from '../platform/spawner';
+import { spawnThroughHelper, type SpawnOutcome } from '../process/spawner';
 
 /** The longest any one git command may run before it is killed (bounded everything: git included). */
 export const GIT_TIMEOUT_MS = 120_000;

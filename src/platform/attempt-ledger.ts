@@ -5,7 +5,7 @@ import { ActivityNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../contract/private-modes';
-import { liveProcess } from './live-process';
+import { liveProcess } from '../process/live-process';
 
 /*
  * When a worker dies (SIGKILL, the OOM killer, a crash), Temporal learns that the activity attempts it was running are

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { withParentDeathSignal } from './setpriv';
+import { withParentDeathSignal } from '../process/setpriv';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { FORGE_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../contract/private-modes';
 import { DevServerError } from './errors';
-import { isPortFree } from './free-port';
+import { isPortFree } from '../process/free-port';
 import { requireTemporalBinary } from './temporal-binary';
 
 export interface DevServerOptions {

@@ -3,7 +3,7 @@ export { FORGE_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 export type { DevServer, DevServerOptions } from './dev-server';
 export { DevServerError, TemporalBinaryNotFoundError } from './errors';
 export { PlatformUnreachableError } from '../contract/errors';
-export { findFreePort, isPortFree } from './free-port';
+export { findFreePort, isPortFree } from '../process/free-port';
 export { ensureTemporalBinary, findTemporalBinary, requireTemporalBinary, runSetup, setupCommand, temporalBinarySearchPath } from './temporal-binary';
 export { connectClient, isUnreachableError, platformUnreachable, resolveTemporalConnection, toPlatformError } from './temporal-connection';
 export type { ResolvedTemporalConnection, TemporalConnectOptions } from './temporal-connection';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { liveProcess } from '../platform/live-process';
+import { liveProcess } from '../process/live-process';
 import { PRIVATE_FILE_MODE } from '../contract/private-modes';
 
 /**

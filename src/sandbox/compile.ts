@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { stop as stopEsbuild, transform, type Message } from 'esbuild';
-import { registerProcessHelper } from '../platform/process-helpers';
+import { registerProcessHelper } from '../process/process-helpers';
 import { Lru } from './lru';
 import type { SourceLocation } from './verdict';
 

@@ -17,7 +17,7 @@
  *   promise resolves, every process of the tree is dead, whatever it did (background children, setsid, double forks,
  *   jest workers), unless the kernel could not kill it (a task frozen or in uninterruptible sleep for 10 s, which is
  *   said on stderr). A worker killed with SIGKILL takes its trees with it: the spawn helper that starts them
- *   (src/platform/spawner.ts) dies with the worker, and each tree's launcher with the helper (`setpriv --pdeathsig`).
+ *   (src/process/spawner.ts) dies with the worker, and each tree's launcher with the helper (`setpriv --pdeathsig`).
  * - **Memory for the whole tree.** `memoryBytes` bounds all of the tree's processes together. Where Forge can make a
  *   memory cgroup (root, cgroup v1 or v2), the tree runs in its own, without swap: when the tree passes the limit the
  *   kernel kills one of its processes, and the run ends at once (checked every {@link SAMPLE_MS} ms) as `oom`, even if
@@ -42,7 +42,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { spawnRelayed, type RelayedChild } from '../platform/spawner';
+import { spawnRelayed, type RelayedChild } from '../process/spawner';
 import { CGROUP_JOINED, isExecutableFile, killTree, launchCommand, type ContainmentMode, type Launch } from './containment';
 import type { FilesystemView } from './filesystem-view';
 import { HeadTailBuffer, type CapturedOutput } from './head-tail-buffer';
@@ -342,7 +342,7 @@ export class ContainedProcess implements SupervisedProcess {
   spawnError?: Error;
 
   private constructor(
-    /** The launcher, started by the spawn helper (src/platform/spawner.ts: a fork of this large process costs ~30 ms). */
+    /** The launcher, started by the spawn helper (src/process/spawner.ts: a fork of this large process costs ~30 ms). */
     readonly child: RelayedChild,
     readonly launch: Launch,
     readonly cgroup: RunCgroup | undefined,

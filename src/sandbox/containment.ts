@@ -20,7 +20,7 @@ import { SLIRP, type NetworkPlan } from './network';
  *   mode is in force.
  *
  * In both modes `setpriv --pdeathsig KILL` ties the tree to the process that spawned its launcher, the worker's spawn
- * helper (src/platform/spawner.ts), which has the same tie to the worker: a worker killed with SIGKILL takes its
+ * helper (src/process/spawner.ts), which has the same tie to the worker: a worker killed with SIGKILL takes its
  * sandboxes with it instead of leaving them orphaned.
  */
 export type { ContainmentMode } from '../contract/limits';

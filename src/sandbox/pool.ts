@@ -63,7 +63,7 @@ export class SandboxPool {
     }
     // At once: a replacement used to wait 250 ms while another spare was ready, because forking this (large) process
     // blocked its event loop in the middle of the very deployment whose run the spare had just sped up. The spawn
-    // helper (src/platform/spawner.ts) forks now, and the wait only slowed back-to-back runs (BENCHMARKS.md, 2026-11-26).
+    // helper (src/process/spawner.ts) forks now, and the wait only slowed back-to-back runs (BENCHMARKS.md, 2026-11-26).
     this.refill();
     if (spare) this.served++;
     return spare?.harness;

@@ -1,5 +1,5 @@
 import { chmod, chown, lstat, readdir, rm } from 'node:fs/promises';
-import { spawnThroughHelper } from '../platform/spawner';
+import { spawnThroughHelper } from '../process/spawner';
 
 /**
  * Removes a run's private directory (or anything else a run's user made), whatever the tool left in it. Never

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TypeCheckError } from '../contract/sandbox-verdict';
-import { registerProcessHelper } from '../platform/process-helpers';
+import { registerProcessHelper } from '../process/process-helpers';
 import { Lru } from './lru';
 import { projectNodeModules } from './paths';
 

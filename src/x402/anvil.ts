@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { withParentDeathSignal } from '../platform/setpriv';
+import { withParentDeathSignal } from '../process/setpriv';
 import { createRequire } from 'node:module';
 import { LocalNetworkError } from './errors';
 

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { openPglite } from '../../src/db/pglite';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { createLedger, type LedgerTransaction } from '../../src/x402/ledger';
 import { startFacilitatorServer, type FacilitatorServer } from '../../src/x402/facilitator-server';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402/local-network';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ForgeClient, type OutageEvent } from '../../src/client';
 import { startDevServer, type DevServer } from '../../src/platform/dev-server';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { killWorkerHard, startForgeWorker } from './forge-worker';
 

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ForgeClient } from '../../src/client';
-import { findFreePort, isPortFree } from '../../src/platform/free-port';
+import { findFreePort, isPortFree } from '../../src/process/free-port';
 import { processesMarkedWith } from '../helpers/processes';
 import { cliEnv, FORGE_BIN, ROOT, runForge, runForgeJson, TOOL_FIXTURES } from './run-cli';
 

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { processesMarkedWith } from '../helpers/processes';
 import { cliEnv, FORGE_BIN, ROOT, runForgeJson, TOOL_FIXTURES } from './run-cli';
 

@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { GitCommandError } from '../../src/git';
 import { git, gitBytes } from '../../src/git/exec';
-import { stopProcessHelpers } from '../../src/platform/process-helpers';
-import { HELPER_SOURCE, helperPid } from '../../src/platform/spawner';
+import { stopProcessHelpers } from '../../src/process/process-helpers';
+import { HELPER_SOURCE, helperPid } from '../../src/process/spawner';
 import { transpiledSpawner } from '../helpers/transpiled-spawner';
 import { alive, until } from '../helpers/processes';
 
 /*
- * Git commands go through a helper process (src/platform/spawner.ts), so that a worker's large heap does not make every
+ * Git commands go through a helper process (src/process/spawner.ts), so that a worker's large heap does not make every
  * git start cost ~20 ms. What a caller sees must be what execFile gave: output, input, exit codes, timeouts, and a
  * typed error when the helper is gone; and the helper must not outlive its parent or keep it alive.
  */

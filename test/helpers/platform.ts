@@ -9,7 +9,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from 
 import { ForgeClient } from '../../src/client';
 import { loadConfig, type ForgeConfig } from '../../src/config';
 import type { ForgeDatabase } from '../../src/db';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { createForgeWorkers, type ForgeWorkers } from '../../src/worker';
 import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from '../../src/contract/search-attributes';

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { liveProcess } from '../../src/platform/live-process';
+import { liveProcess } from '../../src/process/live-process';
 
 /** Live processes (zombies excluded) whose command line or environment contains `marker`. */
 export function processesMarkedWith(marker: string): { pid: number; cmdline: string }[] {
@@ -19,7 +19,7 @@ export function processesMarkedWith(marker: string): { pid: number; cmdline: str
   return found;
 }
 
-/** Whether `pid` is a live process (not gone, not a zombie): Forge's own answer (src/platform/live-process.ts). */
+/** Whether `pid` is a live process (not gone, not a zombie): Forge's own answer (src/process/live-process.ts). */
 export const alive = (pid: number): boolean => liveProcess(pid) !== undefined;
 
 /** Polls `check` every 20 ms for up to `ms`; resolves with its last answer. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ForgeClient } from '../../src/client';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { viemAccounts } from '../../src/x402/viem';
 import { stopForgeUp } from '../cli/forge-up';

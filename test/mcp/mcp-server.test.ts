@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { seedAgentRepo } from '../../src/platform/agent-repo';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 import { cliEnv, FORGE_BIN, ROOT, runCommand } from '../cli/run-cli';

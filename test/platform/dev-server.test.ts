@@ -5,7 +5,7 @@ import { FORGE_SEARCH_ATTRIBUTES } from '../../src/contract/search-attributes';
 import { processGroupAlive, startDevServer, type DevServer } from '../../src/platform/dev-server';
 import { DevServerError } from '../../src/platform/errors';
 import { PlatformUnreachableError } from '../../src/contract/errors';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { findTemporalBinary } from '../../src/platform/temporal-binary';
 import { connectClient } from '../../src/platform/temporal-connection';
 

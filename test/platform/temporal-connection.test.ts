@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PlatformUnreachableError } from '../../src/contract/errors';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { findTemporalBinary, temporalBinarySearchPath } from '../../src/platform/temporal-binary';
 import { packageRoot } from '../../src/sandbox/paths';
 import { connectClient, isUnreachableError, resolveTemporalConnection } from '../../src/platform/temporal-connection';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { stopProcessHelpers } from '../../src/platform/process-helpers';
+import { stopProcessHelpers } from '../../src/process/process-helpers';
 import { sharedTypechecker, ToolTypechecker, TypecheckTimeoutError, typeErrorsMessage } from '../../src/sandbox/typecheck';
 import { adderTool } from '../helpers/tools';
 

@@ -4,8 +4,8 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DevServerError, startForge, type EmbeddedForge } from '../../src/index';
-import { findFreePort, isPortFree } from '../../src/platform/free-port';
-import { helperPid } from '../../src/platform/spawner';
+import { findFreePort, isPortFree } from '../../src/process/free-port';
+import { helperPid } from '../../src/process/spawner';
 import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startTemporal } from '../helpers/platform';
@@ -82,7 +82,7 @@ function descendants(): Map<number, string> {
  * Descendants that were not there in `before`, as "pid command" lines, but for two process-wide helpers that any user
  * of these libraries in the process leaves idle for its next call: esbuild's service process (esbuild's own design:
  * it ends with the process; its `stop()` would also break a build the program itself runs) and Forge's spawn helper
- * (src/platform/spawner.ts, shared by every git command and sandbox cleanup in the process). Neither keeps the program
+ * (src/process/spawner.ts, shared by every git command and sandbox cleanup in the process). Neither keeps the program
  * alive: the packed program below exits on its own after close().
  */
 function newDescendants(before: Map<number, string>): string[] {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { processesMarkedWith } from '../helpers/processes';
 import { codeBlocks, ROOT, run } from './packed-package';
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findFreePort } from '../../src/platform/free-port';
+import { findFreePort } from '../../src/process/free-port';
 import { EIP3009_TOKEN } from '../../src/x402/contracts/artifacts';
 import { DEV_WALLET_FUNDS } from '../../src/x402/runtime';
 import { viem, viemAccounts, type Address } from '../../src/x402/viem';

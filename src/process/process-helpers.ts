@@ -1,6 +1,6 @@
 /**
  * The helpers Forge starts once per process, at their first use, and then keeps for later work: the spawn helper
- * process (src/platform/spawner.ts), esbuild's service process (src/sandbox/compile.ts, module-format.ts) and the warm
+ * process (src/process/spawner.ts), esbuild's service process (src/sandbox/compile.ts, module-format.ts) and the warm
  * type checker's thread (src/sandbox/typecheck.ts). None of them keeps the process alive, and each lives as long as
  * the process. The module that owns one registers here how to end it.
  *

@@ -3,11 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { transpiledSpawner } from '../helpers/transpiled-spawner';
-import { HELPER_SOURCE, helperPid, spawnRelayed, type RelayedChild } from '../../src/platform/spawner';
+import { HELPER_SOURCE, helperPid, spawnRelayed, type RelayedChild } from '../../src/process/spawner';
 import { alive, until } from '../helpers/processes';
 
 /*
- * Contained process trees are started by the spawn helper (src/platform/spawner.ts), which relays their pipes: a fork
+ * Contained process trees are started by the spawn helper (src/process/spawner.ts), which relays their pipes: a fork
  * of a worker holding ~1 GB blocks its main thread ~30 ms per sandbox run. What the supervising code sees must be what
  * a ChildProcess gave: the pid, every byte of every pipe in order, writes to fd 3, the exit and then the close; and a
  * relayed process must not outlive the helper's parent, nor the helper.
