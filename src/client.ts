@@ -15,7 +15,7 @@ import { loadConfig, type ForgeConfig } from './config';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
 import { READ_API_PATHS, readApiOf } from './contract/read-api';
-import { clientReadApiToken } from './platform/read-api-token';
+import { clientReadApiToken } from './process/read-api-token';
 import { FailureType } from './contract/failures';
 import { parsePrice } from './contract/price';
 import {
@@ -720,7 +720,7 @@ export class ForgeClient {
 
   /**
    * A read answered by the read API of a worker of this platform (src/contract/read-api.ts), found through the
-   * identities of the control queue's pollers, newest first, and asked with its token (src/platform/read-api-token.ts);
+   * identities of the control queue's pollers, newest first, and asked with its token (src/process/read-api-token.ts);
    * undefined when this client holds no token or no read API answers it.
    */
   private async readThroughApi<T>(pathname: string): Promise<T | undefined> {

@@ -19,7 +19,7 @@ import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { coalesce } from './registry/coalesce';
 import { attemptLedger, attemptsDirOf, removeOwnAttempts } from './platform/attempt-ledger';
 import { startReadApi, type ReadApi } from './platform/read-api';
-import { readApiTokenFileOf, workerReadApiToken } from './platform/read-api-token';
+import { readApiTokenFileOf, workerReadApiToken } from './process/read-api-token';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
 import { identityWithReadApi, READ_API_PATHS } from './contract/read-api';
 import { materializeActiveTools, publishToolChanges, writeToolVersion } from './registry/materialize';
@@ -178,7 +178,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const attempts = attemptsDirOf(config.home);
   const interceptors = { activity: [attemptLedger(attempts)] };
   // Reads answered without a run (src/contract/read-api.ts); the control worker's identity tells clients where, and
-  // only a caller holding the token gets an answer (src/platform/read-api-token.ts).
+  // only a caller holding the token gets an answer (src/process/read-api-token.ts).
   let readApi: ReadApi | undefined;
   const readApiAddress = config.readApi.address;
   if (readApiAddress) {

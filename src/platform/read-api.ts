@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseHostPort } from '../contract/host-port';
 import type { ReadApiEndpoint } from '../contract/read-api';
-import { presentsToken, tokenDigest } from './read-api-token';
+import { presentsToken, tokenDigest } from '../process/read-api-token';
 
 /** The worker's read API (src/contract/read-api.ts says why it exists and how clients find it). */
 export interface ReadApi extends ReadApiEndpoint {
@@ -14,7 +14,7 @@ export const UNAUTHORIZED_ERROR = "unauthorized: the read API answers Forge's ow
 
 /**
  * Serves `routes` (path → a read that resolves to JSON) on `address` (`host:port`) to requests that carry `token` as a
- * bearer token (src/platform/read-api-token.ts); any other request, whatever its path or method, gets 401 and nothing
+ * bearer token (src/process/read-api-token.ts); any other request, whatever its path or method, gets 401 and nothing
  * else. Resolves once it listens; rejects when it cannot (the address is taken or not local), for the caller to log: the
  * platform works without it.
  */

@@ -6,7 +6,7 @@ import { createSellActivities, type SellActivities } from '../activities/sell-ac
 import type { X402Info } from '../contract/pay-runs';
 import type { ForgeDatabase, ToolStore } from '../db';
 import { ToolRegistry } from '../registry';
-import { homeSecret } from './home-secret';
+import { homeSecret } from '../process/home-secret';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
 import type * as ReconcileModule from '../x402/reconcile';
 import { salesUnavailable, startX402Runtime } from '../x402/runtime';

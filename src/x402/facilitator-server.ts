@@ -10,7 +10,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402
 import { BAZAAR, extractDiscoveryInfo } from '@x402/extensions/bazaar';
 import type { DiscoveryResource } from '@x402/extensions/bazaar';
 import { isPrivateHost } from '../contract/never-reachable';
-import { presentsToken, tokenDigest } from '../platform/read-api-token';
+import { presentsToken, tokenDigest } from '../process/read-api-token';
 
 /**
  * A seller allowed to ask for its own resources to be listed (`POST /discovery/register`): it proves who it is with a

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ToolRegistry } from '../../src/registry';
-import { readApiTokenFileOf } from '../../src/platform/read-api-token';
+import { readApiTokenFileOf } from '../../src/process/read-api-token';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 
 /**

@@ -3,7 +3,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { ForgeClient } from '../../src/client';
 import { READ_API_PATHS, readApiOf } from '../../src/contract/read-api';
 import { startReadApi, UNAUTHORIZED_ERROR } from '../../src/platform/read-api';
-import { readApiTokenFileOf } from '../../src/platform/read-api-token';
+import { readApiTokenFileOf } from '../../src/process/read-api-token';
 import { sleep } from '../chaos/end-state';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import * as crypto from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { clientReadApiToken, presentsToken, readApiTokenFileOf, tokenDigest, workerReadApiToken } from '../../src/platform/read-api-token';
+import { clientReadApiToken, presentsToken, readApiTokenFileOf, tokenDigest, workerReadApiToken } from '../../src/process/read-api-token';
 
 // Every comparison the read API makes goes through this, so the test can see what it compares (node:crypto's own
 // properties cannot be spied on in place).
