@@ -1,18 +1,9 @@
 import type { Command } from 'commander';
-import type { ForgeClient, RunSummary } from '../client';
 import { FORGE_KINDS, RUN_STATUSES } from '../contract/kinds';
 import { withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
-
-/** How long `forge runs` waits for a running run to say its stage (no worker answering: it shows `running`). */
-const STAGE_QUERY_MS = 2_000;
-
-/** One row of `forge runs`: a RunSummary whose outcome is always filled, and its stage (where a run still going is). */
-export interface RunRow extends RunSummary {
-  outcome: string;
-  stage?: string;
-}
+import { withOutcome, type RunRow } from '../run-outcome';
 
 /** `forge runs [--kind K] [--status S] [--limit N] [--json]`: recent runs from Temporal visibility. */
 export function registerRuns(program: Command): void {
@@ -38,36 +29,6 @@ export function registerRuns(program: Command): void {
       printResult(!!opts.json, { runs }, () => (runs.length === 0 ? 'No runs match.' : formatRuns(runs, new Date(), width)));
       process.exitCode = ExitCode.ok;
     });
-}
-
-/**
- * Fills the outcome of every run: a finished run's ForgeOutcome (a refused run ends FAILED with its outcome, e.g.
- * `rejected`; a run that failed of a fault upserts `failed`); for a cancelled, terminated or timed-out run, that status
- * (whatever it had upserted before); for a run still going, `running`, with its current stage asked through the
- * `progress` query.
- */
-export async function withOutcome(forge: ForgeClient, run: RunSummary): Promise<RunRow> {
-  const status = run.status.toLowerCase();
-  if (status === 'completed' || status === 'failed') return { ...run, outcome: run.outcome ?? status };
-  if (status !== 'running') return { ...run, outcome: status === 'cancelled' ? 'canceled' : status };
-  // ForgeStage says where a run is; a run started before that attribute existed is asked through its query.
-  const stage = run.stage ?? (await stageOf(forge, run.workflowId));
-  return { ...run, outcome: 'running', ...(stage && stage !== 'starting' ? { stage } : {}) };
-}
-
-async function stageOf(forge: ForgeClient, workflowId: string): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), STAGE_QUERY_MS)));
-  const query = forge.temporal.workflow
-    .getHandle(workflowId)
-    .query<{ stage?: string }>('progress')
-    .then((p) => p?.stage)
-    .catch(() => undefined);
-  try {
-    return await Promise.race([query, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

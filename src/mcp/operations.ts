@@ -6,7 +6,7 @@ import type { MigrateSchemaResult } from '../contract/migration-runs';
 import type { PromoteBuiltinResult } from '../contract/promotion-runs';
 import type * as Policy from '../policy';
 import type { ToolRegistry } from '../registry';
-import { withOutcome } from '../commands/runs';
+import { withOutcome } from '../run-outcome';
 
 /** What an operation needs: the platform (connected on first use) and this process's registry. */
 export interface OperationContext {

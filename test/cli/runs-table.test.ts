@@ -1,4 +1,5 @@
-import { formatRuns, type RunRow } from '../../src/commands/runs';
+import { formatRuns } from '../../src/commands/runs';
+import type { RunRow } from '../../src/run-outcome';
 
 /** `forge runs` as an operator reads it: every line fits 80 columns, every run has an outcome. */
 const start = new Date(2026, 10, 24, 3, 7, 0);
