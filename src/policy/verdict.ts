@@ -1,4 +1,4 @@
-import type { CoreTablesUsage } from './core-caps';
+import type { CoreTablesUsage } from '../contract/policy-verdict';
 
 /** A rule's decision on one statement. */
 export interface Verdict {
