@@ -1,4 +1,4 @@
-import { bootHarness, disposeHarness, type BootedHarness } from './run';
+import { bootHarness, disposeHarness, type BootedHarness, type SpareHarnesses } from './run';
 import { resolveLimits, type SandboxLimits } from './limits';
 import type { PreloadSet } from './preload';
 
@@ -23,7 +23,7 @@ function bootKey(limits: SandboxLimits): string {
  * passthrough) equal the pool's; any other run starts its own process, as without a pool. Taking a spare starts its
  * replacement at once, in the background.
  */
-export class SandboxPool {
+export class SandboxPool implements SpareHarnesses {
   private readonly limits: SandboxLimits;
   private readonly spares: { harness: BootedHarness; key: string }[] = [];
   /** Spares being started; close() waits for them, so that nothing it started outlives it. */

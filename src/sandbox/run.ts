@@ -8,7 +8,6 @@ import { resolveLimits, type SandboxLimits } from './limits';
 import { INTERNET, planNetwork } from './network';
 import { runnableModule, type RunnableModule } from './module-format';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
-import type { SandboxPool } from './pool';
 import { removeRunDir } from './remove-run-dir';
 import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
 import { releaseRunUser, removeRunUserFiles, takeRunUser } from './run-user';
@@ -36,7 +35,7 @@ export interface SandboxRequest {
  * every way a run can end, including a failure of the sandbox machinery itself, is one of the verdicts, and the whole
  * process tree and the run's temp directory are gone before it resolves.
  */
-export async function runSandbox(request: SandboxRequest, options: { pool?: SandboxPool } = {}): Promise<SandboxVerdict> {
+export async function runSandbox(request: SandboxRequest, options: { pool?: SpareHarnesses } = {}): Promise<SandboxVerdict> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const limits = resolveLimits(request.limits);
@@ -98,7 +97,7 @@ function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<Sand
 
 type Outcome = Omit<SandboxVerdict, 'durationMs'>;
 
-async function runInChild(request: SandboxRequest, code: RunnableModule, limits: SandboxLimits, pool?: SandboxPool): Promise<Outcome> {
+async function runInChild(request: SandboxRequest, code: RunnableModule, limits: SandboxLimits, pool?: SpareHarnesses): Promise<Outcome> {
   pool?.learn(code.code);
   const spare = pool?.take(limits);
   if (spare) {
@@ -126,7 +125,8 @@ async function runOn(harness: BootedHarness, spare: boolean, request: SandboxReq
 
 /**
  * A contained harness process, started and blocked reading its one run from fd 3 (it has run no tool code and
- * never will run another's): what {@link superviseRun} hands a run to, fresh or taken from a {@link SandboxPool}.
+ * never will run another's): what {@link superviseRun} hands a run to, fresh or taken from a pool's spares
+ * ({@link SpareHarnesses}).
  */
 export interface BootedHarness {
   /** The harness's process tree: its launch, its memory cgroup, its pipes, how it ended. */
@@ -135,6 +135,17 @@ export interface BootedHarness {
   dir: string;
   /** The user the harness switches to before loading the tool (undefined: it keeps Forge's). */
   uid?: number;
+}
+
+/**
+ * Where a run may take a harness started ahead of it: a SandboxPool (src/sandbox/pool.ts), which starts its spares
+ * with {@link bootHarness}. Declared here rather than imported from the pool, so that the two files are no circle.
+ */
+export interface SpareHarnesses {
+  /** Notes what a run's module imports, for the spares started from now on. */
+  learn(code: string): void;
+  /** A started harness for a run with these limits, or undefined (none ready, or other boot-time limits). */
+  take(limits: SandboxLimits): BootedHarness | undefined;
 }
 
 /**
