@@ -2,8 +2,7 @@ import path from 'node:path';
 import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
 import { ForgeClient } from '../client';
 import { loadConfig } from '../config';
-import type { EmbeddedForge, StartForgeOptions } from '../embedded';
-import { ToolRegistry } from '../registry/tool-registry';
+import { ToolRegistry, type ToolRegistryOptions } from '../registry/tool-registry';
 import { seedAgentRepo } from './agent-repo';
 import { makeStatePrivate } from './private-home';
 import { startPlatform } from './run-platform';
@@ -13,6 +12,56 @@ import { installForgeRuntime } from './telemetry';
  * The embedded platform (src/embedded.ts says what it is for): startPlatform, as `forge up` runs it, plus a client on
  * the workers' connection and a registry over their agent-tools/ directory. Loaded only when startForge is called.
  */
+
+/** What startForge runs and where; everything not given comes from Forge's configuration (the environment). */
+export interface StartForgeOptions {
+  /** FORGE_HOME: the dev server's SQLite file, PGlite's data and the agent repository (default FORGE_HOME, else ./.forge). */
+  home?: string;
+  /** Where active tool versions are written and the registry loads them (default FORGE_AGENT_TOOLS_DIR, else ./agent-tools). */
+  agentToolsDir?: string;
+  /** The environment Forge's configuration is read from instead of the process's environment (`home` and `agentToolsDir` win over it). */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * A Temporal to connect to instead of starting the dev server. Without an address (here or TEMPORAL_ADDRESS), the
+   * `temporal` CLI's dev server is started on FORGE_TEMPORAL_PORT / FORGE_UI_PORT and stopped by close(), as `forge up`.
+   */
+  temporal?: { address?: string; namespace?: string };
+  /** Options of the returned registry (its limits are the configuration's, FORGE_SANDBOX_*). */
+  registry?: Pick<ToolRegistryOptions, 'spares' | 'concurrency' | 'pollIntervalMs' | 'fsWatch' | 'onReloadError'>;
+  /**
+   * Start runs eagerly (default true): the client shares the workers' connection, so Temporal can hand a new run's
+   * first workflow task back in the start call's own response instead of through the task queue.
+   */
+  eagerStart?: boolean;
+  /** Where the platform's progress lines and the workers' warnings go (default stderr; stdout is left to the program). */
+  log?: (line: string) => void;
+}
+
+/** Forge running inside this process, and the two handles a program uses it through. */
+export interface EmbeddedForge extends AsyncDisposable {
+  /** Deploys, migrates, promotes, reads runs: a ForgeClient on the workers' own connection. Close the Forge, not it. */
+  client: ForgeClient;
+  /** The active tools, loaded from `agentToolsDir` and reloaded as deployments land; calls run sandboxed. */
+  registry: ToolRegistry;
+  home: string;
+  agentToolsDir: string;
+  temporal: {
+    address: string;
+    namespace: string;
+    /** The Web UI of the dev server this Forge started (none when it connected to a Temporal). */
+    uiUrl?: string;
+    /** Whether this Forge started the dev server (close() stops it) or connected to one (left running). */
+    started: boolean;
+  };
+  /** Resolves once the workers have stopped (after close()); rejects if a worker fails on its own. */
+  done: Promise<void>;
+  /**
+   * Shuts everything down, in order, and resolves when nothing of it runs: the registry (its sandbox processes), the
+   * workers (running tasks finish within the shutdown grace), the connection, the dev server if this Forge started
+   * it, and the database (PGlite's lock released, so another Forge can open the same home). Idempotent.
+   */
+  close(): Promise<void>;
+}
 
 /**
  * Asks for an eager start on every workflow start. Temporal then returns the run's first workflow task in the start
