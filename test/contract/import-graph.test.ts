@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /*
- * The layering of DESIGN.md "Where things live", held on the real module graph: the client SDK loads no part of the
- * worker side, the contract imports no other part of Forge, and no layer imports values from workflows/.
+ * The layering of docs/design.md "Where things live", held on the real module graph: the client SDK loads no part of
+ * the worker side, the contract imports no other part of Forge, no layer imports values from workflows/, the core
+ * folders and process/ never import platform/, the MCP server never imports the CLI, and no module imports itself
+ * through others (type-only imports included).
  */
 
 const root = path.resolve(__dirname, '..', '..');
@@ -18,15 +20,69 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** The modules a file imports for their values (`import type` and `export type` left out). */
-function valueImports(file: string): string[] {
+/**
+ * The modules a file imports: static `import`/`export ... from`, `require(...)`, `require.resolve(...)` and `import(...)`
+ * (also as a type, `typeof import(...)`). With `values`, only those it imports for their values (`import type` and
+ * `export type` left out).
+ */
+function importsOf(file: string, options: { values?: boolean } = {}): string[] {
   const text = readFileSync(file, 'utf8');
   const specs: string[] = [];
   for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)) {
-    if (!m[1]) specs.push(m[2]);
+    if (!options.values || !m[1]) specs.push(m[2]);
   }
   for (const m of text.matchAll(/require(?:\.resolve)?\(\s*['"]([^'"]+)['"]\s*\)/g)) specs.push(m[1]);
+  if (!options.values) for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) specs.push(m[1]);
   return specs;
+}
+
+/** The modules a file imports for their values. */
+const valueImports = (file: string) => importsOf(file, { values: true });
+
+/**
+ * The source file under src/ that a relative specifier of `file` names (`./run`, `../process/spawner`, `./harness.cjs`),
+ * `null` for one that names a file of another kind (`.json`, a `.d.cts` declaration), undefined for a package.
+ */
+function resolveImport(file: string, spec: string): string | null | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  const base = path.resolve(path.dirname(file), spec);
+  for (const candidate of [base, `${base}.ts`, `${base}.cjs`, path.join(base, 'index.ts')]) {
+    if (/\.(ts|cjs)$/.test(candidate) && !/\.d\.c?ts$/.test(candidate) && existsSync(candidate)) return candidate;
+  }
+  if (existsSync(base) || existsSync(`${base}.d.cts`)) return null;
+  throw new Error(`${path.relative(root, file)} imports ${spec}, which names no file`);
+}
+
+/** Every source file under src/ and the source files it imports (type-only imports included), resolved. */
+function moduleGraph(): Map<string, string[]> {
+  return new Map(
+    sourceFiles(src).map((file) => [
+      file,
+      [...new Set(importsOf(file).map((spec) => resolveImport(file, spec)))].filter((to): to is string => typeof to === 'string'),
+    ]),
+  );
+}
+
+/**
+ * Circles of `graph`, each as the path of files that leads from a file back to it: one for every import a depth-first
+ * walk meets that leads back onto its own path, so none exactly when the graph has none.
+ */
+function circlesOf(graph: Map<string, string[]>): string[][] {
+  const circles: string[][] = [];
+  const done = new Set<string>();
+  const onPath: string[] = [];
+  const visit = (file: string) => {
+    onPath.push(file);
+    for (const to of graph.get(file) ?? []) {
+      const at = onPath.indexOf(to);
+      if (at >= 0) circles.push([...onPath.slice(at), to]);
+      else if (!done.has(to)) visit(to);
+    }
+    onPath.pop();
+    done.add(file);
+  };
+  for (const file of graph.keys()) if (!done.has(file)) visit(file);
+  return circles;
 }
 
 /** The files a fresh Node has loaded once it required `entry` (relative to the repository), relative paths. */
@@ -109,5 +165,38 @@ describe('the import graph', () => {
       ),
     );
     expect(offenders).toEqual([]);
+  });
+
+  test('the core folders and process/ never import platform/ (type-only imports included)', () => {
+    // platform/ wires the platform together (Temporal, the dev server, the read API, the workers' start); what the
+    // folders below it need of the operating system is in process/, the ground floor.
+    const platform = path.join(src, 'platform');
+    const below = ['contract', 'process', 'sandbox', 'policy', 'registry', 'db', 'git', 'x402'];
+    const graph = moduleGraph();
+    const offenders = below.flatMap((folder) =>
+      sourceFiles(path.join(src, folder)).flatMap((file) =>
+        (graph.get(file) ?? []).filter((to) => to.startsWith(platform + path.sep)).map((to) => `${path.relative(root, file)} imports ${path.relative(root, to)}`),
+      ),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  test('mcp/ never imports commands/ (type-only imports included): the MCP server does not depend on the CLI', () => {
+    const commands = path.join(src, 'commands');
+    const graph = moduleGraph();
+    const offenders = sourceFiles(path.join(src, 'mcp')).flatMap((file) =>
+      (graph.get(file) ?? []).filter((to) => to.startsWith(commands + path.sep)).map((to) => `${path.relative(root, file)} imports ${path.relative(root, to)}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  test('no module imports itself through others: no circles, type-only imports included', () => {
+    const graph = moduleGraph();
+    // The parser sees the imports it should: a file known to import another through each form it reads.
+    expect(graph.get(path.join(src, 'embedded.ts'))).toContain(path.join(src, 'platform', 'embedded.ts')); // import type, require
+    expect(graph.get(path.join(src, 'sandbox', 'run.ts'))).toContain(path.join(src, 'sandbox', 'compile.ts'));
+    expect(circlesOf(new Map([['a', ['b']], ['b', ['c', 'a']], ['c', []]]))).toEqual([['a', 'b', 'a']]);
+    const circles = circlesOf(graph).map((circle) => circle.map((file) => path.relative(src, file)).join(' -> '));
+    expect(circles).toEqual([]);
   });
 });
