@@ -1053,8 +1053,7 @@ function stagesOf(result: unknown): StageRecord[] | undefined {
 
 /**
  * A run's search attributes at its start. `firstStage`: the stage its workflow starts in, shown in the Web UI's list
- * from the start; the workflow then upserts no ForgeStage for it, nor calls the patch that older runs needed before
- * their stage upserts (src/workflows/progress.ts): three events fewer per run.
+ * from the start; the workflow then upserts no ForgeStage for it (src/workflows/progress.ts): an event fewer per run.
  */
 function searchAttributes(kind: ForgeKind, subject: string, firstStage?: string) {
   return [

@@ -237,11 +237,10 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
         // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
         // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
         stickyQueueScheduleToStartTimeout: '2 seconds',
-        // testAndCommitHere (and testToolHere, in older runs): a deployment's test in its own workflow task when a
-        // sandbox slot is free here (sandboxSlots).
+        // testAndCommitHere: a deployment's test (and its commit) in its own workflow task when a sandbox slot is free
+        // here (sandboxSlots).
         activities: {
           ...toolActivities,
-          testToolHere: sandboxActivities.testToolHere,
           ...deployHereActivities,
           ...migrationActivities,
           ...reverifyActivities,

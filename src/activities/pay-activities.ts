@@ -40,16 +40,6 @@ export type ReserveOutcome =
   | { ok: true; requirement: X402PaymentRequirements }
   | { ok: false; limit: SpendLimit; reason: string; requirement?: X402PaymentRequirements };
 
-export interface RecordInput {
-  workflowId: string;
-  requirement: X402PaymentRequirements;
-  nonce: Hex;
-  payer: string;
-  /** What the paid request got back, or why it got nothing. */
-  exchange?: PaidExchange;
-  sendError?: string;
-}
-
 export type RecordOutcome = { status: 'paid'; txHash?: string; reason?: string } | { status: 'failed'; reason: string };
 
 /** One signed authorization as the pay run knows it: enough to ask the chain about it and to cancel it. */
@@ -166,42 +156,6 @@ export function createPayActivities(deps: PayActivityDeps) {
       const exchange = await payingSide().sendPaidRequest(input.request, input.payment);
       if (exchange.settlement?.success) await handToRun(exchange);
       return exchange;
-    },
-
-    /**
-     * Settles or fails the run's ledger row: the resource's settlement response when it sent one, otherwise the chain
-     * (did the authorization's nonce move tokens?), which also covers an answer lost with a worker or the network.
-     */
-    async recordPayment(input: RecordInput): Promise<RecordOutcome> {
-      const { workflowId, requirement, nonce, payer, exchange } = input;
-      const settlement = exchange?.settlement;
-      // The row's final status is what the run reports: a status already final (an earlier attempt of this step)
-      // is kept by the ledger, never flipped, and a conflict means the earlier decision stands.
-      const settle = async (txHash: string | undefined, reason?: string): Promise<RecordOutcome> => {
-        const { row } = await deps.ledger.settleOut(workflowId, { txHash: txHash ?? '', payer });
-        return row.status === 'settled'
-          ? { status: 'paid', txHash: row.txHash ?? txHash, reason }
-          : { status: 'failed', reason: row.reason ?? 'the ledger had already failed this payment' };
-      };
-      if (settlement?.success) return settle(settlement.transaction);
-      if (deps.rpcUrl) {
-        const onChain = await payingSide().authorizationOnChain(deps.rpcUrl, requirement.asset, payer, nonce);
-        if (onChain.used) {
-          const lost = !exchange
-            ? `the resource's answer was lost (${input.sendError ?? 'no response'}), but the payment settled on the chain`
-            : exchange.response.httpStatus >= 400
-              ? `the payment settled on the chain, but this try got HTTP ${exchange.response.httpStatus} (an earlier try's answer was lost)`
-              : undefined;
-          return settle(onChain.txHash, lost);
-        }
-      }
-      const reason = !exchange
-        ? `the resource could not be reached with the payment: ${input.sendError ?? 'no response'}`
-        : settlement?.errorReason
-          ? `the resource did not settle the payment: ${settlement.errorReason}`
-          : `the resource answered HTTP ${exchange.response.httpStatus} without settling the payment`;
-      const { row } = await deps.ledger.failOut(workflowId, reason);
-      return row.status === 'settled' ? { status: 'paid', txHash: row.txHash ?? undefined } : { status: 'failed', reason: row.reason ?? reason };
     },
 
     /**

@@ -63,9 +63,10 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     },
 
     /**
-     * The local activity: tests right here, in the workflow task, when one of this worker's slots is free (a
-     * deployment spares the sandbox queue's two server round trips), and says `busy` at once when none is, so the
-     * workflow sends the test to the sandbox queue, where any worker with a free slot takes it.
+     * The test of testAndCommitHere (src/activities/deploy-here.ts, the local activity a deployment's workflow task
+     * runs): tests right here when one of this worker's slots is free (sparing the sandbox queue's two server round
+     * trips), and says `busy` at once when none is, so the workflow sends the test to the sandbox queue, where any
+     * worker with a free slot takes it. Not an activity of its own; a fault point of its own (the chaos matrix's).
      */
     async testToolHere(input: TestInput): Promise<TestHereResult> {
       const release = deps.slots.tryTake();

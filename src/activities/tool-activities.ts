@@ -11,7 +11,7 @@ import {
 } from '../sandbox/typecheck';
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
-import { DEPLOY_REVISION, type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
+import { type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
 import { notFound, toolRejected } from './failures';
 
 /** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
@@ -56,8 +56,8 @@ export interface SandboxPlacement {
 
 export interface ValidateResult {
   /**
-   * The sandbox task queue and time limit of this platform, recorded in the history so the run replays alike. A
-   * result recorded before `here` existed has none, and its run replays with the test on the sandbox queue.
+   * The sandbox task queue and time limit of this platform, and whether it tests here first, recorded in the history
+   * so the run replays alike (without `here`, the test goes to the sandbox queue).
    */
   sandbox: SandboxPlacement;
   activeVersion?: number;
@@ -77,15 +77,10 @@ export interface TypecheckSummary {
 }
 
 export interface PrepareResult extends ValidateResult {
-  /** DEPLOY_REVISION when the run started; absent in runs from before it. */
-  revision?: number;
   validateMs: number;
   /** Absent when the content is unchanged (nothing to compile). */
   compile?: { compiledBytes: number; warnings: string[]; durationMs: number };
-  /**
-   * Absent when the content is unchanged, with FORGE_TYPECHECK=off, and in the histories of runs from before the
-   * stage existed (the workflow reports the stage only when this is here, so those replay alike).
-   */
+  /** Absent when the content is unchanged and with FORGE_TYPECHECK=off (the workflow then reports no such stage). */
   typecheck?: TypecheckSummary;
 }
 
@@ -250,13 +245,13 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
       const t0 = performance.now();
       const validated = await steps.validateDeployment(input, currentRun());
       const validateMs = Math.round(performance.now() - t0);
-      if (validated.unchanged) return { ...validated, revision: DEPLOY_REVISION, validateMs };
+      if (validated.unchanged) return { ...validated, validateMs };
       const t1 = performance.now();
       const compiled = await steps.compileCheck(input);
       const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
       const t2 = performance.now();
       const typecheck = await steps.typecheckModule(input);
-      return { ...validated, revision: DEPLOY_REVISION, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
+      return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
     },
 
     /**

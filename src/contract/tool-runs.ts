@@ -34,14 +34,6 @@ export interface VerdictSummary {
 }
 
 /**
- * The shape of deployment a run follows, recorded in its first step's result so that a replay follows the same
- * (a patch would cost every run a marker event). Absent in runs started before it: every stage upserted ForgeStage,
- * and the test and the commit were two steps. 2: a stage that runs inside a step upserts nothing (the last one goes
- * with the outcome), and a test run here is followed by its commit in the same step (testAndCommitHere).
- */
-export const DEPLOY_REVISION = 2;
-
-/**
  * A deployment's test where its workflow task runs: the verdict, or `busy` when that worker had no free sandbox slot
  * (the test then goes to the sandbox queue).
  */

@@ -40,7 +40,7 @@ export interface MigrationLimits {
   coreLockTimeoutMs?: number;
   /** How long the transaction may run other statements once it locked a core table; unbounded when unset. */
   coreLockHoldMs?: number;
-  /** How long the migration workflow waits out locks not granted, with backoff; not at all when unset (older runs). */
+  /** How long the migration workflow waits out locks not granted, with backoff; not at all when unset. */
   lockWaitMs?: number;
 }
 

@@ -61,17 +61,13 @@ export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {
 }
 
 /**
- * The sandbox test as a local activity, where the workflow task runs (testToolHere, and testAndCommitHere, which
- * commits after it: src/activities/deploy-here.ts): the same bound and retries as on the sandbox queue. A worker
- * killed in it is noticed by the workflow task timeout (2 s), as for every local step.
+ * The sandbox test and the commit after it as a local activity, where the workflow task runs (testAndCommitHere:
+ * src/activities/deploy-here.ts): the same bound and retries as the test on the sandbox queue. A worker killed in it
+ * is noticed by the workflow task timeout (2 s), as for every local step.
  */
 function hereStep(sandboxMaxTimeoutMs: number): LocalActivityOptions {
   const { startToCloseTimeout, cancellationType, retry } = boundedStep('', sandboxMaxTimeoutMs);
   return { startToCloseTimeout, cancellationType, retry };
-}
-
-export function sandboxHereSteps(sandboxMaxTimeoutMs: number) {
-  return proxyLocalActivities<SandboxActivities>(hereStep(sandboxMaxTimeoutMs));
 }
 
 export function deployHereSteps(sandboxMaxTimeoutMs: number) {

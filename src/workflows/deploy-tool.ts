@@ -1,28 +1,27 @@
 import { CancellationScope, CancelledFailure, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { deployHereSteps, sandboxHereSteps, sandboxSteps, toolSteps } from './activity-options';
+import { deployHereSteps, sandboxSteps, toolSteps } from './activity-options';
 import { rejectionOf } from './failures';
 import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
 import { refused } from './refusal';
 import { Saga } from './saga';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
-import { DEPLOY_REVISION, DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
-import type { SandboxActivities } from '../activities/sandbox-activities';
-import type { CommitAndPublishResult, PrepareResult, TypecheckSummary } from '../activities/tool-activities';
+import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
+import type { CommitAndPublishResult, SandboxPlacement, TypecheckSummary } from '../activities/tool-activities';
 import type { TestAndCommitInput } from '../activities/deploy-here';
 
 /**
  * Deploys one tool: validate → compile → typecheck (FORGE_TYPECHECK) → test in the sandbox → commit (persist the
  * version and activate it, one transaction) → notify (agent-tools/ on disk; the database's NOTIFY went out with the
  * commit). Validate+compile+typecheck and commit+notify each run as one local activity (their stages are still
- * reported apart): three steps in all, because every step costs the run scheduling time that, for millisecond-long
- * steps, would outweigh the work. The test is a local activity too when the worker running the workflow task has a
- * free sandbox slot, so the whole run is one workflow task; otherwise it goes to the sandbox queue (testTool below).
- * In runs of DEPLOY_REVISION a test here is followed by its commit in the same step (testAndCommitHere): two steps in
- * all, and only a stage that starts a step upserts ForgeStage, the last one going with the outcome.
+ * reported apart), because every step costs the run scheduling time that, for millisecond-long steps, would outweigh
+ * the work. The test runs where the workflow task runs when that worker has a free sandbox slot, followed by the
+ * commit in the same local activity (testAndCommitHere): two steps in all, one workflow task. Otherwise it goes to the
+ * sandbox queue and the commit is a step of its own (testTool below). Only a stage that starts a step upserts
+ * ForgeStage; the last one reached goes with the outcome.
  *
- * The typecheck stage is reported only when the first step's result says it ran: a history recorded before the stage
- * existed has no such result, so it replays without the stage's search-attribute upsert, and needs no patch.
+ * The typecheck stage is reported only when the first step's result says it ran (not with FORGE_TYPECHECK=off, nor
+ * for unchanged content).
  *
  * A rejection at any step ends the run with `status: "rejected"` and the verdict (a FAILED execution whose details
  * carry that result: refusal.ts); nothing was stored, and the version active before stays active. After the commit, a failure or a cancellation restores the previous version (saga,
@@ -46,7 +45,6 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   try {
     progress.start('validate');
     const validated = await toolSteps.prepareDeployment.executeWithOptions({ summary: `validate and compile ${input.name}` }, [input]);
-    if (ofRevision(validated)) progress.coalesceStageUpserts();
     if (validated.unchanged) {
       progress.done('validate', `identical to the active v${validated.activeVersion}`, validated.validateMs);
       return finish({
@@ -69,8 +67,8 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     const typeErrors = typecheck && typecheck.errors.length > 0 ? typecheck.errors : undefined;
 
     stage = 'test';
-    // A run whose test and commit are one step shows the test running until both are done, and says so.
-    const oneStep = commitsWithTest(validated);
+    // A test here and its commit are one step (testTool below): the test shows running until both are done, and says so.
+    const oneStep = validated.sandbox.here === true;
     progress.start('test', oneStep ? 'here, then the commit in the same step' : undefined);
     // Registered before the step that may commit (testAndCommitHere, or commitAndPublish): if the commit lands and
     // anything after it fails, the previous version comes back (only while ours is still the active one: a newer
@@ -92,7 +90,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
       workflowId,
     };
     if (oneStep) restore();
-    const tested = await testTool(input, validated, commitInput);
+    const tested = await testTool(input, validated.sandbox, commitInput);
     const { verdict } = tested;
     progress.done('test', `passed in ${verdict.durationMs} ms${tested.queued ? ' (on the sandbox queue)' : ''}`);
 
@@ -162,44 +160,30 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
 }
 
 /**
- * The test stage: where this workflow task runs when that worker has a free sandbox slot (no server round trip),
- * else on the sandbox queue, where any worker with a free slot takes it. `queued`: it went to the queue. A history
- * whose first step recorded no `here` (before it existed, or FORGE_SANDBOX_TEST_HERE=off) goes to the queue at once.
- *
- * In runs of DEPLOY_REVISION, a test run here is followed by its commit in the same step (testAndCommitHere), so
- * `committed` comes back with the verdict; `commitError`: the test passed but the commit failed there, and the caller
- * commits as its own step.
+ * The test stage, in one of two places, a choice made at run time and recorded in the history (a replay follows it):
+ * - here, where the workflow task runs, when this platform tests here (`placement.here`, FORGE_SANDBOX_TEST_HERE,
+ *   recorded by the first step) and that worker has a free sandbox slot: the test and, when it passed, the commit are
+ *   one local activity (testAndCommitHere), no server round trip. `committed` comes back with the verdict;
+ *   `commitError`: the test passed but the commit failed there, and the caller commits as its own step.
+ * - on the sandbox queue otherwise (no slot free here: testAndCommitHere answers `busy` at once; or FORGE_SANDBOX_TEST_HERE
+ *   off), where any worker with a free slot takes it (`queued`); the caller commits as its own step.
  */
 async function testTool(
   input: DeployToolWorkflowInput,
-  validated: Pick<PrepareResult, 'sandbox' | 'revision'>,
+  placement: SandboxPlacement,
   commitInput: TestAndCommitInput,
 ): Promise<{ verdict: VerdictSummary; queued: boolean; committed?: CommitAndPublishResult; commitError?: string }> {
-  const placement = validated.sandbox;
-  const args: Parameters<SandboxActivities['testTool']> = [{ name: input.name, source: input.source, testInput: input.testInput }];
-  const summary = `sandbox test of ${input.name}`;
-  if (commitsWithTest(validated)) {
+  if (placement.here) {
     const here = await deployHereSteps(placement.maxTimeoutMs).testAndCommitHere.executeWithOptions(
       { summary: `sandbox test of ${input.name}, then persist and activate it, publish agent-tools/` },
       [commitInput],
     );
     if (here.verdict) return { verdict: here.verdict, queued: false, committed: here.committed, commitError: here.commitError };
-  } else if (placement.here) {
-    const here = await sandboxHereSteps(placement.maxTimeoutMs).testToolHere.executeWithOptions({ summary }, args);
-    if (here.verdict) return { verdict: here.verdict, queued: false };
   }
-  const verdict = await sandboxSteps(placement.taskQueue, placement.maxTimeoutMs).testTool.executeWithOptions({ summary }, args);
+  const verdict = await sandboxSteps(placement.taskQueue, placement.maxTimeoutMs).testTool.executeWithOptions({ summary: `sandbox test of ${input.name}` }, [
+    { name: input.name, source: input.source, testInput: input.testInput },
+  ]);
   return { verdict, queued: true };
-}
-
-/** The run started at DEPLOY_REVISION or later (its first step says so): it follows the shape that revision describes. */
-function ofRevision(validated: Pick<PrepareResult, 'revision'>): boolean {
-  return validated.revision !== undefined && validated.revision >= DEPLOY_REVISION;
-}
-
-/** The run's test, if it runs here, is followed by its commit in the same step (DEPLOY_REVISION). */
-function commitsWithTest(validated: Pick<PrepareResult, 'sandbox' | 'revision'>): boolean {
-  return !!validated.sandbox.here && ofRevision(validated);
 }
 
 /** The typecheck stage's line in the progress view. */

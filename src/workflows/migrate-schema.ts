@@ -1,4 +1,4 @@
-import { isCancellation, patched, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { isCancellation, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { applyMigrationStep, migrationSteps, onlineIndexSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
 import {
@@ -27,8 +27,7 @@ import { ForgeOutcomeKey } from '../contract/search-attributes';
  * the row `building`, and running the migration again resumes the builds). A rejected or failed migration ends the run
  * as a FAILED execution whose details carry that result (refusal.ts). A database that is down makes the run wait and
  * then finish. A lock not granted under the short core lock timeout (55P03) is waited out with backoff within the
- * lock-wait budget, the stage naming who holds it (runs since patch {@link ONLINE_AND_SHORT_LOCKS}). The only
- * compensation is the online build's own: an INVALID index a failed build leaves is dropped before it reports. The
+ * lock-wait budget, the stage naming who holds it. The only compensation is the online build's own: an INVALID index a failed build leaves is dropped before it reports. The
  * workflow ID is `schema-migrate/<name>`.
  *
  * Not cancellable, for the reason {@link runToTheEnd} gives: a cancel request is recorded and the run goes on to its
@@ -65,15 +64,15 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     stage = 'apply';
     const applySummary = `one transaction, lock_timeout ${validated.limits.lockTimeoutMs} ms, statement_timeout ${validated.limits.statementTimeoutMs} ms`;
     progress.start('apply', applySummary);
-    // Since round three a lock not granted (55P03, under the short core lock timeout) is waited out by the run, with
-    // backoff, rather than failing it: the busy application delays the migration, not the other way round.
-    const lockWaits = patched(ONLINE_AND_SHORT_LOCKS) ? new LockWaits(progress, validated.limits.lockWaitMs) : undefined;
+    // A lock not granted (55P03, under the short core lock timeout) is waited out by the run, with backoff, rather
+    // than failing it: the busy application delays the migration, not the other way round.
+    const lockWaits = new LockWaits(progress, validated.limits.lockWaitMs);
     const applyOnce = () =>
       applyMigrationStep(validated.limits, count).applyMigration.executeWithOptions(
         { summary: `apply ${count} statement(s) of ${input.name} in one transaction` },
         [{ name: input.name, sql: input.sql, checksum: input.checksum, workflowId, runId }],
       );
-    const applied = lockWaits ? await lockWaits.retry('apply', applySummary, applyOnce) : await applyOnce();
+    const applied = await lockWaits.retry('apply', applySummary, applyOnce);
     if (applied.status === 'alreadyApplied') {
       // Another run committed the same SQL between validate and apply.
       progress.done('apply', `applied by ${applied.appliedBy.workflowId ?? 'another run'} meanwhile`);
@@ -87,8 +86,8 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
         : `${count - pending.length} statement(s) committed in ${applied.durationMs} ms${pending.length > 0 ? `; ${pending.length} core index(es) to build online` : ''}`,
     );
 
-    // Indexes on core tables, CONCURRENTLY, each its own durable step (only runs of the patched shape get any).
-    if (pending.length > 0 && lockWaits) {
+    // Indexes on core tables, CONCURRENTLY, each its own durable step.
+    if (pending.length > 0) {
       stage = 'build';
       for (const step of pending) {
         const what = `index ${step.index} on ${step.table} CONCURRENTLY (statement ${step.statementIndex})`;
@@ -138,9 +137,6 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     throw err;
   }
 }
-
-/** The patch of round three: short core locks waited out by the run, and core indexes built online. */
-const ONLINE_AND_SHORT_LOCKS = 'forge-migrate-online-short-locks';
 
 /**
  * Waits out locks not granted (a MigrationFailed with 55P03) with backoff, within the migration's lock-wait budget,

@@ -1,5 +1,5 @@
-import { defineSignal, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { AuthorizationVerdict, ChainDecision, PaidExchange, PayActivities, PaymentOnChain, RecordOutcome } from '../activities/pay-activities';
+import { defineSignal, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { AuthorizationVerdict, ChainDecision, PaidExchange, PayActivities, PaymentOnChain } from '../activities/pay-activities';
 import {
   CHAIN_PATIENCE_SECONDS,
   PAID_ANSWER_SIGNAL,
@@ -38,9 +38,6 @@ const chainSteps = proxyActivities<PayActivities>({
   startToCloseTimeout: '90 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
-
-/** The patch that made the chain, not the seller's answer, decide a payment (issue 26). */
-const CHAIN_DECIDES = 'forge-pay-chain-decides';
 
 /**
  * Pays for one HTTP resource over x402, exactly once, within the spend policy (CLI.md `forge pay`):
@@ -129,21 +126,6 @@ async function pay(input: PayInput): Promise<PayResult> {
     exchange = paidAnswer;
     sendError = undefined;
     progress.done('send', `HTTP ${exchange.response.httpStatus} (the answer of an attempt that died before it was recorded)`);
-  }
-
-  if (!patched(CHAIN_DECIDES)) {
-    // Runs started before the chain decided: the seller's settlement response counted (replayed as they ran).
-    progress.start('record');
-    const outcome: RecordOutcome = await ledgerSteps.recordPayment.executeWithOptions({ summary: 'record the settlement in the ledger' }, [
-      { workflowId, requirement, nonce: signed.nonce, payer: signed.payer, exchange, sendError },
-    ]);
-    const response = exchange ? responseFields(exchange.response) : {};
-    if (outcome.status === 'paid') {
-      progress.done('record', outcome.txHash ? `settled in ${outcome.txHash.slice(0, 12)}…` : 'settled');
-      return end({ status: 'paid', workflowId, ...termsOf(requirement), ...response, txHash: outcome.txHash, reason: outcome.reason });
-    }
-    progress.failed('record', outcome.reason);
-    return end({ status: 'failed', workflowId, ...termsOf(requirement), ...response, reason: outcome.reason }, 'send');
   }
 
   progress.start('record', 'ask the chain whether the authorization was used');

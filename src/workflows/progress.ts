@@ -1,15 +1,9 @@
-import { defineQuery, log, metricMeter, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { defineQuery, log, metricMeter, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { ForgeKind } from '../contract/kinds';
 import { ForgeMetric, OUTCOME_LOG_ATTRIBUTE, RUN_COUNTERS } from '../contract/observability';
 import type { RunProgress, StageRecord } from '../contract/run-progress';
 import { ForgeStageKey } from '../contract/search-attributes';
-
-/**
- * The patch that made each stage's start upsert the ForgeStage search attribute (a command: runs started before it
- * replay without these upserts).
- */
-export const STAGE_SEARCH_ATTRIBUTE = 'forge-stage-search-attribute';
 
 /** Every Forge workflow answers this query with where it is. */
 export const progressQuery = defineQuery<RunProgress>('progress');
@@ -25,9 +19,6 @@ export class Progress {
   /** The last stage started, and the last sent as ForgeStage. */
   private reached: string | undefined;
   private upsertedStage: string | undefined;
-  private readonly startedWithStage: boolean;
-  private stageUpserts: boolean | undefined;
-  private coalescing = false;
 
   constructor(
     private readonly kind: ForgeKind,
@@ -35,13 +26,11 @@ export class Progress {
     stageNames: readonly string[],
   ) {
     this.stages = stageNames.map((name) => ({ name, status: 'pending' }));
-    // Set by the client at the start (deployments and migrations since 2026-11-27), read from the run's start event,
-    // so a replay reads the same. A run continued as new inherits the attribute from the run before it: that one is
-    // not a stage its client set (re-verification's continued runs upsert their stages through the patch).
+    // The first stage, when the client set it at the start (deployments and migrations): the run upserts it no more.
+    // Read from the run's start event, so a replay reads the same. A run continued as new inherits the attribute from
+    // the run before it: that one is not a stage its client set.
     const info = workflowInfo();
-    const atStart = info.continuedFromExecutionRunId === undefined ? info.typedSearchAttributes.get(ForgeStageKey) : undefined;
-    this.upsertedStage = atStart;
-    this.startedWithStage = atStart !== undefined;
+    this.upsertedStage = info.continuedFromExecutionRunId === undefined ? info.typedSearchAttributes.get(ForgeStageKey) : undefined;
     setHandler(progressQuery, () => this.snapshot());
     this.publish();
   }
@@ -49,36 +38,33 @@ export class Progress {
   start(name: string, summary?: string): void {
     this.begin(name, summary);
     // Visible in the Web UI's list and filterable (`ForgeStage = "test" AND ForgeOutcome = "rejected"`): the stage a
-    // run is in, and after it ended the last it reached. Sent with the step's own command, no extra round trip.
-    if (this.upsertsStages() && !((this.coalescing || this.startedWithStage) && name === this.upsertedStage)) {
+    // run is in, and after it ended the last it reached. Sent with the step's own command, no extra round trip; not
+    // sent when the attribute already says so (a stage started again, or the one the client set at the start).
+    if (name !== this.upsertedStage) {
       upsertSearchAttributes([{ key: ForgeStageKey, value: name }]);
       this.upsertedStage = name;
     }
   }
 
   /**
-   * From now on a stage recorded with `ran` (it ran inside another step) upserts no ForgeStage: nothing outside the
-   * run can see it before the next command, and every upsert is an event the server writes before the run goes on
-   * (~1 ms each, measured 2026-11-27). The last stage reached goes with the outcome instead (`pendingStage`). Turned
-   * on by runs whose recorded shape says so, so that older histories replay with an upsert per stage.
+   * The ForgeStage upsert still owed by stages recorded with `ran`, to send with the run's outcome in one command.
    */
-  coalesceStageUpserts(): void {
-    this.coalescing = true;
-  }
-
-  /** The ForgeStage upsert still owed (see coalesceStageUpserts), to send with the run's outcome in one command. */
   pendingStage(): SearchAttributeUpdatePair[] {
-    return this.coalescing && this.reached !== undefined && this.reached !== this.upsertedStage ? [{ key: ForgeStageKey, value: this.reached }] : [];
+    return this.reached !== undefined && this.reached !== this.upsertedStage ? [{ key: ForgeStageKey, value: this.reached }] : [];
   }
 
   done(name: string, summary?: string, durationMs?: number): void {
     this.finish(name, 'done', summary, durationMs);
   }
 
-  /** Records a stage that ran inside another step's activity, with the time that activity measured for it. */
+  /**
+   * Records a stage that ran inside another step's activity, with the time that activity measured for it. It upserts
+   * no ForgeStage: nothing outside the run can see it before the next command, and every upsert is an event the server
+   * writes before the run goes on (~1 ms each, measured 2026-11-27). The last stage reached goes with the outcome
+   * instead (`pendingStage`).
+   */
   ran(name: string, durationMs: number, summary?: string): void {
-    if (this.coalescing) this.begin(name, summary);
-    else this.start(name, summary);
+    this.begin(name, summary);
     this.finish(name, 'done', summary, durationMs);
   }
 
@@ -131,16 +117,6 @@ export class Progress {
         .createHistogram(ForgeMetric.stageDuration, 'int', 'ms', 'Duration of each stage of a Forge run')
         .record(Math.max(0, Math.round(stage.durationMs)), { kind: this.kind, stage: name, status });
     }
-  }
-
-  /**
-   * Whether this run upserts ForgeStage: a run that started with one (its client sets the first stage) always does,
-   * without the patch, which would cost it a marker and the SDK's TemporalChangeVersion upsert; any other asks the
-   * patch, at its first stage as before, so older histories replay alike.
-   */
-  private upsertsStages(): boolean {
-    this.stageUpserts ??= this.startedWithStage || patched(STAGE_SEARCH_ATTRIBUTE);
-    return this.stageUpserts;
   }
 
   private begin(name: string, summary?: string): void {

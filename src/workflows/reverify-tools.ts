@@ -113,8 +113,8 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
   if (batch.tools.length === batchSize) {
     await continueAsNew<typeof reverifyToolsWorkflow>({ ...input, runKey, after: batch.tools.at(-1)!.name, batches });
   }
-  // The built-in branch once per run, after the last batch. A history recorded before this step existed has no
-  // `builtin` in its batch, so it replays without it: the choice is the recorded activity result's, not the code's.
+  // The built-in branch once per run, after the last batch, when the platform has a built-in repository: the batch's
+  // result says so (`builtin`), so the choice is the recorded activity result's and a replay follows it.
   let builtin: ReverifySummary['builtin'];
   if (batch.builtin && input.builtin !== false) {
     progress.start('builtin', batch.builtin.repo);

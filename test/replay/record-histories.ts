@@ -9,8 +9,7 @@
  * shape is checked as it is recorded (the run ended as that shape says), so a recorder that drifted from the workflows
  * fails here rather than saving the wrong history. A real dev server and a real (embedded) database, as the tests use.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -295,14 +294,37 @@ test('records one history of each released workflow shape', async () => {
   }
 }, 300_000);
 
-/** A tool whose test fails while `marker` exists: how a reverification run is made to quarantine and degrade. */
-const markerTool = (name: string, variant: string, marker: string | undefined) => `import { existsSync } from 'node:fs';
-import { z } from 'zod';
+// deployToolWorkflow's other test path: no sandbox slot free where the workflow task runs, so testAndCommitHere answers
+// `busy` at once, the test goes to the sandbox queue (where it waits for the slot) and the commit is a step of its own.
+test('records the deployment shape whose test goes to the sandbox queue (no slot free here)', async () => {
+  const busy = await startTestPlatform(env, 'pglite', { env: { FORGE_SANDBOX_CONCURRENCY: '1', FORGE_REVERIFY_INTERVAL: 'off' } });
+  try {
+    const slow = await busy.forge.startDeployTool({ name: 'slot_holder', source: slowTool('holds the slot', 'slot_holder'), testInput: { ms: 4_000 } });
+    const slowHandle = env.client.workflow.getHandle(slow.workflowId, slow.runId);
+    await until(async () => (await stageOf(slowHandle)) === 'test', 20_000, 'the slow test to run');
+    await sleep(500); // the test holds the one slot, not only its stage
+    const queued = await busy.forge.startDeployTool({ name: 'replayed_queued', source: adderTool('queued', 'replayed_queued'), testInput: { a: 1, b: 2 } });
+    const result = await queued.result();
+    expect(result).toMatchObject({ status: 'active', version: 1 });
+    expect(result.diagnostics.stages.find((s) => s.name === 'test')?.summary).toMatch(/\(on the sandbox queue\)$/);
+    const history = await save('deploy-active-queued', queued.workflowId, queued.runId);
+    expect(localActivitiesOf(history)).toEqual(['prepareDeployment', 'testAndCommitHere', 'commitAndPublish']);
+    expect(await slow.result()).toMatchObject({ status: 'active' });
+  } finally {
+    await busy.teardown();
+  }
+}, 120_000);
+
+/**
+ * A tool whose test fails from `failsAfter` (epoch ms) on: how a reverification run is made to quarantine and degrade.
+ * A clock, not a file: a sandbox run sees none of the host's files but its own (its view of /dev and /tmp is private).
+ */
+const expiringTool = (name: string, variant: string, failsAfter: number | undefined) => `import { z } from 'zod';
 export default {
   name: '${name}',
   inputSchema: z.object({ n: z.number() }),
   async execute({ n }: { n: number }) {
-    ${marker ? `if (existsSync(${JSON.stringify(marker)})) throw new Error('its dependency is gone');` : ''}
+    ${failsAfter !== undefined ? `if (Date.now() >= ${failsAfter}) throw new Error('its dependency is gone');` : ''}
     return { n, variant: '${variant}' };
   },
 };
@@ -310,29 +332,24 @@ export default {
 
 test('records the re-verification shapes (continued as new; quarantined, degraded, summarized)', async () => {
   const { forge } = platform;
-  const markerDir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'forge-replay-reverify-'));
-  chmodSync(markerDir, 0o755);
-  const marker = path.join(markerDir, 'broken');
-  try {
-    const deploy = async (name: string, variant: string, withMarker: boolean) =>
-      expect(await forge.deployTool({ name, source: markerTool(name, variant, withMarker ? marker : undefined), testInput: { n: 1 } })).toMatchObject({ status: 'active' });
-    await deploy('rv_degrades', 'v1', false);
-    await deploy('rv_degrades', 'v2', true);
-    await deploy('rv_quarantined', 'v1', true);
-    await deploy('rv_stays_a', 'v1', false);
-    await deploy('rv_stays_b', 'v1', false);
-    writeFileSync(marker, '');
-    const handle = await start('reverifyToolsWorkflow', 'tool-reverify/replay', [{ batchSize: 3 }]);
-    const summary = (await handle.result()) as { quarantined: string[]; degraded: string[]; counts: { batches: number } };
-    expect(summary).toMatchObject({ quarantined: ['rv_quarantined'], degraded: ['rv_degrades'] });
-    expect(summary.counts.batches).toBeGreaterThanOrEqual(2);
-    expect(summary).toMatchObject({ builtin: expect.objectContaining({ status: 'passed' }) });
-    // The first run (its batch acted on, then continued as new) and the last (the summary).
-    await save('reverify-continued', handle.workflowId, handle.firstExecutionRunId);
-    await save('reverify-summarized', handle.workflowId);
-  } finally {
-    rmSync(markerDir, { recursive: true, force: true });
-  }
+  const deploy = async (name: string, variant: string, failsAfter?: number) =>
+    expect(await forge.deployTool({ name, source: expiringTool(name, variant, failsAfter), testInput: { n: 1 } })).toMatchObject({ status: 'active' });
+  await deploy('rv_degrades', 'v1');
+  await deploy('rv_stays_a', 'v1');
+  await deploy('rv_stays_b', 'v1');
+  // Two deployments whose tests pass now and fail once the clock passes `expiry`, before the run below starts.
+  const expiry = Date.now() + 20_000;
+  await deploy('rv_degrades', 'v2', expiry);
+  await deploy('rv_quarantined', 'v1', expiry);
+  await sleep(Math.max(0, expiry - Date.now() + 100));
+  const handle = await start('reverifyToolsWorkflow', 'tool-reverify/replay', [{ batchSize: 3 }]);
+  const summary = (await handle.result()) as { quarantined: string[]; degraded: string[]; counts: { batches: number } };
+  expect(summary).toMatchObject({ quarantined: ['rv_quarantined'], degraded: ['rv_degrades'] });
+  expect(summary.counts.batches).toBeGreaterThanOrEqual(2);
+  expect(summary).toMatchObject({ builtin: expect.objectContaining({ status: 'passed' }) });
+  // The first run (its batch acted on, then continued as new) and the last (the summary).
+  await save('reverify-continued', handle.workflowId, handle.firstExecutionRunId);
+  await save('reverify-summarized', handle.workflowId);
 }, 120_000);
 
 test('records the x402 shapes (sell: refused, which makes the ledger through its migration child, and offered; pay: paid, refused, free, cancelled; the P&L read)', async () => {
