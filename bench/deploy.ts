@@ -77,7 +77,7 @@ export const deployBench: Bench = {
         );
         if (verdict.status !== 'passed') throw new Error(`direct run: ${verdict.status} ${verdict.error}`);
         await steps.commitVersion({ ...input, contentHash, verdict, workflowId: 'bench-direct' });
-        await activities.publishTools();
+        await activities.publishTools({ names: [input.name] });
       };
       const durable = async (variant: number) => {
         const r = await forge.deployTool({ name: 'durable_tool', source: zodTool('durable_tool', variant), testInput: { celsius: 1 } });

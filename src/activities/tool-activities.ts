@@ -255,12 +255,12 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
     },
 
     /**
-     * Brings agent-tools/ up to date with the database (files, then the active pointers): of `input.names` (every run
-     * passes its tool's), else every tool (rollback and deletion runs recorded before they passed theirs). The database
-     * has already sent its NOTIFY with the commit. Idempotent; nothing to compensate.
+     * Brings agent-tools/ up to date with the database (files, then the active pointers) for `input.names`: a run's
+     * own tool, touching nothing of the others. The database has already sent its NOTIFY with the commit. Idempotent;
+     * nothing to compensate.
      */
-    async publishTools(input?: { names?: string[] }): Promise<{ generation: number; tools: number }> {
-      return deps.publish(input?.names);
+    async publishTools(input: { names: string[] }): Promise<{ generation: number; tools: number }> {
+      return deps.publish(input.names);
     },
 
     /**

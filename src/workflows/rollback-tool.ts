@@ -30,8 +30,7 @@ async function rollback(input: RollbackToolInput): Promise<RollbackToolResult> {
     );
     progress.done('activate', `v${moved.version}`);
     progress.start('notify');
-    // This tool's pointer only, as a deployment publishes: no step of a run touches every tool. (An activity's input
-    // is not part of replay's check, so runs recorded when this passed no names replay unchanged.)
+    // This tool's pointer only, as a deployment publishes: no step of a run touches every tool.
     await toolSteps.publishTools.executeWithOptions({ summary: 'publish agent-tools/' }, [{ names: [input.name] }]);
     progress.done('notify');
     progress.end('rolled-back');
