@@ -17,7 +17,6 @@ import { temporal as proto } from '@temporalio/proto';
 import { READ_API_PATHS, readApiOf } from './contract/read-api';
 import { clientReadApiToken } from './process/read-api-token';
 import { FailureType } from './contract/failures';
-import { parsePrice } from './contract/price';
 import {
   ForgeInputError,
   NoWorkerError,
@@ -29,20 +28,28 @@ import {
 } from './contract/errors';
 import { REVERIFY_SCHEDULE_ID, type ReverifyScheduleInfo, type ReverifySummary } from './contract/reverify-runs';
 import { canonicalJson, migrationChecksum, toolContentHash } from './contract/hashes';
-import { FORGE_KINDS, RUN_STATUSES, type ForgeKind } from './contract/kinds';
+import {
+  deleteToolInput,
+  deployToolInput,
+  listRunsInput,
+  migrateSchemaInput,
+  payInput,
+  promoteBuiltinInput,
+  rollbackToolInput,
+  sellInput,
+  type PayOptionsInput,
+  type SellOptionsInput,
+} from './contract/inputs';
+import type { ForgeKind, RUN_STATUSES } from './contract/kinds';
 export { RUN_STATUSES } from './contract/kinds';
-import { MAX_DEPLOY_SOURCE_BYTES, MAX_MIGRATION_SQL_BYTES } from './contract/limits';
-import { MIGRATE_STAGES, MIGRATION_NAME_PATTERN, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
+import { MIGRATE_STAGES, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
 import type { RunProgress, StageRecord } from './contract/run-progress';
 import { FORGE_SEARCH_ATTRIBUTES, ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from './contract/search-attributes';
-import { TOOL_NAME_PATTERN, toolNameMessage } from './contract/tool-name';
 import { DEPLOY_STAGES, type DeleteToolResult, type DeployToolInput, type DeployToolResult, type ListToolsResult, type RollbackToolResult } from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
 import type * as DiscoveryModule from './x402/discovery';
 import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult, type PnlResult, type SellInput, type SellResult, type ServicesResult, type X402Info } from './contract/pay-runs';
 import {
-  MAX_PROMOTION_BYTES,
-  MAX_PROMOTION_FILES,
   type PromoteBuiltinInput,
   type PromoteBuiltinResult,
   type PromoteBuiltinWorkflowInput,
@@ -59,54 +66,6 @@ import {
 // The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
 export * from './contract';
 
-
-const toolName = z
-  .string()
-  .regex(TOOL_NAME_PATTERN, { error: (issue) => toolNameMessage(issue.input) });
-
-const jsonValue = z.unknown().superRefine((value, ctx) => {
-  try {
-    const text = canonicalJson(value);
-    if (text === undefined) ctx.addIssue({ code: 'custom', message: 'must be a JSON value (not undefined or a function)' });
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: `must be a JSON value: ${(err as Error).message}` });
-  }
-});
-
-const deployInputSchema = z.object({
-  name: toolName,
-  source: z
-    .string()
-    .refine((s) => s.trim().length > 0, 'the source is empty')
-    .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_DEPLOY_SOURCE_BYTES, `the source is over ${MAX_DEPLOY_SOURCE_BYTES} bytes`),
-  testInput: jsonValue.default({}),
-  description: z.string().max(2000).optional(),
-});
-
-const migrateInputSchema = z.object({
-  name: z
-    .string()
-    .regex(MIGRATION_NAME_PATTERN, 'a migration name is 1-128 characters of A-Z, a-z, 0-9, _, . and -, starting with a letter or digit'),
-  sql: z
-    .string()
-    .refine((s) => s.trim().length > 0, 'the migration is empty')
-    .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_MIGRATION_SQL_BYTES, `the migration is over ${MAX_MIGRATION_SQL_BYTES} bytes`),
-});
-
-const promoteInputSchema = z.object({
-  repo: z.string().min(1).optional(),
-  branch: z.string().min(1).max(255).optional(),
-  changes: z
-    .array(z.object({ path: z.string().min(1).max(4096), content: z.string() }))
-    .min(1, 'a promotion changes at least one file')
-    .max(MAX_PROMOTION_FILES, `a promotion changes at most ${MAX_PROMOTION_FILES} files`)
-    .refine(
-      (changes) => changes.reduce((n, c) => n + Buffer.byteLength(c.content, 'utf8'), 0) <= MAX_PROMOTION_BYTES,
-      `the changed files hold more than ${MAX_PROMOTION_BYTES} bytes in all`,
-    ),
-  message: z.string().trim().min(1).max(10_000).optional(),
-  dryRun: z.boolean().default(false),
-});
 
 /** Called with each change of a run's progress while the client waits for it. */
 export type ProgressListener = (progress: RunProgress) => void;
@@ -294,7 +253,7 @@ export class ForgeClient {
    * already being deployed joins that run instead of starting another (the handle then names that run).
    */
   async startDeployTool(input: DeployToolInput): Promise<DeployHandle> {
-    const parsed = parseInput(deployInputSchema, input, 'deployTool');
+    const parsed = parseInput(deployToolInput, input, 'deployTool');
     const contentHash = toolContentHash(parsed);
     const workflowId = `tool-deploy/${parsed.name}/${contentHash.slice(0, 16)}`;
     const handle = await this.call(() =>
@@ -327,11 +286,7 @@ export class ForgeClient {
 
   /** Makes an earlier version active (`toVersion`, or the newest below the active one) and waits. */
   async rollbackTool(name: string, options: { toVersion?: number } = {}): Promise<RollbackToolResult> {
-    const input = parseInput(
-      z.object({ name: toolName, toVersion: z.number().int().positive().optional() }),
-      { name, toVersion: options.toVersion },
-      'rollbackTool',
-    );
+    const input = parseInput(rollbackToolInput, { name, toVersion: options.toVersion }, 'rollbackTool');
     const workflowId = `tool-rollback/${input.name}/${input.toVersion !== undefined ? `v${input.toVersion}` : 'previous'}-${shortId()}`;
     return this.run<RollbackToolResult>('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`, [
       `**tool:** ${input.name}`,
@@ -341,7 +296,7 @@ export class ForgeClient {
 
   /** Deactivates a tool and removes its versions, and waits. */
   async deleteTool(name: string): Promise<DeleteToolResult> {
-    const input = parseInput(z.object({ name: toolName }), { name }, 'deleteTool');
+    const input = parseInput(deleteToolInput, { name }, 'deleteTool');
     return this.run<DeleteToolResult>('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`, [
       `**tool:** ${input.name}`,
       '**does:** deactivates it and removes every version; the name can be deployed again',
@@ -368,7 +323,7 @@ export class ForgeClient {
    * waits for it to end and then starts its own, which judges this SQL against what the other left.
    */
   async migrateSchema(input: MigrateSchemaInput, options: { onProgress?: ProgressListener } = {}): Promise<MigrateSchemaResult> {
-    const parsed = parseInput(migrateInputSchema, input, 'migrateSchema');
+    const parsed = parseInput(migrateSchemaInput, input, 'migrateSchema');
     const checksum = migrationChecksum(parsed.sql);
     const workflowId = `schema-migrate/${parsed.name}`;
     for (let attempt = 1; ; attempt++) {
@@ -423,7 +378,7 @@ export class ForgeClient {
 
   /** Starts a promotion and returns at once; every start is a run of its own (`builtin-promote/<repo>/<branch>/...`). */
   async startPromoteBuiltin(input: PromoteBuiltinInput): Promise<RunHandle<PromoteBuiltinResult>> {
-    const parsed = parseInput(promoteInputSchema, input, 'promoteBuiltin');
+    const parsed = parseInput(promoteBuiltinInput, input, 'promoteBuiltin');
     const repo = path.resolve(parsed.repo ?? this.promotion.repo);
     const paths = parsed.changes.map((c) => c.path);
     const message = parsed.message ?? `Promote ${paths.length === 1 ? paths[0] : `${paths.length} files`} through Forge`;
@@ -495,10 +450,10 @@ export class ForgeClient {
    * Offers an active tool as a paid x402 endpoint of the worker's seller (SellToolWorkflow): `offered` with its URL and
    * price, or `refused` (no such active tool, or a worker that cannot sell, saying why). `{stop: true}` withdraws it.
    */
-  async sell(tool: string, options: { price?: string | bigint | number; stop?: boolean; description?: string }): Promise<SellResult> {
+  async sell(tool: string, options: Omit<SellOptionsInput, 'tool'>): Promise<SellResult> {
     // `price`: base units, or money (`$0.01`, `0.01 USD`); the result's `price` is base units either way, with
     // `priceGiven` and `priceInTokens` beside it. Money finer than the asset's decimals is refused with `problem: 'price'`.
-    const parsed = parseInput(sellInputSchema, { tool, ...options }, 'sell');
+    const parsed = parseInput(sellInput, { tool, ...options }, 'sell');
     const input: SellInput = { tool: parsed.tool, price: parsed.price === undefined ? undefined : String(parsed.price), stop: parsed.stop, description: parsed.description };
     return this.run<SellResult>(
       'sellToolWorkflow',
@@ -647,15 +602,7 @@ export class ForgeClient {
    * canceled, terminated, timed_out).
    */
   async listRuns(filter: { kind?: string; status?: string; limit?: number } = {}): Promise<RunSummary[]> {
-    const input = parseInput(
-      z.object({
-        kind: z.enum(FORGE_KINDS).optional(),
-        status: z.enum(RUN_STATUSES).optional(),
-        limit: z.number().int().positive().max(1000).default(20),
-      }),
-      filter,
-      'listRuns',
-    );
+    const input = parseInput(listRunsInput, filter, 'listRuns');
     const clauses = ["ForgeKind IS NOT NULL"];
     if (input.kind) clauses.push(`ForgeKind = '${input.kind}'`);
     if (input.status) clauses.push(`ExecutionStatus = '${VISIBILITY_STATUS[input.status]}'`);
@@ -1073,19 +1020,13 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown, method: stri
   );
 }
 
-/** A short, sortable suffix for run IDs that are not derived from content (time, then randomness). */
-/** What `pay` takes besides the URL. */
-export interface PayOptions {
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  /** The most this payment may cost, in base units (lowers the configured per-payment maximum). */
-  maxAmount?: string | bigint | number;
-  /**
-   * This payment's key (any text up to 200 characters): paying again with the same key, method, URL and body joins the
-   * first run (its result, once it ended) instead of paying twice. Without one, a fresh key is made and returned.
-   */
-  idempotencyKey?: string;
+/**
+ * What `pay` takes besides the URL (its schema: `payInput` in src/contract/inputs.ts). `maxAmount`: the most this
+ * payment may cost, in base units (lowers the configured per-payment maximum). `idempotencyKey` (any text up to 200
+ * characters): paying again with the same key, method, URL and body joins the first run (its result, once it ended)
+ * instead of paying twice; without one, a fresh key is made and returned.
+ */
+export interface PayOptions extends Omit<PayOptionsInput, 'url'> {
   onProgress?: ProgressListener;
 }
 
@@ -1095,41 +1036,10 @@ function payWorkflowId(input: PayInput, idempotencyKey: string): string {
   return `${PAY_WORKFLOW_PREFIX}${new URL(input.url).host}/${digest.slice(0, 24)}`;
 }
 
-const payInputSchema = z.object({
-  url: z
-    .string()
-    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL')
-    // A password in a URL would travel in the run's input and history: refused, and (zod's message) never echoed.
-    .refine((v) => !URL.canParse(v) || (new URL(v).username === '' && new URL(v).password === ''), 'must not carry credentials (user:password@): send them in a header'),
-  method: z.string().regex(/^[A-Z]+$/, 'must be an HTTP method in capitals (GET, POST, ...)').optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  body: z.string().max(1024 * 1024, 'must be at most 1 MiB').optional(),
-  maxAmount: z
-    .union([z.string().regex(/^\d{1,78}$/, 'must be a whole number of base units'), z.bigint().nonnegative(), z.number().int().nonnegative()])
-    .optional(),
-  idempotencyKey: z.string().min(1).max(200, 'must be at most 200 characters').optional(),
-  onProgress: z.undefined(),
-});
+// The SDK's pay() also takes the caller's progress listener, which is not part of the run's input.
+const payInputSchema = payInput.extend({ onProgress: z.undefined() });
 
-const sellInputSchema = z
-  .object({
-    tool: z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name'),
-    price: z
-      .union([
-        // Base units (`10000`), or money as x402 writes it (`$0.01`), which the worker converts with the asset's decimals.
-        z.string().superRefine((v, ctx) => {
-          const read = parsePrice(v);
-          if ('error' in read) ctx.addIssue({ code: 'custom', message: read.error });
-        }),
-        z.bigint().positive(),
-        z.number().int().positive(),
-      ])
-      .optional(),
-    stop: z.boolean().optional(),
-    description: z.string().max(1000).optional(),
-  })
-  .refine((v) => (v.stop ? v.price === undefined : v.price !== undefined), { message: 'give a price, or stop: true to withdraw the offer (not both)', path: ['price'] });
-
+/** A short, sortable suffix for run IDs that are not derived from content (time, then randomness). */
 function shortId(): string {
   return `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 }

@@ -7,6 +7,7 @@ import { MAX_UID_BASE, SANDBOX_CONTAINMENT_MODES, type ContainmentMode } from '.
 import { TYPECHECK_MODES, type TypecheckMode } from './contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, TOOL_NAME_PATTERN, TOOL_NAME_RULE } from './contract/tool-name';
 import { ConfigError } from './contract/errors';
+import { baseUnits, httpUrl } from './contract/inputs';
 import { parseNetworkPolicy, type NetworkPolicy } from './contract/network-policy';
 
 // Lives with the other error classes (contract/errors), which the CLI loads without zod; re-exported here.
@@ -494,7 +495,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
   };
 }
 
-const baseUnits = z.string().regex(/^\d{1,78}$/, 'must be a whole number of base units (e.g. 1000000 for 1.00 of a 6-decimals token)').transform(BigInt);
+const baseUnitsAmount = baseUnits.transform(BigInt);
 const evmAddress = /^0x[0-9a-fA-F]{40}$/;
 const addresses = z
   .string()
@@ -505,7 +506,6 @@ const networks = z
   .string()
   .transform(commaList)
   .pipe(z.array(z.string().regex(/^eip155:\d+$/, 'every entry must be an EVM network in CAIP-2 form, e.g. eip155:8453')));
-const httpUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), { message: 'must be an http:// or https:// URL' });
 const privateKey = /^0x[0-9a-fA-F]{64}$/;
 
 /** The x402 settings; the wallet key is validated now (a bad key is a start-up error) but only kept in a closure. */
@@ -542,8 +542,8 @@ function readX402(env: NodeJS.ProcessEnv): X402Config {
     facilitatorUrl: readOptional(env, 'FORGE_X402_FACILITATOR_URL', httpUrl),
     walletKey: () => key,
     policy: {
-      maxPerPayment: read(env, 'FORGE_X402_MAX_PER_PAYMENT', baseUnits, '1000000'),
-      dailyBudget: read(env, 'FORGE_X402_DAILY_BUDGET', baseUnits, '10000000'),
+      maxPerPayment: read(env, 'FORGE_X402_MAX_PER_PAYMENT', baseUnitsAmount, '1000000'),
+      dailyBudget: read(env, 'FORGE_X402_DAILY_BUDGET', baseUnitsAmount, '10000000'),
       allowedPayees: read(env, 'FORGE_X402_ALLOWED_PAYEES', addresses, ''),
       allowedNetworks: read(env, 'FORGE_X402_ALLOWED_NETWORKS', networks, ''),
       allowedAssets: read(env, 'FORGE_X402_ALLOWED_ASSETS', addresses, ''),

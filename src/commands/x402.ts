@@ -6,6 +6,7 @@ import { printResult } from './output';
 import { progressPrinter } from './progress-display';
 import { collect } from './repeatable';
 import { parsePrice } from '../contract/price';
+import { BASE_UNITS_HELP, isBaseUnits } from '../contract/base-units';
 
 /**
  * `forge pay URL [--method M] [--header 'K: V' ...] [--body TEXT] [--max AMOUNT] [--idempotency-key K] [--json]`: through PayWorkflow (CLI.md
@@ -24,8 +25,8 @@ export function registerPay(program: Command): void {
     .option('--json', 'print one JSON object')
     .option('--wait', WAIT_HELP)
     .action(async (url: string, opts: { method?: string; header: string[]; body?: string; max?: string; idempotencyKey?: string; json?: boolean; wait?: boolean }) => {
-      if (opts.max !== undefined && !/^\d{1,78}$/.test(opts.max)) {
-        throw new UsageError(`--max ${JSON.stringify(opts.max)}: write a whole number of base units (1000000 is 1.00 of a 6-decimals token)`);
+      if (opts.max !== undefined && !isBaseUnits(opts.max)) {
+        throw new UsageError(`--max ${JSON.stringify(opts.max)}: write ${BASE_UNITS_HELP}`);
       }
       const headers: Record<string, string> = {};
       for (const h of opts.header) {

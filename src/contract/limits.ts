@@ -40,3 +40,7 @@ export const MAX_AGENT_COLUMNS_PER_CORE_TABLE = 32;
 
 /** SCHEMA_POLICY.md "Round three", counts: the most agent indexes on one core table (each one slows every write). */
 export const MAX_AGENT_INDEXES_PER_CORE_TABLE = 8;
+
+/** The most files one promotion may change, and the most bytes of new content in all (it travels in the input). */
+export const MAX_PROMOTION_FILES = 200;
+export const MAX_PROMOTION_BYTES = 1024 * 1024;

@@ -2,6 +2,7 @@
  * Inputs and results of the schema migration workflow: plain JSON, shared by the client, the activities and the
  * workflow.
  */
+import type { MigrateSchemaInput } from './inputs';
 import type { MigrationProblem, StatementVerdict } from './policy-verdict';
 import type { StageRecord } from './run-progress';
 
@@ -12,15 +13,9 @@ import type { StageRecord } from './run-progress';
 export const MIGRATE_STAGES = ['validate', 'apply', 'build', 'record'] as const;
 export type MigrateStage = (typeof MIGRATE_STAGES)[number];
 
-/** A migration name: readable in a workflow ID (`schema-migrate/<name>`), e.g. `0003_user_stars` or `stars.v2`. */
-export const MIGRATION_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-
-export interface MigrateSchemaInput {
-  /** The migration's name: its identity in `forge_migrations` and in the workflow ID `schema-migrate/<name>`. */
-  name: string;
-  /** One or more SQL statements, judged by SCHEMA_POLICY.md and applied in one transaction. */
-  sql: string;
-}
+export { MIGRATION_NAME_PATTERN } from './migration-name';
+/** The input's type is inferred from its schema (src/contract/inputs.ts). */
+export type { MigrateSchemaInput } from './inputs';
 
 /** What the client starts the workflow with: the input and the sha256 of the SQL (checked again by the worker). */
 export interface MigrateSchemaWorkflowInput extends MigrateSchemaInput {

@@ -5,10 +5,11 @@
  * worker converts money, since only it knows the asset; everything here is pure.
  */
 
+import { MAX_BASE_UNITS, POSITIVE_BASE_UNITS_PATTERN } from './base-units';
+
 /** What a price text says: base units as written, or a decimal amount of money still to convert. */
 export type PriceNotation = { baseUnits: string } | { money: string };
 
-const BASE_UNITS = /^[1-9]\d{0,77}$/;
 const DOLLARS = /^\$\s*(\d+(?:\.\d+)?)$/;
 const USD_SUFFIX = /^(\d+(?:\.\d+)?)\s*USD$/i;
 /** A price, however written, is at most this long (78 digits of base units, and some room for `$` and a point). */
@@ -22,7 +23,7 @@ export function parsePrice(text: string): PriceNotation | { error: string } {
   const quoted = JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
   const t = text.trim();
   if (t.length > MAX_PRICE_LENGTH) return { error: `the price ${quoted} is too long: ${PRICE_HELP}` };
-  if (BASE_UNITS.test(t)) return { baseUnits: t };
+  if (POSITIVE_BASE_UNITS_PATTERN.test(t)) return { baseUnits: t };
   const money = DOLLARS.exec(t)?.[1] ?? USD_SUFFIX.exec(t)?.[1];
   if (money !== undefined) {
     if (/^0*(\.0*)?$/.test(money)) return { error: `the price ${quoted} is zero: a price is more than 0` };
@@ -52,7 +53,7 @@ export function moneyToBaseUnits(money: string, decimals: number): { baseUnits: 
   }
   const units = BigInt(whole) * 10n ** BigInt(decimals) + BigInt(significant.padEnd(decimals, '0') || '0');
   if (units === 0n) return { error: `the price $${money} is zero: a price is more than 0` };
-  if (units.toString().length > 78) return { error: `the price $${money} is more base units than a token amount can hold (78 digits)` };
+  if (units > MAX_BASE_UNITS) return { error: `the price $${money} is more base units than a token amount can hold (78 digits)` };
   return { baseUnits: units.toString() };
 }
 

@@ -2,6 +2,7 @@
  * Inputs and results of the built-in promotion workflow (CLI.md `forge promote`): plain JSON, shared by the client,
  * the activities and the workflow.
  */
+import type { PromoteBuiltinInput } from './inputs';
 import type { StageRecord } from './run-progress';
 
 /** The stages a promotion verifies a change with, in order (the plan file's names). */
@@ -12,27 +13,9 @@ export type PromotionStage = (typeof PROMOTION_STAGES)[number];
 export const PROMOTE_STEPS = ['workspace', 'apply', ...PROMOTION_STAGES, 'merge', 'cleanup'] as const;
 export type PromoteStep = (typeof PROMOTE_STEPS)[number];
 
-/** The most files one promotion may change, and the most bytes of new content in all (it travels in the input). */
-export const MAX_PROMOTION_FILES = 200;
-export const MAX_PROMOTION_BYTES = 1024 * 1024;
-
-/** One file of a proposed change: its path relative to the repository root, and its whole new content (UTF-8). */
-export interface ProposedChange {
-  path: string;
-  content: string;
-}
-
-export interface PromoteBuiltinInput {
-  /** The agent's repository: the path of its live checkout (default: the configured FORGE_BUILTIN_REPO). */
-  repo?: string;
-  /** The branch to promote into (default: the branch the live checkout has checked out). */
-  branch?: string;
-  changes: ProposedChange[];
-  /** The commit message (default: one naming the changed paths). */
-  message?: string;
-  /** Verify everything, merge nothing. */
-  dryRun?: boolean;
-}
+export { MAX_PROMOTION_BYTES, MAX_PROMOTION_FILES } from './limits';
+/** The input's types are inferred from its schema (src/contract/inputs.ts): one file of a change, and the promotion. */
+export type { PromoteBuiltinInput, ProposedChange } from './inputs';
 
 /** What the client starts the workflow with: the input, resolved (absolute repo, a message). */
 export interface PromoteBuiltinWorkflowInput extends PromoteBuiltinInput {

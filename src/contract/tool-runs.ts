@@ -2,8 +2,12 @@
  * Inputs and results of the tool workflows (deploy, rollback, delete, list): plain JSON, shared by the client, the
  * activities and the workflows.
  */
+import type { DeployToolInput } from './inputs';
 import type { StageRecord } from './run-progress';
 import type { SandboxDiagnostics, SandboxStatus, TypeCheckError } from './sandbox-verdict';
+
+/** The inputs' types are inferred from their schemas (src/contract/inputs.ts). */
+export type { DeleteToolInput, DeployToolInput, RollbackToolInput } from './inputs';
 
 /**
  * The steps of a tool deployment, in order; `typecheck` runs the TypeScript checker (FORGE_TYPECHECK), `commit`
@@ -11,13 +15,6 @@ import type { SandboxDiagnostics, SandboxStatus, TypeCheckError } from './sandbo
  */
 export const DEPLOY_STAGES = ['validate', 'compile', 'typecheck', 'test', 'commit', 'notify'] as const;
 export type DeployStage = (typeof DEPLOY_STAGES)[number];
-
-export interface DeployToolInput {
-  name: string;
-  source: string;
-  testInput: unknown;
-  description?: string;
-}
 
 /** Identity of a submission: (name, source, test input, description) hashed by the client and checked by the worker. */
 export interface DeployToolWorkflowInput extends DeployToolInput {
@@ -69,12 +66,6 @@ export interface DeployToolResult {
   diagnostics: DeployDiagnostics;
 }
 
-export interface RollbackToolInput {
-  name: string;
-  /** The version to make active; default: the newest stored version older than the active one. */
-  toVersion?: number;
-}
-
 export interface RollbackToolResult {
   status: 'active' | 'rejected';
   name: string;
@@ -82,10 +73,6 @@ export interface RollbackToolResult {
   previousVersion?: number;
   workflowId: string;
   message: string;
-}
-
-export interface DeleteToolInput {
-  name: string;
 }
 
 export interface DeleteToolResult {

@@ -1,6 +1,18 @@
 import { z } from 'zod';
 import type { ForgeClient, ProgressListener } from '../client';
-import { FORGE_KINDS, RUN_STATUSES } from '../contract/kinds';
+import {
+  baseUnits,
+  deleteToolInput,
+  deployToolInput,
+  listRunsInput,
+  migrateSchemaInput,
+  payInput,
+  priceText,
+  promoteBuiltinInput,
+  rollbackToolInput,
+  sellInputFields,
+  toolName,
+} from '../contract/inputs';
 import type { DeployToolResult } from '../contract/tool-runs';
 import type { MigrateSchemaResult } from '../contract/migration-runs';
 import type { PromoteBuiltinResult } from '../contract/promotion-runs';
@@ -57,7 +69,6 @@ function operation<I extends z.ZodObject>(def: {
 // Outputs are loose objects: a field Forge adds later must not make an MCP client's validation reject the result.
 const stageRecord = z.looseObject({ name: z.string(), status: z.string(), durationMs: z.number().optional(), summary: z.string().optional() });
 const location = z.looseObject({ line: z.number(), column: z.number().optional(), file: z.string().optional() });
-const toolName = z.string().describe('the tool name: 1-64 characters of a-z, 0-9 and _, starting with a letter');
 const readOnly = (title: string): Annotations => ({ title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
 
 /** Forge's operations, in the order a client lists them. */
@@ -72,12 +83,8 @@ export const OPERATIONS: Operation[] = [
       'A rejection says the stage (validate, compile, typecheck, test), the verdict, a message and, for compile and type ' +
       'errors, the location (type errors also in diagnostics.typeErrors, each with its TS code). ' +
       'The same content deploys once (idempotent).',
-    input: z.object({
-      name: toolName,
-      source: z.string().describe('the TypeScript module, as docs/tool-contract.md in the Forge repository describes it'),
-      testInput: z.unknown().optional().describe('the input the test run calls execute with (default {})'),
-      description: z.string().max(2000).optional().describe("stored with the version; default: the module's own description"),
-    }),
+    // The arguments are the SDK's input, one schema (src/contract/inputs.ts): the same rules, the same messages.
+    input: deployToolInput,
     output: z.looseObject({
       status: z.enum(['active', 'rejected']),
       name: z.string(),
@@ -94,7 +101,7 @@ export const OPERATIONS: Operation[] = [
     annotations: { title: 'Deploy a tool', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     async run(args, ctx) {
       const forge = await ctx.forge();
-      const result = await forge.deployTool({ ...args, testInput: args.testInput ?? {} }, { onProgress: ctx.onProgress });
+      const result = await forge.deployTool(args, { onProgress: ctx.onProgress });
       // Answer once this process's registry serves the new version, so the client's next tools/list has it.
       if (result.status === 'active' && result.version !== undefined) await settle(ctx.registry.waitFor(result.name, result.version));
       return deployAnswer(result);
@@ -105,7 +112,7 @@ export const OPERATIONS: Operation[] = [
     description:
       'Make an earlier version of a tool active again (default: the newest version older than the active one). Refused, ' +
       'with the reason, when there is no such version.',
-    input: z.object({ name: toolName, toVersion: z.number().int().positive().optional().describe('the version to make active') }),
+    input: rollbackToolInput,
     output: z.looseObject({
       status: z.enum(['active', 'rejected']),
       name: z.string(),
@@ -126,7 +133,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'delete_tool',
     description: 'Deactivate a tool and remove all its versions (it disappears from the MCP tool list).',
-    input: z.object({ name: toolName }),
+    input: deleteToolInput,
     output: z.looseObject({
       status: z.enum(['deleted', 'rejected']),
       name: z.string(),
@@ -171,7 +178,8 @@ export const OPERATIONS: Operation[] = [
     description:
       "Call an active tool's current version by name, in a bounded sandbox process (as every agent tool listed here is " +
       'called): {ok, output} or {ok: false, status, error}.',
-    input: z.object({ name: toolName, input: z.unknown().optional().describe('the input (default {})') }),
+    // A name that breaks the rule names no tool: the registry answers not_found, as for any name it does not hold.
+    input: z.object({ name: z.string().describe(toolName.description ?? ''), input: z.unknown().optional().describe('the input (default {})') }),
     output: z.looseObject({
       ok: z.boolean(),
       name: z.string(),
@@ -222,7 +230,7 @@ export const OPERATIONS: Operation[] = [
     description:
       "Apply a schema migration: checked by the schema policy, then applied in one transaction with its tracking row. A " +
       'name is applied once (again: alreadyApplied). A refusal or failure says why and where (line, column).',
-    input: z.object({ name: z.string().describe("the migration's name, e.g. 0003_user_stars"), sql: z.string() }),
+    input: migrateSchemaInput,
     output: z.looseObject({
       status: z.enum(['applied', 'alreadyApplied', 'rejected', 'failed']),
       name: z.string(),
@@ -252,11 +260,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'list_runs',
     description: "Recent Forge runs (deployments, migrations, promotions, re-verifications), newest first, with each run's outcome and stage.",
-    input: z.object({
-      kind: z.enum(FORGE_KINDS).optional(),
-      status: z.enum(RUN_STATUSES).optional(),
-      limit: z.number().int().min(1).max(1000).optional().describe('default 20'),
-    }),
+    input: listRunsInput,
     output: z.looseObject({
       runs: z.array(z.looseObject({ workflowId: z.string(), status: z.string(), outcome: z.string(), kind: z.string().optional(), stage: z.string().optional(), startTime: z.string() })),
     }),
@@ -285,13 +289,7 @@ export const OPERATIONS: Operation[] = [
       "Promote a change to the agent's own built-in code: the files are committed in an ephemeral worktree, compiled, " +
       "tested and smoke-started there, and only then fast-forwarded onto the branch. dryRun verifies without merging. A " +
       'rejection says the stage, the category, the reason and the file:line locations the tools printed.',
-    input: z.object({
-      changes: z.array(z.object({ path: z.string().describe('relative to the repository'), content: z.string() })).min(1),
-      repo: z.string().optional().describe("the repository (default: the configured agent repository)"),
-      branch: z.string().optional(),
-      message: z.string().optional().describe('the commit message'),
-      dryRun: z.boolean().optional(),
-    }),
+    input: promoteBuiltinInput,
     output: z.looseObject({
       status: z.enum(['promoted', 'rejected', 'verified']),
       workflowId: z.string(),
@@ -304,7 +302,7 @@ export const OPERATIONS: Operation[] = [
     }),
     annotations: { title: 'Promote a built-in change', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     async run(args, ctx) {
-      const result = await (await ctx.forge()).promoteBuiltin({ ...args, dryRun: args.dryRun ?? false }, { onProgress: ctx.onProgress });
+      const result = await (await ctx.forge()).promoteBuiltin(args, { onProgress: ctx.onProgress });
       return promotionAnswer(result);
     },
   }),
@@ -338,17 +336,10 @@ export const OPERATIONS: Operation[] = [
       'expired: nothing paid), pending (the chain cannot say yet; the amount stays reserved). Returns the response ' +
       '(status, body) of a paid request, or the limit that refused it with the amounts. Pass the same idempotencyKey to ' +
       'retry without paying twice. Amounts are base units of the asset (1000000 = 1.00 of a 6-decimals token).',
-    input: z.object({
-      url: z.string().describe('the resource, http:// or https://'),
+    // JSON has no bigint: an amount is base units as a string. The method may be in any case (it is sent in capitals).
+    input: payInput.extend({
       method: z.string().optional().describe('GET (default), POST, ...'),
-      headers: z.record(z.string(), z.string()).optional(),
-      body: z.string().optional().describe('the request body as sent, e.g. JSON text'),
-      maxAmount: z.string().regex(/^\d{1,78}$/).optional().describe('the most this payment may cost, in base units (lowers the configured maximum)'),
-      idempotencyKey: z
-        .string()
-        .max(200)
-        .optional()
-        .describe('this payment\'s key: the same key, method, URL and body join the first run instead of paying again (default: a new key, returned)'),
+      maxAmount: baseUnits.optional().describe(payInput.shape.maxAmount.description ?? ''),
     }),
     output: z.looseObject({
       status: z.enum(['paid', 'refused', 'failed', 'pending']),
@@ -384,16 +375,8 @@ export const OPERATIONS: Operation[] = [
     description:
       'Offer an active tool as a paid x402 endpoint of the platform (price per call in base units, or money as x402 writes it: "$0.01"), or withdraw it ' +
       '(stop: true). Returns the URL buyers POST its input to; its input schema is published for discovery.',
-    input: z.object({
-      tool: toolName,
-      price: z
-        .string()
-        .regex(/^[1-9]\d{0,77}$|^\$\s*\d+(\.\d+)?$|^\d+(\.\d+)?\s*USD$/i)
-        .optional()
-        .describe('per call: a whole number of base units of the sale asset ("10000"), or money as x402 writes it ("$0.01": whole tokens of the asset)'),
-      stop: z.boolean().optional(),
-      description: z.string().optional().describe("what buyers read (default: the tool's own description)"),
-    }),
+    // A price in JSON is text; that a price and stop exclude each other the SDK says (its ForgeInputError is the answer).
+    input: sellInputFields.extend({ price: priceText.optional().describe(sellInputFields.shape.price.description ?? '') }),
     output: z.looseObject({ status: z.enum(['offered', 'withdrawn', 'refused']), tool: z.string(), workflowId: z.string(), url: z.string().optional(), price: z.string().optional(), reason: z.string().optional() }),
     annotations: { title: 'Sell a tool (x402)', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async run(args, ctx) {

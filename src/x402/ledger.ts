@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { isBaseUnits, MAX_BASE_UNITS } from '../contract/base-units';
 import { postgresErrorOf, type ForgeDatabase } from '../db';
 import { quoteIdent } from '../db/quote-ident';
 import { LEDGER_TABLES } from './ledger-sql';
@@ -581,15 +582,14 @@ function toOffer(r: RawOffer): LedgerOffer {
   };
 }
 
-// numeric(78,0) holds up to 78 digits: anything longer would fail in the database with a less helpful error.
-const MAX_BASE_UNITS = 10n ** 78n - 1n;
 
 /** A non-negative integer amount of base units, from a bigint or its decimal string. */
 function baseUnits(value: BaseUnits, field: string): bigint {
   let n: bigint;
   if (typeof value === 'bigint') n = value;
-  else if (typeof value === 'string' && /^\d{1,78}$/.test(value)) n = BigInt(value);
+  else if (isBaseUnits(value)) n = BigInt(value);
   else throw new LedgerInputError(`${field} must be a bigint or a decimal string of base units, not ${JSON.stringify(String(value))}`);
+  // numeric(78,0) holds up to 78 digits: anything longer would fail in the database with a less helpful error.
   if (n < 0n || n > MAX_BASE_UNITS) throw new LedgerInputError(`${field} must be between 0 and 10^78 - 1 base units, not ${n}`);
   return n;
 }

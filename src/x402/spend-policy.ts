@@ -1,3 +1,4 @@
+import { isBaseUnits } from '../contract/base-units';
 import { MAX_AUTHORIZATION_SECONDS, type SpendLimit, type X402PaymentRequirements } from '../contract/pay-runs';
 
 /**
@@ -23,7 +24,6 @@ export type PolicyVerdict =
 /** The one scheme Forge pays with: x402's `exact` on EVM chains (EIP-3009 transferWithAuthorization). */
 const PAYABLE_SCHEME = 'exact';
 const EVM_NETWORK = /^eip155:\d+$/;
-const BASE_UNITS = /^\d{1,78}$/;
 
 /** Why `requirement` may not be paid under `policy` and `cap`, or undefined when it may. */
 function refusalOf(requirement: X402PaymentRequirements, policy: SpendPolicy, cap: bigint): { limit: SpendLimit; reason: string } | undefined {
@@ -55,7 +55,7 @@ function refusalOf(requirement: X402PaymentRequirements, policy: SpendPolicy, ca
     // Forge's settlement check and its cancellation are EIP-3009's: a Permit2 payment could be neither read nor cancelled.
     return { limit: 'scheme', reason: `the resource asks for extra.assetTransferMethod ${JSON.stringify(transfer)}; Forge pays only with EIP-3009 authorizations ("eip3009")` };
   }
-  if (!BASE_UNITS.test(amount)) return { limit: 'scheme', reason: `the resource asks for an amount that is not a whole number of base units: "${amount}"` };
+  if (!isBaseUnits(amount)) return { limit: 'scheme', reason: `the resource asks for an amount that is not a whole number of base units: "${amount}"` };
   if (BigInt(amount) > cap) {
     return { limit: 'maxPerPayment', reason: `the price ${amount} is over the per-payment maximum ${cap}` };
   }

@@ -138,9 +138,21 @@ describe('the import graph', () => {
   });
 
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
+    // zod is a library, not a layer: the input schemas (contract/inputs.ts) are zod, and only they.
+    const inputs = path.join(src, 'contract', 'inputs.ts');
     const offenders = sourceFiles(path.join(src, 'contract')).flatMap((file) =>
       valueImports(file)
-        .filter((spec) => !(spec.startsWith('./') || spec.startsWith('@noble/hashes/') || spec === '@temporalio/common'))
+        .filter((spec) => !(spec.startsWith('./') || spec.startsWith('@noble/hashes/') || spec === '@temporalio/common' || (spec === 'zod' && file === inputs)))
+        .map((spec) => `${path.relative(root, file)} imports ${spec}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  test('no workflow, and no other file of contract/, loads the input schemas (zod stays out of the workflow bundle)', () => {
+    const inputs = path.join(src, 'contract', 'inputs.ts');
+    const offenders = [...sourceFiles(path.join(src, 'workflows')), ...sourceFiles(path.join(src, 'contract'))].flatMap((file) =>
+      valueImports(file)
+        .filter((spec) => spec.startsWith('.') && path.resolve(path.dirname(file), spec).replace(/\.ts$/, '') === inputs.replace(/\.ts$/, ''))
         .map((spec) => `${path.relative(root, file)} imports ${spec}`),
     );
     expect(offenders).toEqual([]);
