@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { PayResult, PnlResult, SellResult, ServicesResult } from '../contract/pay-runs';
+import { CALLER_MAXIMUM_NOTE, type PayResult, type PnlResult, type SellResult, type ServicesResult } from '../contract/pay-runs';
 import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
@@ -45,12 +45,12 @@ export function registerPay(program: Command): void {
         }),
         { wait: opts.wait },
       );
-      printResult(!!opts.json, result, () => describePayment(result));
+      printResult(!!opts.json, result, () => describePayment(result, opts.max));
       process.exitCode = result.status === 'paid' ? ExitCode.ok : ExitCode.refused;
     });
 }
 
-function describePayment(r: PayResult): string {
+function describePayment(r: PayResult, max: string | undefined): string {
   const lines: string[] = [];
   if (r.status === 'paid') {
     lines.push(
@@ -59,7 +59,10 @@ function describePayment(r: PayResult): string {
         : `✓ paid ${r.amount} of ${r.asset} on ${r.network} to ${r.payTo}${r.txHash ? ` (transaction ${r.txHash})` : ''}; HTTP ${r.httpStatus ?? '(no answer)'}`,
     );
   } else if (r.status === 'refused') {
-    lines.push(`✗ refused by the spend policy (${r.limit}): ${r.reason}`, '  Nothing was signed or paid.');
+    lines.push(`✗ refused by the spend policy (${r.limit}): ${r.reason}`);
+    // The spend policy says a maximum was set for this payment; which flag set it is the CLI's to say.
+    if (r.limit === 'maxPerPayment' && max !== undefined && r.reason?.includes(CALLER_MAXIMUM_NOTE)) lines.push(`  --max ${max} set this payment's maximum.`);
+    lines.push('  Nothing was signed or paid.');
   } else if (r.status === 'pending') {
     lines.push(`… payment pending: ${r.reason}`, '  The amount stays reserved against the budget until the chain decides; `forge pnl` counts it once settled.');
   } else {

@@ -31,6 +31,12 @@ export const SETTLEMENT_GRACE_SECONDS = 8;
 /** How long a pay run keeps asking a chain that cannot be read before it reports `pending`. */
 export const CHAIN_PATIENCE_SECONDS = 60;
 
+/**
+ * What a `maxPerPayment` refusal's reason says when the caller's own maximum (PayInput.maxAmount), not the configured
+ * one, refused it: each caller names its own way of setting it (the CLI its --max flag).
+ */
+export const CALLER_MAXIMUM_NOTE = 'set for this payment';
+
 /** The spend-policy limits a payment can be refused by (each named in the refusal with its amounts). */
 export const SPEND_LIMITS = ['maxPerPayment', 'dailyBudget', 'payee', 'network', 'asset', 'scheme', 'wallet'] as const;
 export type SpendLimit = (typeof SPEND_LIMITS)[number];

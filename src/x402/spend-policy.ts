@@ -1,5 +1,5 @@
 import { isBaseUnits } from '../contract/base-units';
-import { MAX_AUTHORIZATION_SECONDS, type SpendLimit, type X402PaymentRequirements } from '../contract/pay-runs';
+import { CALLER_MAXIMUM_NOTE, MAX_AUTHORIZATION_SECONDS, type SpendLimit, type X402PaymentRequirements } from '../contract/pay-runs';
 
 /**
  * What the agent may spend, checked before anything is signed. Amounts are base units of the asset; the per-payment
@@ -78,6 +78,7 @@ export function choosePayment(accepts: X402PaymentRequirements[], policy: SpendP
   }
   const why = first as NonNullable<typeof first>;
   const more = accepts.length > 1 ? ` (and none of its ${accepts.length - 1} other option(s) is allowed)` : '';
-  const capNote = why.limit === 'maxPerPayment' && cap < policy.maxPerPayment ? ' set by --max' : '';
+  // Said in the caller's terms by the caller (the CLI names its --max flag); the policy only says where the cap came from.
+  const capNote = why.limit === 'maxPerPayment' && cap < policy.maxPerPayment ? ` ${CALLER_MAXIMUM_NOTE} (the configured one is ${policy.maxPerPayment})` : '';
   return { ok: false, limit: why.limit, requirement: why.requirement, reason: `${why.reason}${capNote}${more}` };
 }

@@ -77,6 +77,7 @@ test('forge pay buys it: paid, the output, a transaction; over --max refused wit
   const text = await runForge(['pay', url, '--method', 'POST', '--body', '{"celsius":1}', '--max', '1'], { env });
   expect(text.code).toBe(1);
   expect(text.stdout).toContain('Nothing was signed or paid');
+  expect(text.stdout).toContain("--max 1 set this payment's maximum");
 });
 
 test('forge pnl: the sale as income, the purchase as spend, net zero; by day too', async () => {

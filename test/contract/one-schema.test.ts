@@ -34,6 +34,14 @@ test('the amount rule (78 digits of base units) is written once, in contract/bas
   expect(copies).toEqual([]);
 });
 
+test('no core folder, activity or workflow names a CLI flag: the CLI phrases its own', () => {
+  const core = ['contract', 'x402', 'sandbox', 'policy', 'registry', 'db', 'git', 'activities', 'workflows'];
+  const naming = files
+    .filter(({ file }) => core.includes(file.split(path.sep)[0]))
+    .filter(({ text }) => /\bset by --max\b|\bby --max\b/.test(text))
+    .map((f) => f.file);
+  expect(naming).toEqual([]);
+});
 
 test("the MCP operations take the SDK's inputs: the same schemas, extended only where JSON carries a value differently", () => {
   const input = (name: string) => OPERATIONS.find((op) => op.name === name)!.input;

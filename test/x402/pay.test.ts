@@ -119,7 +119,8 @@ describe.each(databaseKinds())('paying over x402 on %s', (kind) => {
     expect(dear.reason).toContain(`over the per-payment maximum ${PRICE * 10n}`);
     const capped = await platform.forge.pay(`${base}/report`, { maxAmount: PRICE - 1n });
     expect(capped).toMatchObject({ status: 'refused', limit: 'maxPerPayment' });
-    expect(capped.reason).toContain('set by --max');
+    expect(capped.reason).toContain(`over the per-payment maximum ${PRICE - 1n} set for this payment`);
+    expect(capped.reason).not.toContain('--max');
     // Nothing was signed: the seller saw no payment, no ledger row was made, and no sign step was even scheduled.
     expect(received).toHaveLength(before);
     for (const r of [dear, capped]) {
