@@ -992,7 +992,10 @@ function refusedResult(err: unknown): unknown {
   return cause instanceof ApplicationFailure && cause.type === FailureType.runRefused ? cause.details?.[0] : undefined;
 }
 
-/** The steps a run's result reports: a promotion's `steps`, a migration's `stages`, a deployment's `diagnostics.stages`. */
+/**
+ * The steps a run's result reports: every result's `steps`; a run that ended before results had them (issue 29) has
+ * them as a migration's `stages` or a deployment's `diagnostics.stages`.
+ */
 function stagesOf(result: unknown): StageRecord[] | undefined {
   const r = result as { steps?: StageRecord[]; stages?: StageRecord[]; diagnostics?: { stages?: StageRecord[] } } | undefined;
   return r?.steps ?? r?.stages ?? r?.diagnostics?.stages;

@@ -111,6 +111,9 @@ export interface MigrateSchemaResult {
    * running it again resumes there.
    */
   online?: OnlineIndexStep[];
+  /** The run's steps as its progress showed them (validate, apply, build, record): every run result's `steps`. */
+  steps: StageRecord[];
+  /** The same records as `steps`, under the name results had before (kept for existing readers; issue 29). */
   stages: StageRecord[];
 }
 

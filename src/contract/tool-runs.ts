@@ -50,6 +50,7 @@ export interface DeployDiagnostics {
    * the checker found in a version that went on to deploy.
    */
   typeErrors?: TypeCheckError[];
+  /** The same records as the result's `steps`, under the name they had before (kept for existing readers; issue 29). */
   stages: StageRecord[];
 }
 
@@ -62,6 +63,8 @@ export interface DeployToolResult {
   /** True when the content was identical to the active version: nothing changed. */
   unchanged?: boolean;
   workflowId: string;
+  /** The run's steps as its progress showed them (validate, compile, typecheck, test, commit, notify): every run result's `steps`. */
+  steps: StageRecord[];
   verdict: SandboxStatus | 'refused';
   diagnostics: DeployDiagnostics;
 }

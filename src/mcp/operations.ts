@@ -96,6 +96,7 @@ export const OPERATIONS: Operation[] = [
       stage: z.string().describe('the stage that decided: validate, compile, typecheck, test, commit or notify'),
       message: z.string(),
       location: location.optional().describe('where a compile error, or the type error that rejected the tool, is'),
+      steps: z.array(stageRecord).describe("the run's steps as its progress showed them (every run's result has them)"),
       diagnostics: z.looseObject({ stages: z.array(stageRecord) }),
     }),
     annotations: { title: 'Deploy a tool', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -239,6 +240,7 @@ export const OPERATIONS: Operation[] = [
       message: z.string(),
       stage: z.string().optional(),
       location: location.optional(),
+      steps: z.array(stageRecord).describe("the run's steps as its progress showed them (every run's result has them)"),
     }),
     annotations: { title: 'Migrate the schema', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async run(args, ctx) {
@@ -298,6 +300,7 @@ export const OPERATIONS: Operation[] = [
       message: z.string(),
       stage: z.string().optional(),
       location: location.optional(),
+      steps: z.array(stageRecord).describe("the run's steps as its progress showed them (every run's result has them)"),
       diagnostics: z.looseObject({}),
     }),
     annotations: { title: 'Promote a built-in change', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
@@ -436,7 +439,7 @@ function deployAnswer(r: DeployToolResult): OperationResult {
 function migrationAnswer(r: MigrateSchemaResult): OperationResult {
   const refused = r.statements?.find((s) => !s.accepted);
   const where = r.error?.line !== undefined ? { line: r.error.line, column: r.error.column } : (refused?.location ?? r.problem?.location);
-  const failedStage = r.stages.find((s) => s.status === 'failed')?.name;
+  const failedStage = r.steps.find((s) => s.status === 'failed')?.name;
   const structured = {
     ...r,
     ...(failedStage ? { stage: failedStage } : {}),

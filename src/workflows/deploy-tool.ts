@@ -33,12 +33,13 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
   const { workflowId } = workflowInfo();
   const progress = new Progress('deploy', input.name, DEPLOY_STAGES);
   const saga = new Saga();
-  const finish = (result: Omit<DeployToolResult, 'name' | 'workflowId'>): DeployToolResult => {
+  const finish = (result: Omit<DeployToolResult, 'name' | 'workflowId' | 'steps'>): DeployToolResult => {
     const outcome = result.status === 'active' ? (result.unchanged ? 'unchanged' : 'active') : 'rejected';
     const d = result.diagnostics;
     progress.end(outcome, result.status === 'rejected' ? { at: d.stage, verdict: result.verdict, message: d.message } : { message: d.message });
     upsertSearchAttributes([...progress.pendingStage(), { key: ForgeOutcomeKey, value: outcome }]);
-    return { name: input.name, workflowId, ...result, diagnostics: { ...result.diagnostics, stages: progress.records() } };
+    const steps = progress.records();
+    return { name: input.name, workflowId, ...result, steps, diagnostics: { ...result.diagnostics, stages: steps } };
   };
   let stage: (typeof DEPLOY_STAGES)[number] = 'validate';
 

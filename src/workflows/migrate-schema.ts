@@ -40,10 +40,11 @@ export function migrateSchemaWorkflow(input: MigrateSchemaWorkflowInput): Promis
 async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchemaResult> {
   const { workflowId, runId } = workflowInfo();
   const progress = new Progress('migrate', input.name, MIGRATE_STAGES);
-  const finish = (result: Omit<MigrateSchemaResult, 'name' | 'checksum' | 'workflowId' | 'stages'>): MigrateSchemaResult => {
+  const finish = (result: Omit<MigrateSchemaResult, 'name' | 'checksum' | 'workflowId' | 'steps' | 'stages'>): MigrateSchemaResult => {
     progress.end(result.status, { message: result.message });
     upsertSearchAttributes([{ key: ForgeOutcomeKey, value: result.status }]);
-    return { name: input.name, checksum: input.checksum, workflowId, ...result, stages: progress.records() };
+    const steps = progress.records();
+    return { name: input.name, checksum: input.checksum, workflowId, ...result, steps, stages: steps };
   };
   let stage: MigrateStage = 'validate';
   const online: OnlineIndexStep[] = [];

@@ -131,6 +131,10 @@ async function deployListCallRollback(client: Client, name: string): Promise<voi
   );
   expect(first.isError).toBeFalsy();
   expect(structured(first)).toMatchObject({ status: 'active', name, version: 1, verdict: 'passed', stage: expect.any(String) });
+  // One name for a run's steps in every result (issue 29); the old name stays beside it.
+  const deployed = structured(first) as { steps: { name: string }[]; diagnostics: { stages: unknown[] } };
+  expect(deployed.steps.map((s) => s.name)).toEqual(['validate', 'compile', 'typecheck', 'test', 'commit', 'notify']);
+  expect(deployed.diagnostics.stages).toEqual(deployed.steps);
   expect(progress.length).toBeGreaterThan(0);
   expect(progress.at(-1)).toMatch(/\[6\/6 stages done\]/);
   await announced;
@@ -234,6 +238,8 @@ describe('forge mcp over stdio', () => {
     const { result: applied, progress } = await callWithProgress(client, { name: 'migrate_schema', arguments: { name: '0001_mcp_notes', sql } }, 120_000);
     expect(applied.isError).toBeFalsy();
     expect(structured(applied)).toMatchObject({ status: 'applied', name: '0001_mcp_notes', workflowId: 'schema-migrate/0001_mcp_notes' });
+    expect((structured(applied) as { steps: { name: string }[] }).steps.map((s) => s.name)).toEqual(['validate', 'apply', 'build', 'record']);
+    expect(structured(applied).stages).toEqual(structured(applied).steps);
     expect(progress.length).toBeGreaterThan(0);
     const again = await client.callTool({ name: 'migrate_schema', arguments: { name: '0001_mcp_notes', sql } }, undefined, { timeout: 120_000 });
     expect(structured(again)).toMatchObject({ status: 'alreadyApplied' });
