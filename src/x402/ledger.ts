@@ -4,7 +4,11 @@ import { postgresErrorOf, type ForgeDatabase } from '../db';
 import { quoteIdent } from '../db/quote-ident';
 import { LEDGER_TABLES } from './ledger-sql';
 
+import { LedgerConflictError, LedgerInputError, LedgerNotReadyError, LedgerRowNotFoundError } from './errors';
+import type { LedgerDirection, LedgerStatus, LedgerTransaction } from './ledger-rows';
+
 export { LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, LEDGER_TABLES } from './ledger-sql';
+export type { LedgerDirection, LedgerStatus, LedgerTransaction } from './ledger-rows';
 
 /**
  * The x402 ledger (issue 13, AGENT-04): every payment in or out as one row of `agent_x402_transactions`, the tools
@@ -16,42 +20,6 @@ export { LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, LEDGER_TABLES } from './le
  * base units everywhere (rows, refusals, P&L), so whatever it returns can cross a Temporal payload (JSON has no
  * bigint) unchanged; `BigInt(row.amount)` to compute. Times are returned as ISO 8601 strings (UTC, milliseconds).
  */
-
-/** Direction of a payment: `out` this agent paid, `in` it was paid. */
-export type LedgerDirection = 'in' | 'out';
-/**
- * `reserved`, then `settled` or `failed`, which are final. Out: the budget is held, the payment not settled yet. In: the
- * seller is settling the buyer's payment (the row is written before the facilitator is asked).
- */
-export type LedgerStatus = 'reserved' | 'settled' | 'failed';
-
-/** One row of `agent_x402_transactions`. Amounts are decimal strings of base units; times ISO 8601 (UTC). */
-export interface LedgerTransaction {
-  id: string;
-  direction: LedgerDirection;
-  /** The payee of an `out` payment, the payer of an `in` one. */
-  counterparty: string;
-  /** The URL paid for (out) or sold (in). */
-  resource: string;
-  /** The tool sold (`in`); null for payments out. */
-  tool: string | null;
-  amount: string;
-  asset: string;
-  network: string;
-  /** The EIP-3009 nonce of the signed authorization; null on an `out` row until it is signed. */
-  paymentNonce: string | null;
-  status: LedgerStatus;
-  /** The PayWorkflow run of an `out` row (one row per run); null for `in`. */
-  workflowId: string | null;
-  txHash: string | null;
-  /** The address that signed, as the facilitator reported it (our wallet for `out`, the buyer for `in`). */
-  payer: string | null;
-  /** Why it failed. */
-  reason: string | null;
-  createdAt: string;
-  updatedAt: string;
-  settledAt: string | null;
-}
 
 /** A row of `agent_x402_offers`: a tool sold over x402. */
 export interface LedgerOffer {
@@ -206,37 +174,6 @@ export interface Ledger {
   removeOffer(tool: string): Promise<boolean>;
   /** Settled income, spend and net from the `agent_x402_pnl_daily` view, by tool or by UTC day. */
   pnl(options: { by: 'tool' | 'day'; asset?: string; network?: string }): Promise<PnlReport>;
-}
-
-/** Thrown when a ledger call's input is malformed (an empty name, a negative or non-integer amount). */
-export class LedgerInputError extends Error {
-  override readonly name = 'LedgerInputError';
-}
-
-/** Thrown when no `out` row has the workflow ID a call names. */
-export class LedgerRowNotFoundError extends Error {
-  override readonly name = 'LedgerRowNotFoundError';
-  constructor(readonly workflowId: string) {
-    super(`The x402 ledger has no payment of workflow ${workflowId}: reserveOut must come first.`);
-  }
-}
-
-/** Thrown when a call contradicts what the ledger holds (another payment under a workflow ID, a nonce twice). */
-export class LedgerConflictError extends Error {
-  override readonly name = 'LedgerConflictError';
-  constructor(
-    message: string,
-    /** The row that is there, when there is one. */
-    readonly row?: LedgerTransaction,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
-/** Thrown when the ledger's tables do not exist yet: run the ledger migration (LEDGER_MIGRATION_NAME) first. */
-export class LedgerNotReadyError extends Error {
-  override readonly name = 'LedgerNotReadyError';
 }
 
 // Two-key advisory lock: its own class beside agent migrations' ("Fmig"); one key, as one budget lock is enough for

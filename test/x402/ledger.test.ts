@@ -8,14 +8,11 @@ import {
   createLedger,
   LEDGER_MIGRATION_NAME,
   LEDGER_MIGRATION_SQL,
-  LedgerConflictError,
-  LedgerInputError,
-  LedgerNotReadyError,
-  LedgerRowNotFoundError,
   PNL_NO_TOOL,
   type Ledger,
   type ReserveOutInput,
 } from '../../src/x402/ledger';
+import { LedgerConflictError, LedgerInputError, LedgerNotReadyError, LedgerRowNotFoundError } from '../../src/x402/errors';
 import { backendKinds, type TestBackend } from '../db/backends';
 
 // The ledger on the real database, created the way Forge creates it: the migration activities' own validate (the
