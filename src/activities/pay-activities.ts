@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../contract/failures';
 import { migrationChecksum } from '../contract/hashes';
 import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import { PAID_ANSWER_SIGNAL, type PnlResult, type PaymentProbe, type PayRequest, type SpendLimit, type X402PaymentRequired, type X402PaymentRequirements } from '../contract/pay-runs';
@@ -130,11 +131,11 @@ export function createPayActivities(deps: PayActivityDeps) {
      */
     async signPayment(input: { workflowId: string; paymentRequired: X402PaymentRequired; requirement: X402PaymentRequirements }): Promise<SignedPayment> {
       const key = deps.walletKey();
-      if (!key) throw notRetryable('no wallet is configured on this worker', 'ForgeNoWallet');
+      if (!key) throw notRetryable('no wallet is configured on this worker', FailureType.noWallet);
       const row = await deps.ledger.getOut(input.workflowId);
       if (row?.status !== 'reserved') {
         // Reconciliation released it (a run stalled for over an hour): signing now could pay outside the budget.
-        throw notRetryable(`the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`, 'ForgeReservationReleased');
+        throw notRetryable(`the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`, FailureType.reservationReleased);
       }
       let signed;
       try {

@@ -16,6 +16,10 @@ export const FailureType = {
    * hold the run's typed result; ForgeClient returns that result as it returns a completed run's.
    */
   runRefused: 'ForgeRunRefused',
+  /** A payment asked of a worker that has no wallet configured (FORGE_X402_WALLET_KEY): nothing can be signed there. */
+  noWallet: 'ForgeNoWallet',
+  /** A payment's reservation was released (failed or settled) before it was signed: nothing was signed. */
+  reservationReleased: 'ForgeReservationReleased',
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ApplicationFailure, executeChild, proxyActivities, sleep, type ActivityOptions } from '@temporalio/workflow';
 import type { PayActivities } from '../activities/pay-activities';
+import { FailureType } from '../contract/failures';
 import type { MigrateSchemaResult, MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import { ForgeKindKey, ForgeSubjectKey } from '../contract/search-attributes';
 import { WORKFLOW_TASK_TIMEOUT } from '../contract/workflow-task-timeout';
@@ -11,7 +12,7 @@ import { WORKFLOW_TASK_TIMEOUT } from '../contract/workflow-task-timeout';
  */
 export const LEDGER_STEP: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['ForgeNoWallet'] },
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: [FailureType.noWallet] },
 };
 
 const ledgerSteps = proxyActivities<PayActivities>(LEDGER_STEP);
