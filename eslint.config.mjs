@@ -2,7 +2,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.forge/**', 'agent-tools/**', 'test/fixtures/**', 'examples/**', 'coverage/**', '.scratch/**', '.bench-floor-*/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.forge/**',
+      'agent-tools/**',
+      'test/fixtures/**',
+      'examples/**',
+      'coverage/**',
+      '.scratch/**',
+      '.bench-floor-*/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -24,8 +36,26 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['node:*', 'fs', 'path', 'child_process', 'crypto', 'os'], message: 'Workflows may not use Node built-ins.' },
-            { group: ['esbuild', 'pg', 'drizzle-orm*', '@electric-sql/*', 'simple-git', 'viem', '@x402/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'Workflows import only @temporalio/workflow, types and other workflow files.' },
-            { group: ['../sandbox*', '../db*', '../registry*', '../policy*', '../git*', '../x402*'], allowTypeImports: true, message: 'Workflows import only types from core modules.' },
+            {
+              group: [
+                'esbuild',
+                'pg',
+                'drizzle-orm*',
+                '@electric-sql/*',
+                'simple-git',
+                'viem',
+                '@x402/*',
+                '@temporalio/client',
+                '@temporalio/worker',
+                '@temporalio/activity',
+              ],
+              message: 'Workflows import only @temporalio/workflow, types and other workflow files.',
+            },
+            {
+              group: ['../sandbox*', '../db*', '../registry*', '../policy*', '../git*', '../x402*'],
+              allowTypeImports: true,
+              message: 'Workflows import only types from core modules.',
+            },
           ],
         },
       ],
@@ -33,7 +63,25 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
-    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', setInterval: 'readonly', clearTimeout: 'readonly', clearInterval: 'readonly', URL: 'readonly', AbortController: 'readonly', Atomics: 'readonly', SharedArrayBuffer: 'readonly', Int32Array: 'readonly' } },
+    languageOptions: {
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearTimeout: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        AbortController: 'readonly',
+        Atomics: 'readonly',
+        SharedArrayBuffer: 'readonly',
+        Int32Array: 'readonly',
+      },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -28,7 +28,14 @@ export function byHandCpuMs(dir: string, source: string): ByHandCpu {
     return reapedChildrenCpuMs() - before;
   };
   // esbuild's bin is its native binary.
-  const compileMs = timed(bin('esbuild', 'esbuild'), [ts, '--format=esm', '--platform=node', '--target=es2022', `--outfile=${path.join(dir, 'by-hand.mjs')}`, '--log-level=warning']);
+  const compileMs = timed(bin('esbuild', 'esbuild'), [
+    ts,
+    '--format=esm',
+    '--platform=node',
+    '--target=es2022',
+    `--outfile=${path.join(dir, 'by-hand.mjs')}`,
+    '--log-level=warning',
+  ]);
   const typecheckMs = timed(process.execPath, [
     bin('typescript', 'tsc'),
     '--noEmit',

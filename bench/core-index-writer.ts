@@ -31,9 +31,7 @@ export interface WriterOptions {
 }
 
 export type WriterMessage =
-  | { kind: 'ready'; role: string; superuser: boolean }
-  | { kind: 'done'; samples: Float64Array; errors: string[] }
-  | { kind: 'failed'; message: string };
+  { kind: 'ready'; role: string; superuser: boolean } | { kind: 'done'; samples: Float64Array; errors: string[] } | { kind: 'failed'; message: string };
 
 /** Wall-clock milliseconds since the epoch, at high resolution, comparable across threads. */
 export const nowMs = (): number => performance.timeOrigin + performance.now();
@@ -45,7 +43,9 @@ async function main(options: WriterOptions): Promise<void> {
   // Open every connection before the clock starts, so that no connect lands in a measured window.
   const clients = await Promise.all(Array.from({ length: options.connections }, () => pool.connect()));
   const [{ role, superuser }] = (
-    await clients[0].query<{ role: string; superuser: boolean }>('SELECT current_user AS role, rolsuper AS superuser FROM pg_roles WHERE rolname = current_user')
+    await clients[0].query<{ role: string; superuser: boolean }>(
+      'SELECT current_user AS role, rolsuper AS superuser FROM pg_roles WHERE rolname = current_user',
+    )
   ).rows;
   for (const c of clients) c.release();
   port.postMessage({ kind: 'ready', role, superuser } satisfies WriterMessage);
@@ -65,15 +65,17 @@ async function main(options: WriterOptions): Promise<void> {
     const query = isUpdate
       ? pool.query(update, [1 + Math.floor(Math.random() * options.maxId)])
       : pool.query(insert, [1 + Math.floor(Math.random() * 100_000), Math.floor(Math.random() * 100_000)]);
-    const done: Promise<void> = query.then(
-      () => {
-        samples.push(scheduled, nowMs() - scheduled, isUpdate ? 1 : 0);
-      },
-      (err: unknown) => {
-        samples.push(scheduled, nowMs() - scheduled, isUpdate ? 1 : 0);
-        if (errors.length < 20) errors.push(err instanceof Error ? err.message : String(err));
-      },
-    ).finally(() => inFlight.delete(done));
+    const done: Promise<void> = query
+      .then(
+        () => {
+          samples.push(scheduled, nowMs() - scheduled, isUpdate ? 1 : 0);
+        },
+        (err: unknown) => {
+          samples.push(scheduled, nowMs() - scheduled, isUpdate ? 1 : 0);
+          if (errors.length < 20) errors.push(err instanceof Error ? err.message : String(err));
+        },
+      )
+      .finally(() => inFlight.delete(done));
     inFlight.add(done);
   };
   const tick = (): void => {

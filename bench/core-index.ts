@@ -142,7 +142,9 @@ export const coreIndexBench: Bench = {
 
       // No sandbox spares: no tool runs here, and their start would land in the baseline window. The migration limits
       // (FORGE_MIGRATION_*: lock_timeout, statement_timeout) are the caller's, when set.
-      const limits = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('FORGE_MIGRATION_') && e[1] !== undefined));
+      const limits = Object.fromEntries(
+        Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('FORGE_MIGRATION_') && e[1] !== undefined),
+      );
       platform = await startBenchPlatform('core-index', { ...limits, DATABASE_URL: dbUrl, FORGE_SCHEMA: 'public', FORGE_SANDBOX_SPARES: '0' });
       const { forge, config } = platform;
       const lockTimeoutMs = config.migrations.lockTimeoutMs;
@@ -204,14 +206,17 @@ export const coreIndexBench: Bench = {
       const stats = windows.map((w) => ({ w, s: windowStats(done.samples, w, lockTimeoutMs) }));
       for (const { w, s } of stats) {
         console.log(
-          `${w.label.padEnd(22)} ${round((w.end - w.start) / 1000, 1).toString().padStart(5)} s  ${String(s.count).padStart(5)} writes ` +
+          `${w.label.padEnd(22)} ${round((w.end - w.start) / 1000, 1)
+            .toString()
+            .padStart(5)} s  ${String(s.count).padStart(5)} writes ` +
             `(${s.updates} updates)  p50 ${fmt(s.p50)} ms  p99 ${fmt(s.p99)} ms  max ${fmt(s.max)} ms  over lock_timeout ${s.overLockTimeout}`,
         );
       }
       const [base, during] = [stats[0].s, stats[1].s];
       const ratio = round(during.p99 / base.p99);
       const online = onlineOf(result);
-      const valid = (await observer.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`, [INDEX])).rows[0]?.valid;
+      const valid = (await observer.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`, [INDEX])).rows[0]
+        ?.valid;
       const buildMs = seen.firstMs !== undefined ? seen.lastMs! - seen.firstMs : undefined;
       console.log(
         `build: migrateSchema ${round((build.end - build.start) / 1000, 2)} s (client → applied); the index build seen in ` +
@@ -219,9 +224,15 @@ export const coreIndexBench: Bench = {
           `${seen.commands.size ? [...seen.commands].join(', ') : '(never seen)'}; phases ${[...seen.phases].join(' → ') || '-'}; ` +
           `at most ${seen.maxWaiting} session(s) waiting on a lock of ${CORE_TABLE} at once; index valid: ${String(valid)}`,
       );
-      console.log(`stages: ${result.stages.map((s) => `${s.name} ${s.status}${s.durationMs !== undefined ? ` ${s.durationMs} ms` : ''}${s.summary ? ` (${s.summary})` : ''}`).join('; ')}`);
+      console.log(
+        `stages: ${result.stages.map((s) => `${s.name} ${s.status}${s.durationMs !== undefined ? ` ${s.durationMs} ms` : ''}${s.summary ? ` (${s.summary})` : ''}`).join('; ')}`,
+      );
       console.log(`online: ${online.text}`);
-      console.log(`load average at the end: ${loadavg().map((l) => round(l, 1)).join(', ')}`);
+      console.log(
+        `load average at the end: ${loadavg()
+          .map((l) => round(l, 1))
+          .join(', ')}`,
+      );
       const noise = Math.max(base.p99, stats[2].s.p99) / Math.min(base.p99, stats[2].s.p99);
       if (noise > 2) {
         console.log(
@@ -248,10 +259,14 @@ export const coreIndexBench: Bench = {
       if (writer) await writer.terminate().catch(() => undefined);
       await observer?.end().catch(() => undefined);
       await platform?.stop().catch((err: unknown) => console.log(`platform stop: ${String(err)}`));
-      if (dbCreated) await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(dbName)} WITH (FORCE)`).catch((err: unknown) => console.log(`drop ${dbName}: ${String(err)}`));
+      if (dbCreated)
+        await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(dbName)} WITH (FORCE)`).catch((err: unknown) => console.log(`drop ${dbName}: ${String(err)}`));
       await admin.end().catch(() => undefined);
       if (superuserClient) {
-        if (appRole) await superuserClient.query(`DROP ROLE IF EXISTS ${quoteIdent(appRole)}`).catch((err: unknown) => console.log(`drop role ${appRole}: ${String(err)}`));
+        if (appRole)
+          await superuserClient
+            .query(`DROP ROLE IF EXISTS ${quoteIdent(appRole)}`)
+            .catch((err: unknown) => console.log(`drop role ${appRole}: ${String(err)}`));
         await superuserClient.end().catch(() => undefined);
       }
     }
@@ -315,8 +330,16 @@ function windowStats(samples: Float64Array, w: Window, limitMs: number): WindowS
  * phases, from when to when; Forge's role sees its own sessions in full) and how many sessions wait on a lock of the
  * core table at once. Polls every 20 ms until stop().
  */
-function watchBuild(client: Client): { stop(): Promise<{ commands: Set<string>; phases: Set<string>; firstMs?: number; lastMs?: number; maxWaiting: number }> } {
-  const seen = { commands: new Set<string>(), phases: new Set<string>(), firstMs: undefined as number | undefined, lastMs: undefined as number | undefined, maxWaiting: 0 };
+function watchBuild(client: Client): {
+  stop(): Promise<{ commands: Set<string>; phases: Set<string>; firstMs?: number; lastMs?: number; maxWaiting: number }>;
+} {
+  const seen = {
+    commands: new Set<string>(),
+    phases: new Set<string>(),
+    firstMs: undefined as number | undefined,
+    lastMs: undefined as number | undefined,
+    maxWaiting: 0,
+  };
   let stopping = false;
   const loop = (async () => {
     while (!stopping) {

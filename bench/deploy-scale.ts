@@ -62,11 +62,17 @@ export const deployScaleBench: Bench = {
   async run() {
     const sides: Side[] = [];
     try {
-      for (const [label, count] of [[`${SMALL} tools`, SMALL], [`${LARGE} tools`, LARGE]] as const) {
+      for (const [label, count] of [
+        [`${SMALL} tools`, SMALL],
+        [`${LARGE} tools`, LARGE],
+      ] as const) {
         const platform = await startBenchPlatform(`scale-${count}`);
         const dir = platform.config.agentToolsDir;
         const seedStart = performance.now();
-        await seedActiveTools(platform.workers.store, Array.from({ length: count - 1 }, (_, i) => tool(`seeded_${String(i).padStart(5, '0')}`)));
+        await seedActiveTools(
+          platform.workers.store,
+          Array.from({ length: count - 1 }, (_, i) => tool(`seeded_${String(i).padStart(5, '0')}`)),
+        );
         const seedMs = performance.now() - seedStart;
         const matStart = performance.now();
         await materializeActiveTools(platform.workers.store, dir);

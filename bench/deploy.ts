@@ -47,7 +47,9 @@ export const deployBench: Bench = {
     // The direct pipeline's sandbox step keeps spares started as the worker's does (same configuration).
     const directPool =
       config.sandbox.spares > 0
-        ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
+        ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, {
+            preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max),
+          })
         : undefined;
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
@@ -88,8 +90,7 @@ export const deployBench: Bench = {
       const floorDir = mkdtempSync(path.join(process.cwd(), '.bench-floor-'));
       writeFileSync(path.join(floorDir, 'tool.mjs'), compiled.code);
       const floor = floorRunner(
-        `const { default: tool } = await import(${JSON.stringify(path.join(floorDir, 'tool.mjs'))});\n` +
-          `process.send(await tool.execute({ celsius: 1 }));\n`,
+        `const { default: tool } = await import(${JSON.stringify(path.join(floorDir, 'tool.mjs'))});\n` + `process.send(await tool.execute({ celsius: 1 }));\n`,
       );
 
       // The registry an agent holds: this process, the platform's agent-tools/, each call a bounded sandbox process.
@@ -119,8 +120,14 @@ export const deployBench: Bench = {
       // Issue 28's floor: what the same tool costs a person who compiles, type-checks and runs it once, cold, by hand
       // (esbuild, tsc --noEmit with Forge's options, node): the median of three.
       const byHand = Array.from({ length: 3 }, () => byHandCpuMs(floorDir, zodTool('floor_tool', 0)));
-      const byHandCompile = percentile(byHand.map((b) => b.compileMs), 50);
-      const byHandTypecheck = percentile(byHand.map((b) => b.typecheckMs), 50);
+      const byHandCompile = percentile(
+        byHand.map((b) => b.compileMs),
+        50,
+      );
+      const byHandTypecheck = percentile(
+        byHand.map((b) => b.typecheckMs),
+        50,
+      );
       await registry.close();
       rmSync(floorDir, { recursive: true, force: true });
       console.log(statsRow('durable (client → active)', samples.durable));
@@ -168,15 +175,20 @@ export const deployBench: Bench = {
       // the sandboxes) against the floor's own CPU per run. With sandbox slots = cores, the burst can reach the ceiling
       // only if a deployment costs no more CPU than one cold run of the tool.
       const floorCpuMs = round(percentile(floorCpu, 50), 1);
-      const cpuBound = round(os.availableParallelism() * 1000 / cpuPerDeploy / ceiling);
-      console.log(`burst CPU: ${cpuPerDeploy} ms per deployment (all processes) vs ${floorCpuMs} ms for one cold run; the cores allow at most ${cpuBound} of the ceiling`);
+      const cpuBound = round((os.availableParallelism() * 1000) / cpuPerDeploy / ceiling);
+      console.log(
+        `burst CPU: ${cpuPerDeploy} ms per deployment (all processes) vs ${floorCpuMs} ms for one cold run; the cores allow at most ${cpuBound} of the ceiling`,
+      );
       console.log(`  of which (ms per deployment): forge up ${split.map(([name, ms]) => `${name === 'self' ? 'itself' : name} ${ms}`).join(', ')}`);
       const byHandFloor = byHandCompile + byHandTypecheck + floorCpuMs;
       // The machine's CPU per deployment: every process (forge up and its threads, the dev server, the sandboxes and
       // their replacement spares, this client), so an upper bound when anything else runs. forge up's own process tree
       // is printed beside it, but undercounts: a sandbox's CPU shows there only once every process between it and
       // forge up has reaped it.
-      const platformCpuPerDeploy = round(split.reduce((sum, [, ms]) => sum + ms, 0), 1);
+      const platformCpuPerDeploy = round(
+        split.reduce((sum, [, ms]) => sum + ms, 0),
+        1,
+      );
       const cpuVsFloor = round(cpuPerDeploy / byHandFloor);
       console.log(
         `deployment CPU (all processes) / by hand, cold: ${cpuPerDeploy} / ${round(byHandFloor, 1)} ms = ${cpuVsFloor}  (goal ≤ 1.5; forge up's tree alone ${platformCpuPerDeploy} ms; ` +

@@ -68,7 +68,13 @@ export async function startPlatformProcess(
   label: string,
   /** `home`: start on this FORGE_HOME (a restart) and leave it in place at stop; `env`: more of the platform's settings. */
   options: { home?: string; env?: Record<string, string> } = {},
-): Promise<{ config: ForgeConfig; forge: ForgeClient; /** The `forge up` process. */ pid: number; /** Its Temporal. */ address: string; stop(): Promise<void> }> {
+): Promise<{
+  config: ForgeConfig;
+  forge: ForgeClient;
+  /** The `forge up` process. */ pid: number;
+  /** Its Temporal. */ address: string;
+  stop(): Promise<void>;
+}> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const home = options.home ?? mkdtempSync(path.join(base, `forge-bench-${label}-`));
   const [port, uiPort] = [await findFreePort(), await findFreePort()];

@@ -70,7 +70,13 @@ export function scratchParent(): string {
 
 /** git as a person runs it: no Forge wrapper, hooks off, a fixed identity. */
 export async function git(cwd: string, ...args: string[]): Promise<string> {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_AUTHOR_NAME: 'Bench', GIT_AUTHOR_EMAIL: 'bench@localhost', GIT_COMMITTER_NAME: 'Bench', GIT_COMMITTER_EMAIL: 'bench@localhost' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GIT_AUTHOR_NAME: 'Bench',
+    GIT_AUTHOR_EMAIL: 'bench@localhost',
+    GIT_COMMITTER_NAME: 'Bench',
+    GIT_COMMITTER_EMAIL: 'bench@localhost',
+  };
   const { stdout } = await run('git', ['-c', 'init.defaultBranch=main', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 });
   return stdout.trim();
 }
@@ -151,7 +157,13 @@ const nodeModules = () => path.join(packageRoot(), 'node_modules');
 async function gitSteps(dir: string): Promise<Record<string, number>> {
   const { repo, root, base } = await exampleRepo(dir);
   const steps = ['createWorktree', 'linkNodeModules', 'commitChange', 'compareAndSwapBranch', 'cleanupRun'] as const;
-  const samples: Record<(typeof steps)[number], number[]> = { createWorktree: [], linkNodeModules: [], commitChange: [], compareAndSwapBranch: [], cleanupRun: [] };
+  const samples: Record<(typeof steps)[number], number[]> = {
+    createWorktree: [],
+    linkNodeModules: [],
+    commitChange: [],
+    compareAndSwapBranch: [],
+    cleanupRun: [],
+  };
   for (let i = -1; i < STEP_RUNS; i++) {
     const runId = `steps-${i + 1}`;
     const branch = `bench/${i + 1}`; // a branch of its own for each run's compare-and-swap, at the base
@@ -201,7 +213,11 @@ export async function bareStage(stage: PlannedStage, worktree: string, scratch: 
   for (const command of stage.commands) {
     const env = await bareEnv(scratch);
     const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn(command.argv[0] === 'node' ? process.execPath : command.argv[0], command.argv.slice(1), { cwd: worktree, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(command.argv[0] === 'node' ? process.execPath : command.argv[0], command.argv.slice(1), {
+        cwd: worktree,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout.resume();
       child.stderr.resume();
       child.on('error', reject);
@@ -226,7 +242,10 @@ async function stagesVsBare(dir: string): Promise<Record<string, number>> {
   const fresh = async (): Promise<{ worktree: string; stages: PlannedStage[]; runId: string }> => {
     const runId = `stages-${n++}`;
     const files = [{ path: 'src/tools/sum.ts', content: (await readExample('src/tools/sum.ts')) + `// bench run ${runId}\n` }];
-    const stages = planStages(plan, files.map((f) => f.path));
+    const stages = planStages(
+      plan,
+      files.map((f) => f.path),
+    );
     const { path: worktree } = await createWorktree({ repo, runId, commit: base, root });
     await linkNodeModules({ repo, worktree, changedPaths: files.map((f) => f.path), nodeModules: nodeModules() });
     await commitChange({ repo, runId, worktree, base, files, message: 'bench', identity: IDENTITY, date: Date.UTC(2026, 10, 24) });

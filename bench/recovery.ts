@@ -32,7 +32,13 @@ export const recoveryBench: Bench = {
     try {
       const jest = spawnSync(
         process.execPath,
-        ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), 'test/chaos/matrix.test.ts', '--silent'],
+        [
+          '--experimental-vm-modules',
+          '--disable-warning=ExperimentalWarning',
+          path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'),
+          'test/chaos/matrix.test.ts',
+          '--silent',
+        ],
         { cwd: ROOT, env: { ...process.env, FORGE_CHAOS_MATRIX: 'full', FORGE_CHAOS_REPORT: report }, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
       );
       if (!existsSync(report)) throw new Error(`the chaos matrix wrote no report (jest exit ${jest.status}):\n${jest.stderr.slice(-3000)}`);
@@ -45,7 +51,9 @@ export const recoveryBench: Bench = {
       const start = timed.map((c) => c.recoveryMs! - c.readyToEndMs!);
       const afterReady = timed.map((c) => c.readyToEndMs!);
       process.stdout.write(`${cells.filter((c) => c.consistent).length} of ${cells.length} cells consistent\n`);
-      process.stdout.write(`${statsRow('spawn → run ended', recovery)}\n${statsRow('  of it: worker start', start)}\n${statsRow('  of it: ready → run ended', afterReady)}\n`);
+      process.stdout.write(
+        `${statsRow('spawn → run ended', recovery)}\n${statsRow('  of it: worker start', start)}\n${statsRow('  of it: ready → run ended', afterReady)}\n`,
+      );
       const p50 = percentile(recovery, 50);
       process.stdout.write(`recovery p50 / goal (${GOAL_MS} ms): ${round(p50 / GOAL_MS)}\n`);
       return {
@@ -54,7 +62,13 @@ export const recoveryBench: Bench = {
         recovery_worker_start_p50_ms: round(percentile(start, 50), 0),
         recovery_vs_goal_p50: round(p50 / GOAL_MS),
         // What the kill cost each run over its uninterrupted twin (waits and work redone; not the steps still to run).
-        recovery_cost_p50_ms: round(percentile(timed.map((c) => c.costMs ?? 0), 50), 0),
+        recovery_cost_p50_ms: round(
+          percentile(
+            timed.map((c) => c.costMs ?? 0),
+            50,
+          ),
+          0,
+        ),
         ...(promotion.length > 0 ? { promotion_recovery_after_worker_kill_p50_ms: round(percentile(promotion, 50), 0) } : {}),
       };
     } finally {

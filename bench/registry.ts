@@ -17,4 +17,21 @@ import { memoryBench } from './memory';
 import { soakBench } from './soak';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
-export const benches: Bench[] = [sandboxBench, deployBench, policyCheck, migrateBench, registryLoad, recoveryBench, promotionWorktreeBench, promotionBench, reverifyBench, cliBench, typecheckBench, startBench, coreIndexBench, deployScaleBench, memoryBench, soakBench];
+export const benches: Bench[] = [
+  sandboxBench,
+  deployBench,
+  policyCheck,
+  migrateBench,
+  registryLoad,
+  recoveryBench,
+  promotionWorktreeBench,
+  promotionBench,
+  reverifyBench,
+  cliBench,
+  typecheckBench,
+  startBench,
+  coreIndexBench,
+  deployScaleBench,
+  memoryBench,
+  soakBench,
+];

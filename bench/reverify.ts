@@ -92,7 +92,9 @@ export const reverifyBench: Bench = {
       const bareRunCpu = percentile(bareCpu, 50);
       // The sandbox runs alone, with no orchestration, already need probeMachine per test: the least wall / CPU floor.
       const sandboxBound = round(probeMachine / bareRunCpu);
-      console.log(`CPU of one bare cold run (fork + import + run), p50: ${round(bareRunCpu, 1)} ms; of one sandbox run, the machine's: ${round(probeMachine, 1)} ms`);
+      console.log(
+        `CPU of one bare cold run (fork + import + run), p50: ${round(bareRunCpu, 1)} ms; of one sandbox run, the machine's: ${round(probeMachine, 1)} ms`,
+      );
       console.log(`  so the sandbox runs alone keep wall / CPU floor ≥ ${sandboxBound}`);
 
       const tools = Array.from({ length: 500 }, (_, i) => zodTool(`tool_${String(i).padStart(3, '0')}`));
@@ -119,12 +121,20 @@ export const reverifyBench: Bench = {
         const wallMs = performance.now() - start;
         const cpu = cpuNow();
         const [selfCpu, machineCpu] = [cpu.self - cpuBefore.self, cpu.machine - cpuBefore.machine];
-        if (summary.counts.tested !== n || summary.counts.passed !== n) throw new Error(`the run of ${n} tested ${summary.counts.tested}, passed ${summary.counts.passed}`);
+        if (summary.counts.tested !== n || summary.counts.passed !== n)
+          throw new Error(`the run of ${n} tested ${summary.counts.tested}, passed ${summary.counts.passed}`);
         const idealMs = (n * p50) / concurrency;
         const ratio = round(wallMs / idealMs);
         const rows = await createReverifyStore(database).rowsOfRun(summary.runKey);
-        console.log(statsRow(`  sandbox time of each test (${n})`, rows.map((r) => r.durationMs)));
-        console.log(`${n} tools: ${round(wallMs / 1000, 1)} s in ${summary.counts.batches} batch(es); ideal ${round(idealMs / 1000, 1)} s; wall / ideal ${ratio}×${n === 500 ? '  (goal ≤ 1.3×)' : ''}`);
+        console.log(
+          statsRow(
+            `  sandbox time of each test (${n})`,
+            rows.map((r) => r.durationMs),
+          ),
+        );
+        console.log(
+          `${n} tools: ${round(wallMs / 1000, 1)} s in ${summary.counts.batches} batch(es); ideal ${round(idealMs / 1000, 1)} s; wall / ideal ${ratio}×${n === 500 ? '  (goal ≤ 1.3×)' : ''}`,
+        );
         // Where the cores went: this process (the workers, PGlite, the client), and the machine (the sandboxes, the dev server).
         console.log(
           `  CPU: the machine ${round(machineCpu / 1000, 1)} s (${round(machineCpu / n, 1)} ms a tool), of which the workers' process ` +
@@ -133,7 +143,9 @@ export const reverifyBench: Bench = {
         // Issue 28: the wall time against the least the cores allow for N bare cold runs of the tool.
         const cpuFloorMs = (n * bareRunCpu) / cores;
         const vsCpuFloor = round(wallMs / cpuFloorMs);
-        console.log(`  wall / CPU floor (${n} × ${round(bareRunCpu, 1)} ms ÷ ${cores} cores = ${round(cpuFloorMs / 1000, 1)} s): ${vsCpuFloor}${n === 500 ? '  (goal ≤ 1.2)' : ''}`);
+        console.log(
+          `  wall / CPU floor (${n} × ${round(bareRunCpu, 1)} ms ÷ ${cores} cores = ${round(cpuFloorMs / 1000, 1)} s): ${vsCpuFloor}${n === 500 ? '  (goal ≤ 1.2)' : ''}`,
+        );
         figures[`reverify_${n}_vs_cpu_floor`] = vsCpuFloor;
         figures[`reverify_${n}_vs_ideal`] = ratio;
         figures[`reverify_${n}_wall_ms`] = Math.round(wallMs);

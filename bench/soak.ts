@@ -62,10 +62,13 @@ export const soakBench: Bench = {
       const started = performance.now();
       while (deployed < WARM) await wave();
       const after100 = await settled();
-      console.log(`after ${deployed} deployments and ${called} calls: forge up ${after100.worker} MiB, the agent's process (its registry) ${after100.agent} MiB`);
+      console.log(
+        `after ${deployed} deployments and ${called} calls: forge up ${after100.worker} MiB, the agent's process (its registry) ${after100.agent} MiB`,
+      );
       while (deployed < DEPLOYS) {
         await wave();
-        if (deployed % 500 === 0) console.log(`  ${deployed} deployments, forge up ${rssMib(platform.pid)} MiB (${round((performance.now() - started) / 1000, 0)} s)`);
+        if (deployed % 500 === 0)
+          console.log(`  ${deployed} deployments, forge up ${rssMib(platform.pid)} MiB (${round((performance.now() - started) / 1000, 0)} s)`);
       }
       const afterAll = await settled();
       const growth = afterAll.worker - after100.worker;

@@ -7,7 +7,9 @@ import { round } from './stats';
 import type { Bench } from './types';
 
 /** The repository root, from dist/bench/ (compiled) or bench/ (sources). */
-const ROOT = [path.join(__dirname, '..', '..'), path.join(__dirname, '..')].find((d) => existsSync(path.join(d, 'package.json')) && existsSync(path.join(d, 'scripts', 'build.js')))!;
+const ROOT = [path.join(__dirname, '..', '..'), path.join(__dirname, '..')].find(
+  (d) => existsSync(path.join(d, 'package.json')) && existsSync(path.join(d, 'scripts', 'build.js')),
+)!;
 
 /**
  * A clone of the repository's committed HEAD, with its node_modules: the checkout `npm start` runs in. Not the
@@ -55,7 +57,10 @@ async function npmStart(checkout: string, env: NodeJS.ProcessEnv): Promise<Start
   let stdout = '';
   let stderr = '';
   const readyS = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm start was not ready in ${START_TIMEOUT_MS / 1000} s:\n${stdout}\n${stderr.slice(-3000)}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`npm start was not ready in ${START_TIMEOUT_MS / 1000} s:\n${stdout}\n${stderr.slice(-3000)}`)),
+      START_TIMEOUT_MS,
+    );
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       stdout += chunk;
       if (stdout.includes('Forge is up.')) {
@@ -119,7 +124,11 @@ export const startBench: Bench = {
         FORGE_UI_PORT: String(await findFreePort()),
         FORGE_METRICS_ADDRESS: `127.0.0.1:${await findFreePort()}`,
         // Only what the checkout itself runs: not npm's variables from `npm run bench` (npm_lifecycle_event, ...).
-        ...Object.fromEntries(Object.keys(process.env).filter((k) => k.startsWith('npm_')).map((k) => [k, undefined])),
+        ...Object.fromEntries(
+          Object.keys(process.env)
+            .filter((k) => k.startsWith('npm_'))
+            .map((k) => [k, undefined]),
+        ),
       };
       for (const name of ['TEMPORAL_ADDRESS', 'DATABASE_URL']) delete env[name];
       for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];

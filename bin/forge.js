@@ -9,9 +9,7 @@ const cli = path.join(__dirname, '..', 'dist', 'src', 'cli.js');
 if (!existsSync(cli)) {
   // A checkout before its first build (an installed package always has dist/): say so, not "Cannot find module".
   const root = path.resolve(__dirname, '..');
-  process.stderr.write(
-    `forge: Forge is not built yet (no dist/src/cli.js in ${root}): run \`npm run build\` there first (npm start builds too).\n`,
-  );
+  process.stderr.write(`forge: Forge is not built yet (no dist/src/cli.js in ${root}): run \`npm run build\` there first (npm start builds too).\n`);
   process.exit(1);
 }
 const { main, exitWhenDrained } = require(cli);

@@ -74,7 +74,13 @@ function compileInputs() {
 
 /** Where tsc writes a source's JavaScript. */
 function outputOf(rel) {
-  return path.join(DIST, rel.replace(/\.ts$/, '.js').replace(/\.mts$/, '.mjs').replace(/\.cts$/, '.cjs'));
+  return path.join(
+    DIST,
+    rel
+      .replace(/\.ts$/, '.js')
+      .replace(/\.mts$/, '.mjs')
+      .replace(/\.cts$/, '.cjs'),
+  );
 }
 
 /**
@@ -85,7 +91,12 @@ function outputOf(rel) {
  */
 function missingOutputs(previous, inputs) {
   return Object.keys(previous ?? {}).filter(
-    (rel) => rel in inputs && /\.(ts|mts|cts)$/.test(rel) && !/\.d\.[mc]?ts$/.test(rel) && SOURCE_DIRS.some((d) => rel.startsWith(d + path.sep)) && !fs.existsSync(outputOf(rel)),
+    (rel) =>
+      rel in inputs &&
+      /\.(ts|mts|cts)$/.test(rel) &&
+      !/\.d\.[mc]?ts$/.test(rel) &&
+      SOURCE_DIRS.some((d) => rel.startsWith(d + path.sep)) &&
+      !fs.existsSync(outputOf(rel)),
   );
 }
 
@@ -193,7 +204,9 @@ function main() {
   const bundle = bundleFingerprint();
   const bundleCurrent = !force && state.bundle && state.bundle.hash === bundle.hash && fs.existsSync(BUNDLE);
   if (!bundleCurrent) {
-    log(`bundling the workflows into dist/src/workflow-bundle.js (${state.bundle ? 'their code changed' : fs.existsSync(BUNDLE) ? 'no record of what the bundle was made from' : 'no bundle yet'}) ...`);
+    log(
+      `bundling the workflows into dist/src/workflow-bundle.js (${state.bundle ? 'their code changed' : fs.existsSync(BUNDLE) ? 'no record of what the bundle was made from' : 'no bundle yet'}) ...`,
+    );
     const started = performance.now();
     const bundled = spawnSync(process.execPath, [path.join(__dirname, 'bundle-workflows.js')], { cwd: ROOT, stdio: 'inherit' });
     if (bundled.status !== 0) {
@@ -206,7 +219,9 @@ function main() {
     log(`bundled in ${seconds(started)}`);
   }
   if (!compiled && bundleCurrent) {
-    log(`dist/ is up to date: ${Object.keys(inputs).length} source files and the ${bundle.files} compiled files of the workflow bundle unchanged since the last build`);
+    log(
+      `dist/ is up to date: ${Object.keys(inputs).length} source files and the ${bundle.files} compiled files of the workflow bundle unchanged since the last build`,
+    );
   }
   return 0;
 }

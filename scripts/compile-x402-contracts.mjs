@@ -41,12 +41,8 @@ function findImports(importPath) {
 }
 
 function compile() {
-  const sources = Object.fromEntries(
-    Object.keys(CONTRACTS).map((file) => [file, { content: readFileSync(path.join(DIR, file), 'utf8') }]),
-  );
-  const output = JSON.parse(
-    solc.compile(JSON.stringify({ language: 'Solidity', sources, settings: SETTINGS }), { import: findImports }),
-  );
+  const sources = Object.fromEntries(Object.keys(CONTRACTS).map((file) => [file, { content: readFileSync(path.join(DIR, file), 'utf8') }]));
+  const output = JSON.parse(solc.compile(JSON.stringify({ language: 'Solidity', sources, settings: SETTINGS }), { import: findImports }));
   const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
   if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
   const ozVersion = JSON.parse(readFileSync(require.resolve('@openzeppelin/contracts/package.json'), 'utf8')).version;

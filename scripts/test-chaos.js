@@ -27,8 +27,14 @@ const env = { ...process.env, FORGE_CHAOS_MATRIX: 'full', FORGE_CHAOS_REPORT: ma
 if (process.env.FORGE_CHAOS_SLICE) process.stdout.write(`chaos: slice ${process.env.FORGE_CHAOS_SLICE} of the matrix\n`);
 const jest = spawnSync(
   process.execPath,
-  ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
-    ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/chaos']), '--json', `--outputFile=${jestReport}`],
+  [
+    '--experimental-vm-modules',
+    '--disable-warning=ExperimentalWarning',
+    path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
+    ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/chaos']),
+    '--json',
+    `--outputFile=${jestReport}`,
+  ],
   { cwd: root, env, stdio: 'inherit' },
 );
 
@@ -60,7 +66,9 @@ if (runRecoveries.length > 0) lines.push(`  every cell but the promotions': ${p5
 const costs = timedCells.map((c) => c.costMs).filter((v) => typeof v === 'number');
 if (costs.length > 0) lines.push(`recovery_cost_p50_ms: ${p50(costs)} (the run's time over the uninterrupted run's, over ${costs.length} cells)`);
 if (promotionRecoveries.length > 0) {
-  lines.push(`  promotion_recovery_after_worker_kill_p50_ms: ${p50(promotionRecoveries)} (over ${promotionRecoveries.length}; the stages still to run included)`);
+  lines.push(
+    `  promotion_recovery_after_worker_kill_p50_ms: ${p50(promotionRecoveries)} (over ${promotionRecoveries.length}; the stages still to run included)`,
+  );
 }
 
 // The other chaos cells (outages, cancellation, ...) are their own jest tests: one line each.
@@ -69,7 +77,11 @@ for (const suite of suites) {
   if (suite.name.endsWith(path.join('chaos', 'matrix.test.ts'))) continue;
   for (const t of suite.assertionResults) {
     if (t.status === 'pending') continue;
-    others.push({ name: `${path.basename(suite.name, '.test.ts')}: ${t.title}`, passed: t.status === 'passed', reason: t.failureMessages?.[0]?.split('\n')[0] });
+    others.push({
+      name: `${path.basename(suite.name, '.test.ts')}: ${t.title}`,
+      passed: t.status === 'passed',
+      reason: t.failureMessages?.[0]?.split('\n')[0],
+    });
   }
   if (suite.assertionResults.length === 0 && suite.status === 'failed') {
     others.push({ name: path.basename(suite.name), passed: false, reason: (suite.message || '').split('\n').find(Boolean) });

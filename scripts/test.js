@@ -43,7 +43,8 @@ for (const [name, npmArgs] of steps) {
   }
 }
 const cpu = childrenCpuSeconds();
-const cpuNote = cpu === undefined ? '' : `; CPU ${cpu} s over all processes, so ${Math.round(cpu / os.cpus().length)} s of wall at best on ${os.cpus().length} cores`;
+const cpuNote =
+  cpu === undefined ? '' : `; CPU ${cpu} s over all processes, so ${Math.round(cpu / os.cpus().length)} s of wall at best on ${os.cpus().length} cores`;
 process.stdout.write(`${figure}=${seconds(performance.now() - started)} (${took.join(', ')}${cpuNote}; FORGE_TEST_SET=${set})\n`);
 process.exit(status);
 

@@ -45,15 +45,27 @@ export { RUN_STATUSES } from './contract/kinds';
 import { MIGRATE_STAGES, type ListMigrationsResult, type MigrateSchemaInput, type MigrateSchemaResult } from './contract/migration-runs';
 import type { RunProgress, StageRecord } from './contract/run-progress';
 import { FORGE_SEARCH_ATTRIBUTES, ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from './contract/search-attributes';
-import { DEPLOY_STAGES, type DeleteToolResult, type DeployToolInput, type DeployToolResult, type ListToolsResult, type RollbackToolResult } from './contract/tool-runs';
+import {
+  DEPLOY_STAGES,
+  type DeleteToolResult,
+  type DeployToolInput,
+  type DeployToolResult,
+  type ListToolsResult,
+  type RollbackToolResult,
+} from './contract/tool-runs';
 import { WORKFLOW_TASK_TIMEOUT } from './contract/workflow-task-timeout';
 import type * as DiscoveryModule from './x402/discovery';
-import { PAY_WORKFLOW_PREFIX, type PayInput, type PayResult, type PnlResult, type SellInput, type SellResult, type ServicesResult, type X402Info } from './contract/pay-runs';
 import {
-  type PromoteBuiltinInput,
-  type PromoteBuiltinResult,
-  type PromoteBuiltinWorkflowInput,
-} from './contract/promotion-runs';
+  PAY_WORKFLOW_PREFIX,
+  type PayInput,
+  type PayResult,
+  type PnlResult,
+  type SellInput,
+  type SellResult,
+  type ServicesResult,
+  type X402Info,
+} from './contract/pay-runs';
+import { type PromoteBuiltinInput, type PromoteBuiltinResult, type PromoteBuiltinWorkflowInput } from './contract/promotion-runs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   connectClient,
@@ -65,7 +77,6 @@ import {
 
 // The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
 export * from './contract';
-
 
 /** Called with each change of a run's progress while the client waits for it. */
 export type ProgressListener = (progress: RunProgress) => void;
@@ -297,10 +308,15 @@ export class ForgeClient {
   /** Deactivates a tool and removes its versions, and waits. */
   async deleteTool(name: string): Promise<DeleteToolResult> {
     const input = parseInput(deleteToolInput, { name }, 'deleteTool');
-    return this.run<DeleteToolResult>('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`, [
-      `**tool:** ${input.name}`,
-      '**does:** deactivates it and removes every version; the name can be deployed again',
-    ]);
+    return this.run<DeleteToolResult>(
+      'deleteToolWorkflow',
+      `tool-delete/${input.name}/${shortId()}`,
+      'delete',
+      input.name,
+      [input],
+      `Delete tool ${input.name}`,
+      [`**tool:** ${input.name}`, '**does:** deactivates it and removes every version; the name can be deployed again'],
+    );
   }
 
   /**
@@ -336,11 +352,7 @@ export class ForgeClient {
           workflowIdConflictPolicy: 'USE_EXISTING',
           typedSearchAttributes: searchAttributes('migrate', parsed.name, MIGRATE_STAGES[0]),
           staticSummary: `Migrate schema: ${parsed.name}`,
-          staticDetails: [
-            `**migration:** ${parsed.name}`,
-            `**checksum:** \`${checksum}\``,
-            `**SQL:** ${Buffer.byteLength(parsed.sql)} bytes`,
-          ].join('\n'),
+          staticDetails: [`**migration:** ${parsed.name}`, `**checksum:** \`${checksum}\``, `**SQL:** ${Buffer.byteLength(parsed.sql)} bytes`].join('\n'),
         }),
       );
       const result = await this.waitWithProgress<MigrateSchemaResult>(handle, options.onProgress, { kind: 'migrate', subject: parsed.name });
@@ -393,7 +405,12 @@ export class ForgeClient {
         args: [workflowInput],
         typedSearchAttributes: searchAttributes('promote', subject),
         staticSummary: `${parsed.dryRun ? 'Verify' : 'Promote'} ${paths.length} file(s) into ${subject}`,
-        staticDetails: [`**repository:** ${repo}`, `**branch:** ${parsed.branch ?? '(checked out)'}`, `**message:** ${message}`, ...paths.map((p) => `- \`${p}\``)].join('\n'),
+        staticDetails: [
+          `**repository:** ${repo}`,
+          `**branch:** ${parsed.branch ?? '(checked out)'}`,
+          `**message:** ${message}`,
+          ...paths.map((p) => `- \`${p}\``),
+        ].join('\n'),
       }),
     );
     return {
@@ -454,7 +471,12 @@ export class ForgeClient {
     // `price`: base units, or money (`$0.01`, `0.01 USD`); the result's `price` is base units either way, with
     // `priceGiven` and `priceInTokens` beside it. Money finer than the asset's decimals is refused with `problem: 'price'`.
     const parsed = parseInput(sellInput, { tool, ...options }, 'sell');
-    const input: SellInput = { tool: parsed.tool, price: parsed.price === undefined ? undefined : String(parsed.price), stop: parsed.stop, description: parsed.description };
+    const input: SellInput = {
+      tool: parsed.tool,
+      price: parsed.price === undefined ? undefined : String(parsed.price),
+      stop: parsed.stop,
+      description: parsed.description,
+    };
     return this.run<SellResult>(
       'sellToolWorkflow',
       `x402-sell/${tool}/${shortId()}`,
@@ -479,9 +501,10 @@ export class ForgeClient {
   async discoverServices(options: { query?: string; facilitatorUrl?: string; network?: string; limit?: number } = {}): Promise<ServicesResult> {
     const facilitatorUrl = options.facilitatorUrl ?? (await this.x402Info())?.facilitatorUrl ?? this.facilitatorUrl;
     if (!facilitatorUrl) {
-      throw new ForgeInputError('discoverServices: no facilitator is known: pass facilitatorUrl, or set FORGE_X402_FACILITATOR_URL (or run the worker with FORGE_X402_DEV=1)', [
-        { path: ['facilitatorUrl'], message: 'required' },
-      ]);
+      throw new ForgeInputError(
+        'discoverServices: no facilitator is known: pass facilitatorUrl, or set FORGE_X402_FACILITATOR_URL (or run the worker with FORGE_X402_DEV=1)',
+        [{ path: ['facilitatorUrl'], message: 'required' }],
+      );
     }
     // Loaded here: the x402 packages are needed by this call only, not by every program that imports the SDK.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -505,7 +528,8 @@ export class ForgeClient {
   /** The x402 P&L: settled income, spend and net by tool or by UTC day, read by the worker that holds the ledger. */
   async pnl(options: { by?: 'tool' | 'day' } = {}): Promise<PnlResult> {
     const by = options.by ?? 'tool';
-    if (by !== 'tool' && by !== 'day') throw new ForgeInputError(`pnl: by must be "tool" or "day", not ${JSON.stringify(by)}`, [{ path: ['by'], message: 'must be tool or day' }]);
+    if (by !== 'tool' && by !== 'day')
+      throw new ForgeInputError(`pnl: by must be "tool" or "day", not ${JSON.stringify(by)}`, [{ path: ['by'], message: 'must be tool or day' }]);
     const read = await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay);
     if (read) return read;
     await this.requireWorker();
@@ -531,7 +555,8 @@ export class ForgeClient {
           (w) => !seen.has(w.workflowId),
         )?.workflowId;
         if (workflowId) break;
-        if (Date.now() > deadline) throw new Error(`reverifyNow: the schedule ${REVERIFY_SCHEDULE_ID} did not start a run within ${options.startTimeoutMs ?? 30_000} ms`);
+        if (Date.now() > deadline)
+          throw new Error(`reverifyNow: the schedule ${REVERIFY_SCHEDULE_ID} did not start a run within ${options.startTimeoutMs ?? 30_000} ms`);
         await new Promise((r) => setTimeout(r, 200));
       }
     }
@@ -552,7 +577,10 @@ export class ForgeClient {
     let lastRun: ReverifyScheduleInfo['lastRun'];
     if (last) {
       const run = this.temporal.workflow.getHandle(last.action.workflow.workflowId);
-      const status = await this.call(() => run.describe()).then((r) => r.status.name, () => 'UNKNOWN');
+      const status = await this.call(() => run.describe()).then(
+        (r) => r.status.name,
+        () => 'UNKNOWN',
+      );
       lastRun = { workflowId: last.action.workflow.workflowId, startedAt: last.takenAt.toISOString(), status };
       if (status === 'COMPLETED') {
         const summary = await this.call(() => run.result() as Promise<ReverifySummary>).catch(() => undefined);
@@ -603,7 +631,7 @@ export class ForgeClient {
    */
   async listRuns(filter: { kind?: string; status?: string; limit?: number } = {}): Promise<RunSummary[]> {
     const input = parseInput(listRunsInput, filter, 'listRuns');
-    const clauses = ["ForgeKind IS NOT NULL"];
+    const clauses = ['ForgeKind IS NOT NULL'];
     if (input.kind) clauses.push(`ForgeKind = '${input.kind}'`);
     if (input.status) clauses.push(`ExecutionStatus = '${VISIBILITY_STATUS[input.status]}'`);
     const runs: RunSummary[] = [];
@@ -704,7 +732,15 @@ export class ForgeClient {
   }
 
   /** Starts a workflow that answers quickly and waits for its result. */
-  private async run<T>(type: string, workflowId: string, kind: ForgeKind, subject: string, args: unknown[], summary: string, details: string[] = []): Promise<T> {
+  private async run<T>(
+    type: string,
+    workflowId: string,
+    kind: ForgeKind,
+    subject: string,
+    args: unknown[],
+    summary: string,
+    details: string[] = [],
+  ): Promise<T> {
     const handle = await this.call(() =>
       this.temporal.workflow.start(type, {
         taskQueue: this.taskQueue,
@@ -1006,21 +1042,14 @@ function stagesOf(result: unknown): StageRecord[] | undefined {
  * from the start; the workflow then upserts no ForgeStage for it (src/workflows/progress.ts): an event fewer per run.
  */
 function searchAttributes(kind: ForgeKind, subject: string, firstStage?: string) {
-  return [
-    { key: ForgeKindKey, value: kind },
-    { key: ForgeSubjectKey, value: subject },
-    ...(firstStage ? [{ key: ForgeStageKey, value: firstStage }] : []),
-  ];
+  return [{ key: ForgeKindKey, value: kind }, { key: ForgeSubjectKey, value: subject }, ...(firstStage ? [{ key: ForgeStageKey, value: firstStage }] : [])];
 }
 
 function parseInput<S extends z.ZodType>(schema: S, input: unknown, method: string): z.output<S> {
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
-  throw new ForgeInputError(
-    `${method}: ${issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`,
-    issues,
-  );
+  throw new ForgeInputError(`${method}: ${issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`, issues);
 }
 
 /**
@@ -1035,7 +1064,9 @@ export interface PayOptions extends Omit<PayOptionsInput, 'url'> {
 
 /** A pay run's ID: derived from what is paid for and the caller's key, so that a retry finds the first run. */
 function payWorkflowId(input: PayInput, idempotencyKey: string): string {
-  const digest = createHash('sha256').update(canonicalJson({ method: input.method ?? 'GET', url: input.url, body: input.body ?? null, idempotencyKey })).digest('hex');
+  const digest = createHash('sha256')
+    .update(canonicalJson({ method: input.method ?? 'GET', url: input.url, body: input.body ?? null, idempotencyKey }))
+    .digest('hex');
   return `${PAY_WORKFLOW_PREFIX}${new URL(input.url).host}/${digest.slice(0, 24)}`;
 }
 

@@ -30,9 +30,7 @@ export interface ForgeConfig {
     /** Web UI port of that dev server. */
     uiPort: number;
   };
-  database:
-    | { kind: 'postgres'; url: string; schema: string }
-    | { kind: 'pglite'; dataDir: string; schema: string };
+  database: { kind: 'postgres'; url: string; schema: string } | { kind: 'pglite'; dataDir: string; schema: string };
   /** Absolute directory of the persisted tool versions that registries load. */
   agentToolsDir: string;
   /**
@@ -213,8 +211,7 @@ export const DEFAULT_BUILTIN_TOOLS = [...FORGE_OPERATION_NAMES, 'read_file', 'wr
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
 
-const nonEmpty = (v: string | undefined): string | undefined =>
-  v === undefined || v.trim() === '' ? undefined : v.trim();
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v.trim() === '' ? undefined : v.trim());
 
 const commaList = (v: string): string[] =>
   v
@@ -233,11 +230,7 @@ const networkPolicy = z.string().transform((value, ctx) => {
 });
 
 function int(min: number, max: number) {
-  return z
-    .string()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  return z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 }
 
 const port = int(1, 65_535);
@@ -281,7 +274,13 @@ const interval = z
     const [, n, unit] = /^(\d+)(ms|s|m|h|d)?$/.exec(v)!;
     return Number(n) * INTERVAL_UNITS_MS[(unit ?? 'ms') as keyof typeof INTERVAL_UNITS_MS];
   })
-  .pipe(z.number().int().min(1_000, 'must be at least 1s').max(366 * 86_400_000, 'must be at most 366d'));
+  .pipe(
+    z
+      .number()
+      .int()
+      .min(1_000, 'must be at least 1s')
+      .max(366 * 86_400_000, 'must be at most 366d'),
+  );
 const bearerToken = z
   .string()
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces (it travels in an Authorization header)')
@@ -376,20 +375,11 @@ function readMetrics(env: NodeJS.ProcessEnv): ForgeConfig['metrics'] {
 }
 
 /** Parses one variable; unset or blank means `fallback` (itself parsed, so defaults obey the same rules). */
-function read<S extends z.ZodType<unknown, string>>(
-  env: NodeJS.ProcessEnv,
-  name: ConfigEnvName,
-  schema: S,
-  fallback: string,
-): z.output<S> {
+function read<S extends z.ZodType<unknown, string>>(env: NodeJS.ProcessEnv, name: ConfigEnvName, schema: S, fallback: string): z.output<S> {
   return parse(name, schema, nonEmpty(env[name]) ?? fallback);
 }
 
-function readOptional<S extends z.ZodType<unknown, string>>(
-  env: NodeJS.ProcessEnv,
-  name: ConfigEnvName,
-  schema: S,
-): z.output<S> | undefined {
+function readOptional<S extends z.ZodType<unknown, string>>(env: NodeJS.ProcessEnv, name: ConfigEnvName, schema: S): z.output<S> | undefined {
   const raw = nonEmpty(env[name]);
   return raw === undefined ? undefined : parse(name, schema, raw);
 }
@@ -414,20 +404,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     throw new ConfigError(`FORGE_UI_PORT=${uiPort} is invalid: it equals FORGE_TEMPORAL_PORT`, 'FORGE_UI_PORT');
   }
   const url = readOptional(env, 'DATABASE_URL', databaseUrl);
-  const schema = read(
-    env,
-    'FORGE_SCHEMA',
-    z.string().regex(SQL_IDENTIFIER, 'must be a lowercase SQL identifier (^[a-z_][a-z0-9_]{0,62}$)'),
-    'public',
-  );
+  const schema = read(env, 'FORGE_SCHEMA', z.string().regex(SQL_IDENTIFIER, 'must be a lowercase SQL identifier (^[a-z_][a-z0-9_]{0,62}$)'), 'public');
   const sandboxConcurrency = read(env, 'FORGE_SANDBOX_CONCURRENCY', int(1, 1024), String(availableParallelism()));
   return {
     home,
     temporal: { port: temporalPort, uiPort },
-    database:
-      url !== undefined
-        ? { kind: 'postgres', url, schema }
-        : { kind: 'pglite', dataDir: path.join(home, 'pgdata'), schema },
+    database: url !== undefined ? { kind: 'postgres', url, schema } : { kind: 'pglite', dataDir: path.join(home, 'pgdata'), schema },
     agentToolsDir: path.resolve(read(env, 'FORGE_AGENT_TOOLS_DIR', z.string(), './agent-tools')),
     builtinTools: [...new Set([...DEFAULT_BUILTIN_TOOLS, ...read(env, 'FORGE_BUILTIN_TOOLS', toolNames, '')])],
     taskQueues: {
@@ -453,7 +435,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
         envPassthrough: read(env, 'FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, ''),
         maxProcesses: read(env, 'FORGE_SANDBOX_MAX_PROCESSES', int(8, 1_048_576), '512'),
         userIdBase: read(env, 'FORGE_SANDBOX_UID_BASE', int(0, MAX_UID_BASE), '2100000000'),
-        tmpDir: readOptional(env, 'FORGE_SANDBOX_TMPDIR', z.string().transform((p) => path.resolve(p))),
+        tmpDir: readOptional(
+          env,
+          'FORGE_SANDBOX_TMPDIR',
+          z.string().transform((p) => path.resolve(p)),
+        ),
         cgroup: read(env, 'FORGE_SANDBOX_CGROUP', z.enum(['on', 'off']), 'on') === 'off' ? false : undefined,
         containment: readOptional(env, 'FORGE_SANDBOX_CONTAINMENT', z.enum(SANDBOX_CONTAINMENT_MODES)),
         network: read(env, 'FORGE_SANDBOX_NETWORK', networkPolicy, 'internet'),
@@ -468,7 +454,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
     },
     promotion: {
       repo: path.resolve(readOptional(env, 'FORGE_BUILTIN_REPO', z.string()) ?? path.join(home, 'agent-repo')),
-      worktreeRoot: readOptional(env, 'FORGE_PROMOTE_WORKTREE_ROOT', z.string().transform((p) => path.resolve(p))),
+      worktreeRoot: readOptional(
+        env,
+        'FORGE_PROMOTE_WORKTREE_ROOT',
+        z.string().transform((p) => path.resolve(p)),
+      ),
       stage: {
         timeoutMs: read(env, 'FORGE_PROMOTE_STAGE_TIMEOUT_MS', int(1_000, 24 * 3_600_000), '600000'),
         memoryMb: read(env, 'FORGE_PROMOTE_STAGE_MEMORY_MB', int(64, 1_048_576), '4096'),
@@ -510,14 +500,19 @@ const privateKey = /^0x[0-9a-fA-F]{64}$/;
 
 /** The x402 settings; the wallet key is validated now (a bad key is a start-up error) but only kept in a closure. */
 function readX402(env: NodeJS.ProcessEnv): X402Config {
-  const keyFile = readOptional(env, 'FORGE_X402_WALLET_KEY_FILE', z.string().transform((p) => path.resolve(p)));
+  const keyFile = readOptional(
+    env,
+    'FORGE_X402_WALLET_KEY_FILE',
+    z.string().transform((p) => path.resolve(p)),
+  );
   const inline = nonEmpty(env.FORGE_X402_WALLET_KEY);
   if (inline !== undefined && keyFile !== undefined) {
     throw new ConfigError('FORGE_X402_WALLET_KEY and FORGE_X402_WALLET_KEY_FILE are both set: set one', 'FORGE_X402_WALLET_KEY');
   }
   let key: `0x${string}` | undefined;
   if (inline !== undefined) {
-    if (!privateKey.test(inline)) throw new ConfigError('FORGE_X402_WALLET_KEY is invalid: must be 0x and 64 hex digits (value hidden)', 'FORGE_X402_WALLET_KEY');
+    if (!privateKey.test(inline))
+      throw new ConfigError('FORGE_X402_WALLET_KEY is invalid: must be 0x and 64 hex digits (value hidden)', 'FORGE_X402_WALLET_KEY');
     key = inline as `0x${string}`;
   } else if (keyFile !== undefined) {
     let text: string;
@@ -527,13 +522,17 @@ function readX402(env: NodeJS.ProcessEnv): X402Config {
       throw new ConfigError(`FORGE_X402_WALLET_KEY_FILE=${JSON.stringify(keyFile)} cannot be read: ${(err as Error).message}`, 'FORGE_X402_WALLET_KEY_FILE');
     }
     if (!privateKey.test(text)) {
-      throw new ConfigError(`FORGE_X402_WALLET_KEY_FILE=${JSON.stringify(keyFile)} does not hold a key: it must be 0x and 64 hex digits (contents hidden)`, 'FORGE_X402_WALLET_KEY_FILE');
+      throw new ConfigError(
+        `FORGE_X402_WALLET_KEY_FILE=${JSON.stringify(keyFile)} does not hold a key: it must be 0x and 64 hex digits (contents hidden)`,
+        'FORGE_X402_WALLET_KEY_FILE',
+      );
     }
     key = text as `0x${string}`;
   }
   const passthrough = parse('FORGE_SANDBOX_ENV_PASSTHROUGH', envNames, nonEmpty(env.FORGE_SANDBOX_ENV_PASSTHROUGH) ?? '');
   const leak = passthrough.find((name) => SECRET_ENV_NAMES.includes(name));
-  if (leak) throw new ConfigError(`FORGE_SANDBOX_ENV_PASSTHROUGH may not pass ${leak} to tools: it is a secret of the worker's`, 'FORGE_SANDBOX_ENV_PASSTHROUGH');
+  if (leak)
+    throw new ConfigError(`FORGE_SANDBOX_ENV_PASSTHROUGH may not pass ${leak} to tools: it is a secret of the worker's`, 'FORGE_SANDBOX_ENV_PASSTHROUGH');
   const sell = nonEmpty(env.FORGE_X402_SELL_ADDRESS);
   const payTo = readOptional(env, 'FORGE_X402_PAY_TO', z.string().regex(evmAddress, 'must be a 0x address of 40 hex digits'));
   return {

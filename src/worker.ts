@@ -209,7 +209,18 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let promoteHost: Worker;
   try {
     armFaultPoints(
-      [toolSteps, toolActivities, deployHereActivities, migrationActivities, sandboxActivities, promotionActivities, reverifyActivities, reverifySandboxActivities, payActivities, sellActivities],
+      [
+        toolSteps,
+        toolActivities,
+        deployHereActivities,
+        migrationActivities,
+        sandboxActivities,
+        promotionActivities,
+        reverifyActivities,
+        reverifySandboxActivities,
+        payActivities,
+        sellActivities,
+      ],
       config.faultKillAt,
     );
     if (config.faultKillAt.length > 0) {

@@ -10,7 +10,10 @@ import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker
 export async function startNoopWorkflow(address: string, namespace = 'default'): Promise<{ run(): Promise<void>; stop(): Promise<void> }> {
   const taskQueue = `bench-noop-${randomBytes(4).toString('hex')}`;
   const workerConnection = await NativeConnection.connect({ address });
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflow'), logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined } });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('./workflow'),
+    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+  });
   const worker = await Worker.create({ connection: workerConnection, namespace, taskQueue, workflowBundle, activities: { noop: async () => undefined } });
   const running = worker.run();
   const connection = await Connection.connect({ address });

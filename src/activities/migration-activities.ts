@@ -100,7 +100,9 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
   async function judge(input: { name: string; sql: string; checksum: string }): Promise<PolicyReport> {
     const invalid = (message: string) => migrationRejected({ reason: 'invalid', message });
     if (!MIGRATION_NAME_PATTERN.test(input.name)) {
-      throw invalid(`the migration name ${JSON.stringify(input.name)} is not allowed: use 1-128 characters of A-Z, a-z, 0-9, _, . and -, starting with a letter or digit`);
+      throw invalid(
+        `the migration name ${JSON.stringify(input.name)} is not allowed: use 1-128 characters of A-Z, a-z, 0-9, _, . and -, starting with a letter or digit`,
+      );
     }
     const bytes = Buffer.byteLength(input.sql, 'utf8');
     if (bytes > MAX_MIGRATION_SQL_BYTES) throw invalid(`the migration is ${bytes} bytes, over the ${MAX_MIGRATION_SQL_BYTES}-byte limit`);
@@ -184,9 +186,7 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
         coreTables: plan[i]?.coreTables,
         online: postgres && plan[i]?.coreIndex !== undefined,
       }));
-      const online = postgres
-        ? plan.flatMap((p, statementIndex) => (p.coreIndex ? [{ statementIndex, ...p.coreIndex }] : []))
-        : [];
+      const online = postgres ? plan.flatMap((p, statementIndex) => (p.coreIndex ? [{ statementIndex, ...p.coreIndex }] : [])) : [];
       let result;
       try {
         result = await applyAgentMigration(
@@ -197,7 +197,8 @@ export function createMigrationActivities(deps: MigrationActivityDeps) {
       } catch (err) {
         if (!(err instanceof MigrationStatementError)) throw err; // connection trouble: retried
         const d = err.details;
-        const at = d.statementIndex !== undefined ? ` in statement ${d.statementIndex}${d.line !== undefined ? ` (line ${d.line}, column ${d.column})` : ''}` : '';
+        const at =
+          d.statementIndex !== undefined ? ` in statement ${d.statementIndex}${d.line !== undefined ? ` (line ${d.line}, column ${d.column})` : ''}` : '';
         const tables = d.statementIndex !== undefined ? (plan[d.statementIndex]?.relations ?? []) : [];
         const error = await withLockHolders({ ...d, message: err.message }, tables);
         throw migrationFailed({

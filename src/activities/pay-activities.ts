@@ -3,7 +3,15 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../contract/failures';
 import { migrationChecksum } from '../contract/hashes';
 import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
-import { PAID_ANSWER_SIGNAL, type PnlResult, type PaymentProbe, type PayRequest, type SpendLimit, type X402PaymentRequired, type X402PaymentRequirements } from '../contract/pay-runs';
+import {
+  PAID_ANSWER_SIGNAL,
+  type PnlResult,
+  type PaymentProbe,
+  type PayRequest,
+  type SpendLimit,
+  type X402PaymentRequired,
+  type X402PaymentRequirements,
+} from '../contract/pay-runs';
 import { choosePayment, type SpendPolicy } from '../x402/spend-policy';
 import type * as PayerModule from '../x402/payer';
 import type { PaidExchange, SignedPayment } from '../x402/payer';
@@ -38,8 +46,7 @@ export interface PayActivityDeps {
 }
 
 export type ReserveOutcome =
-  | { ok: true; requirement: X402PaymentRequirements }
-  | { ok: false; limit: SpendLimit; reason: string; requirement?: X402PaymentRequirements };
+  { ok: true; requirement: X402PaymentRequirements } | { ok: false; limit: SpendLimit; reason: string; requirement?: X402PaymentRequirements };
 
 export type RecordOutcome = { status: 'paid'; txHash?: string; reason?: string } | { status: 'failed'; reason: string };
 
@@ -84,10 +91,18 @@ export function createPayActivities(deps: PayActivityDeps) {
      */
     async reservePayment(input: { workflowId: string; url: string; paymentRequired: X402PaymentRequired; maxAmount?: string }): Promise<ReserveOutcome> {
       if (!deps.walletKey()) {
-        return { ok: false, limit: 'wallet', reason: 'no wallet is configured: set FORGE_X402_WALLET_KEY or FORGE_X402_WALLET_KEY_FILE on the worker (or FORGE_X402_DEV=1)' };
+        return {
+          ok: false,
+          limit: 'wallet',
+          reason: 'no wallet is configured: set FORGE_X402_WALLET_KEY or FORGE_X402_WALLET_KEY_FILE on the worker (or FORGE_X402_DEV=1)',
+        };
       }
       if (!deps.rpcUrl) {
-        return { ok: false, limit: 'network', reason: 'no chain to read: set FORGE_X402_RPC_URL (or FORGE_X402_DEV=1). Forge pays only where it can see on the chain whether a payment settled' };
+        return {
+          ok: false,
+          limit: 'network',
+          reason: 'no chain to read: set FORGE_X402_RPC_URL (or FORGE_X402_DEV=1). Forge pays only where it can see on the chain whether a payment settled',
+        };
       }
       // The configured network is the chain Forge reads: a payment anywhere else could never be checked or cancelled.
       let configured: string;
@@ -95,11 +110,22 @@ export function createPayActivities(deps: PayActivityDeps) {
         configured = `eip155:${await chainTruth().chainIdOf(deps.rpcUrl)}`;
       } catch (err) {
         // Nothing is signed yet: a chain out of reach refuses the payment now rather than holding the caller.
-        return { ok: false, limit: 'network', reason: `the chain at FORGE_X402_RPC_URL cannot be read (${(err as Error).message.split('\n')[0]}): nothing was signed; try again when it answers` };
+        return {
+          ok: false,
+          limit: 'network',
+          reason: `the chain at FORGE_X402_RPC_URL cannot be read (${(err as Error).message.split('\n')[0]}): nothing was signed; try again when it answers`,
+        };
       }
-      const policy = { ...deps.policy, allowedNetworks: deps.policy.allowedNetworks.length > 0 ? deps.policy.allowedNetworks.filter((n) => n === configured) : [configured] };
+      const policy = {
+        ...deps.policy,
+        allowedNetworks: deps.policy.allowedNetworks.length > 0 ? deps.policy.allowedNetworks.filter((n) => n === configured) : [configured],
+      };
       if (policy.allowedNetworks.length === 0) {
-        return { ok: false, limit: 'network', reason: `FORGE_X402_ALLOWED_NETWORKS (${deps.policy.allowedNetworks.join(', ')}) does not include ${configured}, the chain FORGE_X402_RPC_URL serves: nothing can be paid` };
+        return {
+          ok: false,
+          limit: 'network',
+          reason: `FORGE_X402_ALLOWED_NETWORKS (${deps.policy.allowedNetworks.join(', ')}) does not include ${configured}, the chain FORGE_X402_RPC_URL serves: nothing can be paid`,
+        };
       }
       const verdict = choosePayment(input.paymentRequired.accepts, policy, input.maxAmount === undefined ? undefined : BigInt(input.maxAmount));
       if (!verdict.ok) return verdict;
@@ -135,7 +161,10 @@ export function createPayActivities(deps: PayActivityDeps) {
       const row = await deps.ledger.getOut(input.workflowId);
       if (row?.status !== 'reserved') {
         // Reconciliation released it (a run stalled for over an hour): signing now could pay outside the budget.
-        throw notRetryable(`the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`, FailureType.reservationReleased);
+        throw notRetryable(
+          `the reservation is ${row?.status ?? 'gone'}${row?.reason ? ` (${row.reason})` : ''}: nothing was signed`,
+          FailureType.reservationReleased,
+        );
       }
       let signed;
       try {
@@ -167,7 +196,11 @@ export function createPayActivities(deps: PayActivityDeps) {
       const rpcUrl = deps.rpcUrl;
       if (!rpcUrl) throw notRetryable('no chain to read: FORGE_X402_RPC_URL is not set', 'ForgeNoChain');
       const { requirement, nonce, payer, validBefore } = input;
-      return chainTruth().readAuthorization(rpcUrl, { asset: requirement.asset, payTo: requirement.payTo, amount: requirement.amount, payer, nonce, validBefore }, input.claimedTx);
+      return chainTruth().readAuthorization(
+        rpcUrl,
+        { asset: requirement.asset, payTo: requirement.payTo, amount: requirement.amount, payer, nonce, validBefore },
+        input.claimedTx,
+      );
     },
 
     /** Cancels the run's authorization on the chain, so that no seller can settle it after Forge gave up on it. */
@@ -175,7 +208,8 @@ export function createPayActivities(deps: PayActivityDeps) {
       const key = deps.walletKey();
       if (!key || !deps.rpcUrl) return { sent: false, reason: 'no wallet or no chain configured' };
       const { name, version } = input.requirement.extra as { name?: unknown; version?: unknown };
-      if (typeof name !== 'string' || typeof version !== 'string') return { sent: false, reason: 'the terms name no EIP-712 domain (extra.name, extra.version)' };
+      if (typeof name !== 'string' || typeof version !== 'string')
+        return { sent: false, reason: 'the terms name no EIP-712 domain (extra.name, extra.version)' };
       return chainTruth().cancelAuthorization(deps.rpcUrl, key, { asset: input.requirement.asset, nonce: input.nonce }, { name, version });
     },
 

@@ -140,17 +140,23 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * own plan), and fails closed on a changed path the plan does not map. Reads only.
      */
     async planPromotion(input: { repo: string; branch?: string; paths: string[] }): Promise<PlannedPromotion> {
-      return heartbeating(() => refusing('plan', async () => {
-        // Not a checkout is the caller's mistake, not an outage to retry.
-        if (!(await isRepository(input.repo))) {
-          throw promotionRejected({ category: 'refused', stage: 'plan', reason: `${input.repo} is not a git repository (FORGE_BUILTIN_REPO or --repo names the agent's checkout)` });
-        }
-        const branch = input.branch ?? (await checkedOutBranch(input.repo));
-        const baseCommit = await resolveBranchCommit(input.repo, branch);
-        const plan = await readVerifyPlan(input.repo, baseCommit);
-        const stages = planStages(plan, input.paths);
-        return { branch, hostQueue: deps.hostQueue, baseCommit, stages, stageTimeoutMs: deps.stageDefaults.timeoutMs, maxRounds: deps.maxRounds };
-      }));
+      return heartbeating(() =>
+        refusing('plan', async () => {
+          // Not a checkout is the caller's mistake, not an outage to retry.
+          if (!(await isRepository(input.repo))) {
+            throw promotionRejected({
+              category: 'refused',
+              stage: 'plan',
+              reason: `${input.repo} is not a git repository (FORGE_BUILTIN_REPO or --repo names the agent's checkout)`,
+            });
+          }
+          const branch = input.branch ?? (await checkedOutBranch(input.repo));
+          const baseCommit = await resolveBranchCommit(input.repo, branch);
+          const plan = await readVerifyPlan(input.repo, baseCommit);
+          const stages = planStages(plan, input.paths);
+          return { branch, hostQueue: deps.hostQueue, baseCommit, stages, stageTimeoutMs: deps.stageDefaults.timeoutMs, maxRounds: deps.maxRounds };
+        }),
+      );
     },
 
     /**
@@ -187,14 +193,20 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * `cleanupPromotion`, registered before it.
      */
     async prepareWorkspace(input: { repo: string; runId: string; commit: string; paths: string[] }): Promise<Workspace> {
-      return heartbeating(() => refusing('workspace', async () => {
-        const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: input.commit, root });
-        const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
-        if (deps.status === 'install-needed') {
-          throw promotionRejected({ category: 'refused', stage: 'workspace', reason: `${deps.reason}; Forge verifies changes with the installed packages only` });
-        }
-        return { path: worktree.path, commit: worktree.commit };
-      }));
+      return heartbeating(() =>
+        refusing('workspace', async () => {
+          const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: input.commit, root });
+          const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
+          if (deps.status === 'install-needed') {
+            throw promotionRejected({
+              category: 'refused',
+              stage: 'workspace',
+              reason: `${deps.reason}; Forge verifies changes with the installed packages only`,
+            });
+          }
+          return { path: worktree.path, commit: worktree.commit };
+        }),
+      );
     },
 
     /** Writes the proposed files into the worktree and commits them on `forge/promote/<runId>`; the same input gives the same commit. */
@@ -208,19 +220,21 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
       /** Fixed for the run (its start time), so a retried commit is the same commit. */
       dateMs: number;
     }): Promise<{ commit: string; paths: string[] }> {
-      return heartbeating(() => refusing('apply', async () => {
-        const committed = await commitChange({
-          repo: input.repo,
-          runId: input.runId,
-          worktree: input.worktree,
-          base: input.base,
-          files: input.changes,
-          message: input.message,
-          identity: deps.identity,
-          date: input.dateMs,
-        });
-        return { commit: committed.commit, paths: committed.paths };
-      }));
+      return heartbeating(() =>
+        refusing('apply', async () => {
+          const committed = await commitChange({
+            repo: input.repo,
+            runId: input.runId,
+            worktree: input.worktree,
+            base: input.base,
+            files: input.changes,
+            message: input.message,
+            identity: deps.identity,
+            date: input.dateMs,
+          });
+          return { commit: committed.commit, paths: committed.paths };
+        }),
+      );
     },
 
     /**
@@ -251,22 +265,25 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * branch that moved meanwhile is an answer (`branch-moved`), not a failure: the workflow rebases and verifies again.
      */
     async mergeChange(input: { repo: string; branch: string; base: string; tested: string }): Promise<MergeOutcome> {
-      return heartbeating(() => refusing('merge', async () => {
-        const merged = await mergeIntoBranch({ ...input, reason: `forge promote: ${input.tested}` });
-        if (merged.status === 'refused') return { status: 'refused', reason: merged.live.reason };
-        if (merged.status === 'branch-moved') {
-          if (merged.head === null) throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch ${input.branch} was deleted during verification` });
-          return { status: 'branch-moved', head: merged.head };
-        }
-        const { live } = merged;
-        const liveCheckout =
-          live.status === 'refused'
-            ? `the branch is at the tested commit, but the live checkout at ${live.checkout} kept its local changes: ${live.reason}`
-            : live.status === 'not-checked-out'
-              ? 'no live checkout has the branch checked out'
-              : `the live checkout at ${live.checkout} is at the tested commit`;
-        return { status: merged.status, commit: input.tested, liveCheckout };
-      }));
+      return heartbeating(() =>
+        refusing('merge', async () => {
+          const merged = await mergeIntoBranch({ ...input, reason: `forge promote: ${input.tested}` });
+          if (merged.status === 'refused') return { status: 'refused', reason: merged.live.reason };
+          if (merged.status === 'branch-moved') {
+            if (merged.head === null)
+              throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch ${input.branch} was deleted during verification` });
+            return { status: 'branch-moved', head: merged.head };
+          }
+          const { live } = merged;
+          const liveCheckout =
+            live.status === 'refused'
+              ? `the branch is at the tested commit, but the live checkout at ${live.checkout} kept its local changes: ${live.reason}`
+              : live.status === 'not-checked-out'
+                ? 'no live checkout has the branch checked out'
+                : `the live checkout at ${live.checkout} is at the tested commit`;
+          return { status: merged.status, commit: input.tested, liveCheckout };
+        }),
+      );
     },
 
     /**
@@ -274,18 +291,28 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
      * (the last round's stages may have left anything in the old one). A conflict is a rejection.
      */
     async rebaseWorkspace(input: { repo: string; runId: string; onto: string; paths: string[] }): Promise<Workspace> {
-      return heartbeating(() => refusing('merge', async () => {
-        const rebased = await rebaseChange(input);
-        if (rebased.status === 'conflict' || rebased.status === 'empty') {
-          throw promotionRejected({ category: 'refused', stage: 'merge', reason: `the branch moved and the change no longer applies to it: ${rebased.reason}` });
-        }
-        const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: rebased.commit, root });
-        const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
-        if (deps.status === 'install-needed') {
-          throw promotionRejected({ category: 'refused', stage: 'workspace', reason: `${deps.reason}; Forge verifies changes with the installed packages only` });
-        }
-        return { path: worktree.path, commit: worktree.commit };
-      }));
+      return heartbeating(() =>
+        refusing('merge', async () => {
+          const rebased = await rebaseChange(input);
+          if (rebased.status === 'conflict' || rebased.status === 'empty') {
+            throw promotionRejected({
+              category: 'refused',
+              stage: 'merge',
+              reason: `the branch moved and the change no longer applies to it: ${rebased.reason}`,
+            });
+          }
+          const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: rebased.commit, root });
+          const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
+          if (deps.status === 'install-needed') {
+            throw promotionRejected({
+              category: 'refused',
+              stage: 'workspace',
+              reason: `${deps.reason}; Forge verifies changes with the installed packages only`,
+            });
+          }
+          return { path: worktree.path, commit: worktree.commit };
+        }),
+      );
     },
 
     /** Removes the run's worktree and branch; a no-op when they are gone or were never made. */

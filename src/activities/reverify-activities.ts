@@ -1,12 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { ReverifyResultRow, ReverifyStore, ToolStore } from '../db';
-import {
-  REVERIFY_SUMMARY_MAX_TOOLS,
-  type ReverifiedTool,
-  type ReverifyAction,
-  type ReverifySummary,
-  type ReverifyVerdict,
-} from '../contract/reverify-runs';
+import { REVERIFY_SUMMARY_MAX_TOOLS, type ReverifiedTool, type ReverifyAction, type ReverifySummary, type ReverifyVerdict } from '../contract/reverify-runs';
 import { runSandbox, type SandboxLimits, type SandboxPool } from '../sandbox';
 import type { SandboxSlots } from '../sandbox/slots';
 

@@ -27,13 +27,16 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     const ctx = Context.current();
     let verdict: SandboxVerdict;
     try {
-      verdict = await runSandbox({
-        name: input.name,
-        source: input.source,
-        input: input.testInput,
-        limits: deps.limits,
-        signal: ctx.cancellationSignal,
-      }, { pool: deps.pool });
+      verdict = await runSandbox(
+        {
+          name: input.name,
+          source: input.source,
+          input: input.testInput,
+          limits: deps.limits,
+          signal: ctx.cancellationSignal,
+        },
+        { pool: deps.pool },
+      );
     } finally {
       release();
     }
@@ -44,7 +47,12 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     if (verdict.status === 'crashed' && verdict.diagnostics?.phase === 'process' && verdict.error?.startsWith('the sandbox could not')) {
       throw new Error(verdict.error); // infrastructure (ENOSPC, EMFILE, ...): worth a retry
     }
-    throw toolRejected({ stage: 'test', verdict: verdict.status, message: `the test run ended ${verdict.status}: ${verdict.error ?? ''}`.trim(), sandbox: summary });
+    throw toolRejected({
+      stage: 'test',
+      verdict: verdict.status,
+      message: `the test run ended ${verdict.status}: ${verdict.error ?? ''}`.trim(),
+      sandbox: summary,
+    });
   };
 
   return {

@@ -2,13 +2,7 @@ import type { ToolQuarantine, ToolStore, ToolVersion } from '../db';
 import { toolContentHash } from '../contract/hashes';
 import { Context } from '@temporalio/activity';
 import { compileTool } from '../sandbox';
-import {
-  sharedTypechecker,
-  TypecheckCrashedError,
-  TypecheckTimeoutError,
-  typeErrorsMessage,
-  type TypecheckResult,
-} from '../sandbox/typecheck';
+import { sharedTypechecker, TypecheckCrashedError, TypecheckTimeoutError, typeErrorsMessage, type TypecheckResult } from '../sandbox/typecheck';
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
 import { type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
@@ -146,7 +140,8 @@ export function createToolSteps(deps: ToolActivityDeps) {
       // commit reports what the lost attempt did, as an uninterrupted run would have.
       if (unchanged && run) {
         const ours = await store.activationOfRun(input.name, run.workflowId);
-        if (ours?.runId === run.runId && ours.version === active.version) return { sandbox: deps.sandbox, activeVersion: ours.previousVersion, unchanged: false };
+        if (ours?.runId === run.runId && ours.version === active.version)
+          return { sandbox: deps.sandbox, activeVersion: ours.previousVersion, unchanged: false };
       }
       return { sandbox: deps.sandbox, activeVersion: active.version, unchanged };
     },
@@ -219,7 +214,6 @@ export function createToolSteps(deps: ToolActivityDeps) {
       await deps.writeVersionFiles(result.row);
       return { version: result.version, previousVersion: result.previousVersion, created: result.created };
     },
-
   };
 }
 
@@ -292,11 +286,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      * its run: an attempt that runs again after this run's activation committed (a worker killed before Temporal
      * recorded the step) reports that activation and moves nothing, however the state looks now.
      */
-    async activateEarlierVersion(input: {
-      name: string;
-      toVersion?: number;
-      workflowId: string;
-    }): Promise<{ version: number; previousVersion?: number }> {
+    async activateEarlierVersion(input: { name: string; toVersion?: number; workflowId: string }): Promise<{ version: number; previousVersion?: number }> {
       const earlier = await store.activationOfRun(input.name, input.workflowId);
       if (earlier) return { version: earlier.version, previousVersion: earlier.previousVersion };
       const versions = await store.listVersions(input.name);

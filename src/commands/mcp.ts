@@ -29,7 +29,10 @@ export function registerMcp(program: Command): void {
       /* eslint-enable @typescript-eslint/no-require-imports */
       const config = loadConfig();
       if (opts.http && !config.mcp.token) {
-        throw new ConfigError('forge mcp --http needs a bearer token: set FORGE_MCP_TOKEN (at least 16 characters, e.g. `openssl rand -hex 32`)', 'FORGE_MCP_TOKEN');
+        throw new ConfigError(
+          'forge mcp --http needs a bearer token: set FORGE_MCP_TOKEN (at least 16 characters, e.g. `openssl rand -hex 32`)',
+          'FORGE_MCP_TOKEN',
+        );
       }
       const mcp = await ForgeMcp.open({ config, version: command.parent?.version() ?? 'unknown' });
       const stopped = new Promise<void>((resolve) => {
@@ -42,10 +45,12 @@ export function registerMcp(program: Command): void {
           return;
         }
         const http = await serveHttp(mcp, { host: opts.host, port, token: config.mcp.token! }).catch((err: NodeJS.ErrnoException) => {
-          if (err.code === 'EADDRINUSE' || err.code === 'EADDRNOTAVAIL') throw new UsageError(`cannot listen on ${opts.host}:${port} (${err.code}): choose another --port or --host`);
+          if (err.code === 'EADDRINUSE' || err.code === 'EADDRNOTAVAIL')
+            throw new UsageError(`cannot listen on ${opts.host}:${port} (${err.code}): choose another --port or --host`);
           throw err;
         });
-        if (!isLoopback(opts.host)) process.stderr.write(`forge mcp: listening on ${opts.host}, beyond this machine: keep FORGE_MCP_TOKEN secret and put TLS in front\n`);
+        if (!isLoopback(opts.host))
+          process.stderr.write(`forge mcp: listening on ${opts.host}, beyond this machine: keep FORGE_MCP_TOKEN secret and put TLS in front\n`);
         process.stderr.write(`forge mcp: Streamable HTTP at ${http.url} (Authorization: Bearer $FORGE_MCP_TOKEN); Ctrl-C stops it\n`);
         await stopped;
         await http.close();

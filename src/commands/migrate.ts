@@ -22,10 +22,13 @@ export function registerMigrate(program: Command): void {
     .option('--wait', WAIT_HELP)
     .action(async (file: string, opts: { name: string; json?: boolean; wait?: boolean }) => {
       const sql = decodeMigrationFile(file, await readInputBytes(file));
-      const result = await withForgeClient(async (forge) => {
-        process.stderr.write(`migrating ${opts.name} — run schema-migrate/${opts.name}\n`);
-        return forge.migrateSchema({ name: opts.name, sql }, { onProgress: progressPrinter() });
-      }, { wait: opts.wait });
+      const result = await withForgeClient(
+        async (forge) => {
+          process.stderr.write(`migrating ${opts.name} — run schema-migrate/${opts.name}\n`);
+          return forge.migrateSchema({ name: opts.name, sql }, { onProgress: progressPrinter() });
+        },
+        { wait: opts.wait },
+      );
       printResult(!!opts.json, result, () => describeMigration(result));
       process.exitCode = result.status === 'applied' || result.status === 'alreadyApplied' ? ExitCode.ok : ExitCode.refused;
     });
@@ -52,7 +55,8 @@ function describeMigration(r: MigrateSchemaResult): string {
     case 'rejected': {
       const refused = r.statements?.filter((v) => !v.accepted) ?? [];
       // With the refused statements listed below, the header does not repeat the first one's message.
-      const head = refused.length > 0 && !r.problem ? `${refused.length} of ${r.statements!.length} statement(s) refused by the schema policy; nothing ran` : r.message;
+      const head =
+        refused.length > 0 && !r.problem ? `${refused.length} of ${r.statements!.length} statement(s) refused by the schema policy; nothing ran` : r.message;
       const lines = [`${r.name} was rejected: ${head}`];
       for (const s of refused) {
         const where = s.location ? `line ${s.location.line}, column ${s.location.column}` : `statement ${s.index}`;

@@ -15,7 +15,11 @@ export function registerMigrations(program: Command): void {
       printResult(!!opts.json, result, () =>
         result.migrations.length === 0
           ? 'No migration is applied yet. Apply one with `forge migrate --name NAME FILE.sql`.'
-          : result.migrations.map((m) => `${m.name.padEnd(40)} ${m.appliedAt}  ${m.checksum.slice(0, 12)}  ${m.workflowId ?? ''}${m.state === 'building' ? '  (building: run it again to finish its online indexes)' : ''}`.trimEnd()).join('\n'),
+          : result.migrations
+              .map((m) =>
+                `${m.name.padEnd(40)} ${m.appliedAt}  ${m.checksum.slice(0, 12)}  ${m.workflowId ?? ''}${m.state === 'building' ? '  (building: run it again to finish its online indexes)' : ''}`.trimEnd(),
+              )
+              .join('\n'),
       );
       process.exitCode = ExitCode.ok;
     });

@@ -35,28 +35,31 @@ export function registerPromote(program: Command): void {
         if (eq <= 0 || eq === spec.length - 1) throw new UsageError(`--change ${JSON.stringify(spec)}: write REL_PATH=LOCAL_FILE`);
         changes.push({ path: spec.slice(0, eq), content: await readInputFile(spec.slice(eq + 1)) });
       }
-      const result = await withForgeClient(async (forge) => {
-        const handle = await forge.startPromoteBuiltin({
-          repo: opts.repo === undefined ? undefined : path.resolve(opts.repo),
-          branch: opts.branch,
-          changes,
-          message: opts.message,
-          dryRun: !!opts.dryRun,
-        });
-        process.stderr.write(`${opts.dryRun ? 'verifying' : 'promoting'} ${changes.length} file(s) — run ${handle.workflowId}\n`);
-        const timer = runningTimer();
-        try {
-          const printStages = progressPrinter();
-          return await handle.result({
-            onProgress: (p) => {
-              printStages(p);
-              timer.update(p);
-            },
+      const result = await withForgeClient(
+        async (forge) => {
+          const handle = await forge.startPromoteBuiltin({
+            repo: opts.repo === undefined ? undefined : path.resolve(opts.repo),
+            branch: opts.branch,
+            changes,
+            message: opts.message,
+            dryRun: !!opts.dryRun,
           });
-        } finally {
-          timer.stop();
-        }
-      }, { wait: opts.wait });
+          process.stderr.write(`${opts.dryRun ? 'verifying' : 'promoting'} ${changes.length} file(s) — run ${handle.workflowId}\n`);
+          const timer = runningTimer();
+          try {
+            const printStages = progressPrinter();
+            return await handle.result({
+              onProgress: (p) => {
+                printStages(p);
+                timer.update(p);
+              },
+            });
+          } finally {
+            timer.stop();
+          }
+        },
+        { wait: opts.wait },
+      );
       printResult(!!opts.json, result, () => describePromotion(result));
       process.exitCode = result.status === 'rejected' ? ExitCode.refused : ExitCode.ok;
     });
@@ -94,6 +97,8 @@ function describePromotion(r: PromoteBuiltinResult): string {
       if (tail) lines.push('--- output (tail) ---', tail.split('\n').slice(-20).join('\n'));
     }
   }
-  lines.push(`base ${r.baseCommit.slice(0, 12) || '-'}${r.mergedCommit ? ` → ${r.mergedCommit.slice(0, 12)}` : ''} on ${r.branch || '-'} (${r.rounds} round(s))`);
+  lines.push(
+    `base ${r.baseCommit.slice(0, 12) || '-'}${r.mergedCommit ? ` → ${r.mergedCommit.slice(0, 12)}` : ''} on ${r.branch || '-'} (${r.rounds} round(s))`,
+  );
   return lines.join('\n');
 }

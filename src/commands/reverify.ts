@@ -26,9 +26,7 @@ export function registerReverify(program: Command): void {
           process.exitCode = ExitCode.ok;
           return;
         }
-        const info = await withForgeClient((forge) =>
-          opts.pause ? forge.pauseReverify() : opts.resume ? forge.resumeReverify() : forge.reverifySchedule(),
-        );
+        const info = await withForgeClient((forge) => (opts.pause ? forge.pauseReverify() : opts.resume ? forge.resumeReverify() : forge.reverifySchedule()));
         printResult(json, info, () => describeSchedule(info));
         process.exitCode = ExitCode.ok;
       } catch (err) {
@@ -45,7 +43,9 @@ function describeSummary(s: ReverifySummary): string {
   ];
   for (const t of s.tools.filter((t) => t.action !== 'none')) {
     const moved = t.action === 'degraded' && t.activeVersion !== undefined ? ` → v${t.activeVersion} active` : '';
-    lines.push(`  ${t.name.padEnd(32)} v${String(t.version).padEnd(5)} ${t.verdict.padEnd(12)} ${t.action}${moved}${t.error ? `: ${t.error.split('\n')[0].slice(0, 120)}` : ''}`);
+    lines.push(
+      `  ${t.name.padEnd(32)} v${String(t.version).padEnd(5)} ${t.verdict.padEnd(12)} ${t.action}${moved}${t.error ? `: ${t.error.split('\n')[0].slice(0, 120)}` : ''}`,
+    );
   }
   if (s.quarantined.length) lines.push(`quarantined: ${s.quarantined.join(', ')}`);
   if (s.degraded.length) lines.push(`degraded: ${s.degraded.join(', ')}`);
@@ -61,7 +61,17 @@ function describeBuiltin(b: BuiltinReverifyReport): string[] {
   const head = `built-in repository ${b.repo}${at}: ${b.status.toUpperCase()}${stages ? ` (${stages})` : ''}${b.reason && b.status !== 'failed' ? `: ${b.reason}` : ''}`;
   if (!b.failure) return [head];
   const f = b.failure;
-  const tail = (label: string, text: string) => (text.trim() ? [`  ${label}:`, ...text.trimEnd().split('\n').slice(-10).map((l) => `    ${l}`)] : []);
+  const tail = (label: string, text: string) =>
+    text.trim()
+      ? [
+          `  ${label}:`,
+          ...text
+            .trimEnd()
+            .split('\n')
+            .slice(-10)
+            .map((l) => `    ${l}`),
+        ]
+      : [];
   return [
     head,
     `  ${f.stage} failed (${f.category}): ${f.reason}`,

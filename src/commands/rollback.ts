@@ -16,7 +16,8 @@ export function registerRollback(program: Command): void {
       let toVersion: number | undefined;
       if (opts.to !== undefined) {
         toVersion = Number(opts.to.replace(/^v/, ''));
-        if (!Number.isInteger(toVersion) || toVersion < 1) throw new UsageError(`--to must be a version number such as 3 or v3, got ${JSON.stringify(opts.to)}`);
+        if (!Number.isInteger(toVersion) || toVersion < 1)
+          throw new UsageError(`--to must be a version number such as 3 or v3, got ${JSON.stringify(opts.to)}`);
       }
       const result = await withForgeClient((forge) => forge.rollbackTool(name, { toVersion }), { wait: opts.wait });
       printResult(!!opts.json, result, () => result.message);

@@ -32,9 +32,10 @@ export async function runUntilSignal(
   const signalled = untilSignal();
   const platform = await startPlatform({ config, embeddedTemporal, database });
   announce(platform);
-  const ended = await Promise.race([signalled.then((s) => ({ signal: s })), platform.done.then(() => ({ signal: undefined }))]).catch(
-    (err: Error) => ({ signal: undefined, error: err }),
-  );
+  const ended = await Promise.race([signalled.then((s) => ({ signal: s })), platform.done.then(() => ({ signal: undefined }))]).catch((err: Error) => ({
+    signal: undefined,
+    error: err,
+  }));
   if ('error' in ended && ended.error) process.stderr.write(`forge: a worker stopped: ${ended.error.message}\n`);
   else if (ended.signal) process.stderr.write(`forge: ${ended.signal}: stopping ...\n`);
   await platform.stop();

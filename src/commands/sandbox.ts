@@ -87,7 +87,13 @@ async function typecheck(
       return { typeErrors: [] };
     }
     const status = err instanceof TypecheckTimeoutError ? 'timeout' : 'crashed';
-    return { rejected: { status, error: `${err.message}; FORGE_TYPECHECK=warn runs the tool without waiting for it, =off skips it`, diagnostics: { phase: 'typecheck' } } };
+    return {
+      rejected: {
+        status,
+        error: `${err.message}; FORGE_TYPECHECK=warn runs the tool without waiting for it, =off skips it`,
+        diagnostics: { phase: 'typecheck' },
+      },
+    };
   }
 }
 

@@ -12,7 +12,7 @@ import { printError, printResult } from './output';
 export function registerSetup(program: Command): void {
   program
     .command('setup')
-    .description('Find or install the temporal CLI (its dev server runs Forge\'s Temporal) under $FORGE_HOME, as `npm run setup` does in a checkout')
+    .description("Find or install the temporal CLI (its dev server runs Forge's Temporal) under $FORGE_HOME, as `npm run setup` does in a checkout")
     .option('--json', 'print one JSON object')
     .action((opts: { json?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports

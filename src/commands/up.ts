@@ -29,14 +29,19 @@ export function registerUp(program: Command): void {
           : 'existing';
       const database = openDatabaseAhead(config);
       const { runUntilSignal } = workerSide();
-      await runUntilSignal(config, embeddedTemporal, (p) => {
-        const lines = [`Forge is up. Temporal at ${p.address}.`];
-        if (p.uiUrl) lines.push(`Web UI: ${p.uiUrl}  (runs: ${p.uiUrl}/namespaces/default/workflows)`);
-        lines.push(`agent-tools: ${config.agentToolsDir}`);
-        lines.push(`agent repository (forge promote): ${config.promotion.repo}${seeded === 'created' ? ' (new: a copy of examples/agent-repo)' : ''}`);
-        lines.push('Press Ctrl-C to stop.');
-        process.stdout.write(lines.join('\n') + '\n');
-      }, database);
+      await runUntilSignal(
+        config,
+        embeddedTemporal,
+        (p) => {
+          const lines = [`Forge is up. Temporal at ${p.address}.`];
+          if (p.uiUrl) lines.push(`Web UI: ${p.uiUrl}  (runs: ${p.uiUrl}/namespaces/default/workflows)`);
+          lines.push(`agent-tools: ${config.agentToolsDir}`);
+          lines.push(`agent repository (forge promote): ${config.promotion.repo}${seeded === 'created' ? ' (new: a copy of examples/agent-repo)' : ''}`);
+          lines.push('Press Ctrl-C to stop.');
+          process.stdout.write(lines.join('\n') + '\n');
+        },
+        database,
+      );
     });
 
   program
@@ -47,12 +52,7 @@ export function registerUp(program: Command): void {
       makeStatePrivate(config);
       const database = openDatabaseAhead(config);
       const { runUntilSignal } = workerSide();
-      await runUntilSignal(
-        config,
-        false,
-        (p) => process.stdout.write(`Forge workers are running against ${p.address}. Press Ctrl-C to stop.\n`),
-        database,
-      );
+      await runUntilSignal(config, false, (p) => process.stdout.write(`Forge workers are running against ${p.address}. Press Ctrl-C to stop.\n`), database);
     });
 }
 

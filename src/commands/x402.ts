@@ -15,39 +15,48 @@ import { BASE_UNITS_HELP, isBaseUnits } from '../contract/base-units';
 export function registerPay(program: Command): void {
   program
     .command('pay')
-    .description('Pay for an HTTP resource over x402 with the worker\'s wallet, within the spend policy, exactly once')
+    .description("Pay for an HTTP resource over x402 with the worker's wallet, within the spend policy, exactly once")
     .argument('<url>', 'the resource (http:// or https://)')
     .option('--method <method>', 'the HTTP method (default GET)')
     .option('--header <header>', "a request header, 'Name: value' (repeatable)", collect, [])
     .option('--body <text>', 'the request body, as sent (e.g. JSON)')
     .option('--max <amount>', 'the most this payment may cost, in base units of the asset (lowers the configured maximum)')
-    .option('--idempotency-key <key>', 'this payment\'s key: paying again with the same key, method, URL and body joins the first run instead of paying twice (default: a new key, printed)')
+    .option(
+      '--idempotency-key <key>',
+      "this payment's key: paying again with the same key, method, URL and body joins the first run instead of paying twice (default: a new key, printed)",
+    )
     .option('--json', 'print one JSON object')
     .option('--wait', WAIT_HELP)
-    .action(async (url: string, opts: { method?: string; header: string[]; body?: string; max?: string; idempotencyKey?: string; json?: boolean; wait?: boolean }) => {
-      if (opts.max !== undefined && !isBaseUnits(opts.max)) {
-        throw new UsageError(`--max ${JSON.stringify(opts.max)}: write ${BASE_UNITS_HELP}`);
-      }
-      const headers: Record<string, string> = {};
-      for (const h of opts.header) {
-        const colon = h.indexOf(':');
-        if (colon <= 0) throw new UsageError(`--header ${JSON.stringify(h)}: write 'Name: value'`);
-        headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
-      }
-      const result = await withForgeClient((forge) =>
-        forge.pay(url, {
-          method: opts.method?.toUpperCase(),
-          headers: opts.header.length > 0 ? headers : undefined,
-          body: opts.body,
-          maxAmount: opts.max,
-          idempotencyKey: opts.idempotencyKey,
-          onProgress: opts.json ? undefined : progressPrinter(),
-        }),
-        { wait: opts.wait },
-      );
-      printResult(!!opts.json, result, () => describePayment(result, opts.max));
-      process.exitCode = result.status === 'paid' ? ExitCode.ok : ExitCode.refused;
-    });
+    .action(
+      async (
+        url: string,
+        opts: { method?: string; header: string[]; body?: string; max?: string; idempotencyKey?: string; json?: boolean; wait?: boolean },
+      ) => {
+        if (opts.max !== undefined && !isBaseUnits(opts.max)) {
+          throw new UsageError(`--max ${JSON.stringify(opts.max)}: write ${BASE_UNITS_HELP}`);
+        }
+        const headers: Record<string, string> = {};
+        for (const h of opts.header) {
+          const colon = h.indexOf(':');
+          if (colon <= 0) throw new UsageError(`--header ${JSON.stringify(h)}: write 'Name: value'`);
+          headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
+        }
+        const result = await withForgeClient(
+          (forge) =>
+            forge.pay(url, {
+              method: opts.method?.toUpperCase(),
+              headers: opts.header.length > 0 ? headers : undefined,
+              body: opts.body,
+              maxAmount: opts.max,
+              idempotencyKey: opts.idempotencyKey,
+              onProgress: opts.json ? undefined : progressPrinter(),
+            }),
+          { wait: opts.wait },
+        );
+        printResult(!!opts.json, result, () => describePayment(result, opts.max));
+        process.exitCode = result.status === 'paid' ? ExitCode.ok : ExitCode.refused;
+      },
+    );
 }
 
 function describePayment(r: PayResult, max: string | undefined): string {
@@ -70,7 +79,8 @@ function describePayment(r: PayResult, max: string | undefined): string {
   }
   if (r.reason && r.status === 'paid' && r.amount !== '0') lines.push(`  note: ${r.reason}`);
   lines.push(`  run ${r.workflowId}`);
-  if (r.idempotencyKey) lines.push(`  idempotency key ${r.idempotencyKey} (pay again with --idempotency-key ${r.idempotencyKey} to join this run, never to pay twice)`);
+  if (r.idempotencyKey)
+    lines.push(`  idempotency key ${r.idempotencyKey} (pay again with --idempotency-key ${r.idempotencyKey} to join this run, never to pay twice)`);
   if (r.body !== undefined && r.status !== 'refused') lines.push('', r.body + (r.bodyTruncated ? '\n… (cut: the response was longer)' : ''));
   return lines.join('\n');
 }
@@ -93,11 +103,13 @@ export function registerPnl(program: Command): void {
 }
 
 function describePnl(r: PnlResult): string {
-  if (r.rows.length === 0) return 'No settled x402 payment yet: the ledger is empty. Pay with `forge pay URL`, or sell a tool with `forge sell TOOL --price AMOUNT`.';
+  if (r.rows.length === 0)
+    return 'No settled x402 payment yet: the ledger is empty. Pay with `forge pay URL`, or sell a tool with `forge sell TOOL --price AMOUNT`.';
   const width = Math.max(8, ...r.rows.map((row) => row.key.length));
   const numbers = [...r.rows.flatMap((row) => [row.income, row.spend, row.net]), r.totals.income, r.totals.spend, r.totals.net];
   const n = Math.max(6, ...numbers.map((v) => v.length));
-  const line = (key: string, income: string, spend: string, net: string) => `${key.padEnd(width)}  ${income.padStart(n)}  ${spend.padStart(n)}  ${net.padStart(n)}`;
+  const line = (key: string, income: string, spend: string, net: string) =>
+    `${key.padEnd(width)}  ${income.padStart(n)}  ${spend.padStart(n)}  ${net.padStart(n)}`;
   const out = [line(r.by, 'income', 'spend', 'net'), ...r.rows.map((row) => line(row.key, row.income, row.spend, row.net))];
   out.push(line('total', r.totals.income, r.totals.spend, r.totals.net));
   out.push(
@@ -114,8 +126,11 @@ export function registerSell(program: Command): void {
     .command('sell')
     .description('Offer an active tool as a paid x402 endpoint of the worker (or withdraw it with --stop)')
     .argument('<tool>', 'an active tool')
-    .option('--price <amount>', "per call: money as x402 writes it ($0.01, or 0.01 USD: whole tokens of the sale asset), or a whole number of base units (10000 = $0.01 of a 6-decimals token)")
-    .option('--description <text>', 'what buyers read (default: the tool\'s own description)')
+    .option(
+      '--price <amount>',
+      'per call: money as x402 writes it ($0.01, or 0.01 USD: whole tokens of the sale asset), or a whole number of base units (10000 = $0.01 of a 6-decimals token)',
+    )
+    .option('--description <text>', "what buyers read (default: the tool's own description)")
     .option('--stop', 'stop selling it')
     .option('--json', 'print one JSON object')
     .option('--wait', WAIT_HELP)
@@ -123,7 +138,9 @@ export function registerSell(program: Command): void {
       if (!!opts.stop === (opts.price !== undefined)) throw new UsageError('give --price AMOUNT, or --stop to withdraw the offer');
       const price = opts.price === undefined ? undefined : parsePrice(opts.price);
       if (price && 'error' in price) throw new UsageError(`--price: ${price.error}`);
-      const result = await withForgeClient((forge) => forge.sell(tool, { price: opts.price, stop: opts.stop, description: opts.description }), { wait: opts.wait });
+      const result = await withForgeClient((forge) => forge.sell(tool, { price: opts.price, stop: opts.stop, description: opts.description }), {
+        wait: opts.wait,
+      });
       printResult(!!opts.json, result, () => describeSale(result));
       // Money finer than the asset's decimals is only known to be bad input once the worker has its decimals.
       process.exitCode = result.problem === 'price' ? ExitCode.usage : result.status === 'refused' ? ExitCode.refused : ExitCode.ok;
@@ -167,7 +184,11 @@ function describeServices(r: ServicesResult, query: string | undefined): string 
   return r.services
     .map((s) => {
       const fields = s.inputSchema && typeof s.inputSchema === 'object' ? Object.keys((s.inputSchema as { properties?: object }).properties ?? {}) : [];
-      return [`${s.method ?? 'GET'} ${s.url}`, `  ${s.price ?? '?'} of ${s.asset ?? '?'} on ${s.network ?? '?'}${s.description ? ` — ${s.description}` : ''}`, ...(fields.length > 0 ? [`  input: ${fields.join(', ')}`] : [])].join('\n');
+      return [
+        `${s.method ?? 'GET'} ${s.url}`,
+        `  ${s.price ?? '?'} of ${s.asset ?? '?'} on ${s.network ?? '?'}${s.description ? ` — ${s.description}` : ''}`,
+        ...(fields.length > 0 ? [`  input: ${fields.join(', ')}`] : []),
+      ].join('\n');
     })
     .join('\n');
 }

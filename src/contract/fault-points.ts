@@ -40,4 +40,3 @@ export function parseFaultPoints(spec: string): FaultPoint[] {
 export function formatFaultPoint(p: FaultPoint): string {
   return `${p.workflowType}:${p.activity}.${p.moment}`;
 }
-

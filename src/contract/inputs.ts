@@ -101,7 +101,10 @@ export const promoteBuiltinInput = z.object({
     .array(proposedChange)
     .min(1, 'a promotion changes at least one file')
     .max(MAX_PROMOTION_FILES, `a promotion changes at most ${MAX_PROMOTION_FILES} files`)
-    .refine((changes) => changes.reduce((n, c) => n + utf8Bytes(c.content), 0) <= MAX_PROMOTION_BYTES, `the changed files hold more than ${MAX_PROMOTION_BYTES} bytes in all`),
+    .refine(
+      (changes) => changes.reduce((n, c) => n + utf8Bytes(c.content), 0) <= MAX_PROMOTION_BYTES,
+      `the changed files hold more than ${MAX_PROMOTION_BYTES} bytes in all`,
+    ),
   message: z.string().trim().min(1).max(10_000).optional().describe('the commit message (default: one naming the changed paths)'),
   dryRun: z.boolean().default(false).describe('verify everything, merge nothing'),
 });
@@ -119,11 +122,22 @@ export type ListRunsInput = z.input<typeof listRunsInput>;
 export const payInput = z.object({
   url: httpUrl
     // A password in a URL would travel in the run's input and history: refused, and (zod's message) never echoed.
-    .refine((v) => !URL.canParse(v) || (new URL(v).username === '' && new URL(v).password === ''), 'must not carry credentials (user:password@): send them in a header')
+    .refine(
+      (v) => !URL.canParse(v) || (new URL(v).username === '' && new URL(v).password === ''),
+      'must not carry credentials (user:password@): send them in a header',
+    )
     .describe('the resource, http:// or https://'),
-  method: z.string().regex(/^[A-Z]+$/, 'must be an HTTP method in capitals (GET, POST, ...)').optional().describe('GET (default), POST, ...'),
+  method: z
+    .string()
+    .regex(/^[A-Z]+$/, 'must be an HTTP method in capitals (GET, POST, ...)')
+    .optional()
+    .describe('GET (default), POST, ...'),
   headers: z.record(z.string(), z.string()).optional(),
-  body: z.string().max(1024 * 1024, 'must be at most 1 MiB').optional().describe('the request body as sent, e.g. JSON text'),
+  body: z
+    .string()
+    .max(1024 * 1024, 'must be at most 1 MiB')
+    .optional()
+    .describe('the request body as sent, e.g. JSON text'),
   maxAmount: amount.optional().describe('the most this payment may cost, in base units (lowers the configured maximum)'),
   idempotencyKey: z
     .string()

@@ -5,10 +5,7 @@
  */
 import { ConfigError } from './errors';
 
-export type NetworkPolicy =
-  | { kind: 'internet' }
-  | { kind: 'none' }
-  | { kind: 'allow'; hosts: AllowedHost[] };
+export type NetworkPolicy = { kind: 'internet' } | { kind: 'none' } | { kind: 'allow'; hosts: AllowedHost[] };
 
 export interface AllowedHost {
   host: string;
@@ -49,4 +46,3 @@ export function describeNetworkPolicy(policy: NetworkPolicy): string {
   if (policy.kind !== 'allow') return policy.kind;
   return `allowlist ${policy.hosts.map((h) => (h.port === undefined ? h.host : `${h.host}:${h.port}`)).join(',')}`;
 }
-

@@ -39,7 +39,7 @@ export function isNeverReachable(address: string): boolean {
   return NEVER_REACHABLE_V4.some((cidr) => {
     const [base, bits] = cidr.split('/');
     const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
-    return ((value & mask) >>> 0) === ((ipv4Value(base)! & mask) >>> 0);
+    return (value & mask) >>> 0 === (ipv4Value(base)! & mask) >>> 0;
   });
 }
 

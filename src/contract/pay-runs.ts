@@ -81,9 +81,7 @@ export interface PayResult {
 }
 
 /** The resource's answer to the unpaid request: the terms, or (no payment asked) the response itself. */
-export type PaymentProbe =
-  | { kind: 'paymentRequired'; paymentRequired: X402PaymentRequired }
-  | { kind: 'response'; response: PaidResponse };
+export type PaymentProbe = { kind: 'paymentRequired'; paymentRequired: X402PaymentRequired } | { kind: 'response'; response: PaidResponse };
 
 /** An HTTP response as the workflow carries it. */
 export interface PaidResponse {

@@ -16,7 +16,8 @@ const USD_SUFFIX = /^(\d+(?:\.\d+)?)\s*USD$/i;
 const MAX_PRICE_LENGTH = 100;
 
 /** How to write a price, for error messages. */
-export const PRICE_HELP = 'write money as x402 does ($0.01, or 0.01 USD: whole tokens of the sale asset), or a whole number of base units (10000 is $0.01 of a 6-decimals token)';
+export const PRICE_HELP =
+  'write money as x402 does ($0.01, or 0.01 USD: whole tokens of the sale asset), or a whole number of base units (10000 is $0.01 of a 6-decimals token)';
 
 /** Reads a price text: its notation, or why it is not one (an error message that quotes it). */
 export function parsePrice(text: string): PriceNotation | { error: string } {
@@ -31,7 +32,9 @@ export function parsePrice(text: string): PriceNotation | { error: string } {
   }
   if (/^\d*\.\d+$|^\d+\.$/.test(t)) {
     // A bare decimal is money to x402's middleware but base units to Forge: neither is assumed.
-    return { error: `the price ${quoted} is ambiguous: write $${t.startsWith('.') ? `0${t}` : t.replace(/\.$/, '')} for that much of the token, or a whole number of base units` };
+    return {
+      error: `the price ${quoted} is ambiguous: write $${t.startsWith('.') ? `0${t}` : t.replace(/\.$/, '')} for that much of the token, or a whole number of base units`,
+    };
   }
   if (/^0+$/.test(t)) return { error: `the price ${quoted} is zero: a price is more than 0` };
   return { error: `the price ${quoted} is not a price: ${PRICE_HELP}` };

@@ -166,9 +166,7 @@ export async function applyAgentMigration(
           const core = (statement.coreTables?.length ?? 0) > 0;
           if (postgres) {
             const lockTimeout = core ? coreLockTimeoutMs(limits) : limits.lockTimeoutMs;
-            await tx.execute(
-              sql`SELECT set_config('statement_timeout', ${`${remaining}ms`}, true), set_config('lock_timeout', ${`${lockTimeout}ms`}, true)`,
-            );
+            await tx.execute(sql`SELECT set_config('statement_timeout', ${`${remaining}ms`}, true), set_config('lock_timeout', ${`${lockTimeout}ms`}, true)`);
           }
           try {
             await database.boundStatement(remaining, () => tx.execute(sql.raw(statement.text)));
@@ -278,12 +276,7 @@ function deadlineError(input: ApplyAgentMigrationInput, index: number, limits: M
 }
 
 /** A MigrationStatementError for Forge's own statement bound (PGlite), or undefined when `err` is something else. */
-function boundError(
-  err: unknown,
-  input: ApplyAgentMigrationInput,
-  index: number,
-  limits: MigrationLimits,
-): MigrationStatementError | undefined {
+function boundError(err: unknown, input: ApplyAgentMigrationInput, index: number, limits: MigrationLimits): MigrationStatementError | undefined {
   const bound = findCause(err, (e): e is StatementBoundError => e instanceof StatementBoundError);
   if (!bound) return undefined;
   return new MigrationStatementError(

@@ -36,9 +36,7 @@ export async function migratePglite(db: PgliteDatabase<Record<string, unknown>>,
   try {
     await migratePgliteDb(db, { migrationsFolder: migrationsFolder(), migrationsSchema: migrationsSchemaFor(schema) });
   } catch (err) {
-    throw err instanceof MigrationError
-      ? err
-      : new MigrationError(`Migrating PGlite failed: ${String(err)}`, { cause: err });
+    throw err instanceof MigrationError ? err : new MigrationError(`Migrating PGlite failed: ${String(err)}`, { cause: err });
   }
 }
 
@@ -61,8 +59,6 @@ export async function migratePostgres(client: PoolClient, schema: string): Promi
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }
   } catch (err) {
-    throw err instanceof MigrationError
-      ? err
-      : new MigrationError(`Migrating PostgreSQL failed: ${String(err)}`, { cause: err });
+    throw err instanceof MigrationError ? err : new MigrationError(`Migrating PostgreSQL failed: ${String(err)}`, { cause: err });
   }
 }

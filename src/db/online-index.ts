@@ -84,7 +84,11 @@ export async function buildIndexOnline(
     const pid = await backendPid(db);
     // Beats even when the progress view is empty (a build waiting for older transactions to end shows its phase there).
     const poll = setInterval(
-      () => void readProgress(database, pid).then((p) => onProgress(p ?? { phase: 'starting' }), () => onProgress({ phase: 'unknown' })),
+      () =>
+        void readProgress(database, pid).then(
+          (p) => onProgress(p ?? { phase: 'starting' }),
+          () => onProgress({ phase: 'unknown' }),
+        ),
       PROGRESS_EVERY_MS,
     );
     try {

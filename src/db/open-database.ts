@@ -10,7 +10,5 @@ import type { ForgeDatabase } from './types';
  */
 export function openDatabase(config: Pick<ForgeConfig, 'database'>): Promise<ForgeDatabase> {
   const { database } = config;
-  return database.kind === 'postgres'
-    ? openPostgres(database.url, database.schema)
-    : openPglite(database.dataDir, database.schema);
+  return database.kind === 'postgres' ? openPostgres(database.url, database.schema) : openPglite(database.dataDir, database.schema);
 }

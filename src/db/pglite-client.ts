@@ -24,9 +24,7 @@ import type { NotificationListener } from './types';
 
 /** What the thread executes (src/db/pglite-thread.cjs). */
 type Call =
-  | { op: 'query'; sql: string; params?: unknown[]; options?: { rowMode?: RowMode; rawTypes: number[] } }
-  | { op: 'exec'; sql: string }
-  | { op: 'close' };
+  { op: 'query'; sql: string; params?: unknown[]; options?: { rowMode?: RowMode; rawTypes: number[] } } | { op: 'exec'; sql: string } | { op: 'close' };
 
 /** Error fields as the thread sends them (its errors cannot cross postMessage as they are). */
 type ErrorFields = { message: string; name?: string; stack?: string; code?: string } & Record<string, unknown>;
@@ -104,9 +102,7 @@ function threadOptions(options: QueryOptions | undefined): Extract<Call, { op: '
   const { rowMode, parsers = {}, ...rest } = options;
   const unsupported = Object.keys(rest).filter((k) => rest[k as keyof typeof rest] !== undefined);
   if (unsupported.length > 0) {
-    throw new TypeError(
-      `PGlite query options ${unsupported.join(', ')} cannot reach the database thread (src/db/pglite-client.ts).`,
-    );
+    throw new TypeError(`PGlite query options ${unsupported.join(', ')} cannot reach the database thread (src/db/pglite-client.ts).`);
   }
   const rawTypes = Object.entries(parsers).map(([oid, parse]) => {
     let identity = false;
@@ -117,8 +113,7 @@ function threadOptions(options: QueryOptions | undefined): Extract<Call, { op: '
     }
     if (!identity) {
       throw new TypeError(
-        `A PGlite parser for type ${oid} is not the identity function drizzle used to pass; the database thread ` +
-          'cannot run it (src/db/pglite-client.ts).',
+        `A PGlite parser for type ${oid} is not the identity function drizzle used to pass; the database thread ` + 'cannot run it (src/db/pglite-client.ts).',
       );
     }
     return Number(oid);
@@ -168,9 +163,7 @@ export class PgliteThreadClient {
 
   /** PGlite's query() (one statement, with parameters), once the calls before it, a transaction included, are done. */
   query<T>(sql: string, params?: unknown[], options?: QueryOptions): Promise<Results<T>> {
-    return this.exclusive(async () =>
-      this.send<Results<T>>(await this.thread(), { op: 'query', sql, params, options: threadOptions(options) }),
-    );
+    return this.exclusive(async () => this.send<Results<T>>(await this.thread(), { op: 'query', sql, params, options: threadOptions(options) }));
   }
 
   /** PGlite's exec() (any number of statements, no parameters), in turn like query(). */
@@ -352,9 +345,7 @@ export class PgliteThreadClient {
 
   private send<T = unknown>(thread: Thread, call: Call): Promise<T> {
     if (!thread.alive) {
-      return Promise.reject(
-        connectionLost('08003', 'The embedded database was restarted since this transaction began; it is gone.'),
-      );
+      return Promise.reject(connectionLost('08003', 'The embedded database was restarted since this transaction began; it is gone.'));
     }
     const ms = call.op === 'close' ? undefined : this.bound.getStore();
     const id = ++this.nextId;

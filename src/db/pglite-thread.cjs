@@ -23,8 +23,22 @@ const identity = (/** @type {unknown} */ value) => value;
 
 /** The fields of PGlite's DatabaseError (PostgreSQL's ErrorResponse) that cross postMessage; its options cannot. */
 const ERROR_FIELDS = [
-  'severity', 'code', 'detail', 'hint', 'position', 'internalPosition', 'internalQuery', 'where',
-  'schema', 'table', 'column', 'dataType', 'constraint', 'file', 'line', 'routine',
+  'severity',
+  'code',
+  'detail',
+  'hint',
+  'position',
+  'internalPosition',
+  'internalQuery',
+  'where',
+  'schema',
+  'table',
+  'column',
+  'dataType',
+  'constraint',
+  'file',
+  'line',
+  'routine',
 ];
 
 /**

@@ -40,8 +40,7 @@ export async function openPglite(dataDir: string, schema: string): Promise<Forge
   // Held across restarts of the thread: the directory stays this process's.
   const release = inMemory ? () => undefined : lockDataDir(`${dataDir}.lock`);
   // One session, so a session-level search_path holds for the migrations and every later query (set again on restart).
-  const sessionSql =
-    schema === 'public' ? '' : `CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}"`;
+  const sessionSql = schema === 'public' ? '' : `CREATE SCHEMA IF NOT EXISTS "${schema}"; SET search_path TO "${schema}"`;
   const created = !inMemory && !existsSync(path.join(dataDir, 'PG_VERSION'));
   let client: PgliteThreadClient;
   try {

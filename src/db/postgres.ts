@@ -8,14 +8,7 @@ import { PgListener } from './pg-listener';
 import * as tables from './schema';
 import type { ForgeDatabase, ForgeDb } from './types';
 
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ECONNRESET',
-]);
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
 
 /** host:port of a postgres URL, for messages (never the password). */
 export function describePostgresUrl(url: string): string {
@@ -54,11 +47,7 @@ export async function openPostgres(url: string, schema: string, poolConfig: Pool
     const code = (err as NodeJS.ErrnoException).code;
     const where = describePostgresUrl(url);
     if (code !== undefined && UNREACHABLE_CODES.has(code)) {
-      throw new PlatformUnreachableError(
-        `Cannot reach PostgreSQL at ${where} (DATABASE_URL): is the server running?`,
-        where,
-        { cause: err },
-      );
+      throw new PlatformUnreachableError(`Cannot reach PostgreSQL at ${where} (DATABASE_URL): is the server running?`, where, { cause: err });
     }
     if (err instanceof Error && err.name === 'MigrationError') throw err;
     throw new DatabaseOpenError(`PostgreSQL at ${where} refused the connection: ${String(err)}`, 'postgres', {

@@ -84,7 +84,12 @@ export function createReverifyStore(database: Pick<ForgeDatabase, 'db'>): Reveri
       const versions = await db
         .select({ name: toolVersions.name, version: toolVersions.version })
         .from(toolVersions)
-        .where(inArray(toolVersions.name, pointers.map((p) => p.name)))
+        .where(
+          inArray(
+            toolVersions.name,
+            pointers.map((p) => p.name),
+          ),
+        )
         .orderBy(asc(toolVersions.name), sql`${toolVersions.version} DESC`);
       return pointers.map((p) => ({
         name: p.name,

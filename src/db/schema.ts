@@ -20,10 +20,7 @@ export const toolVersions = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     workflowId: text('workflow_id'),
   },
-  (t) => [
-    unique('tool_versions_name_version_key').on(t.name, t.version),
-    unique('tool_versions_name_content_hash_key').on(t.name, t.contentHash),
-  ],
+  (t) => [unique('tool_versions_name_version_key').on(t.name, t.version), unique('tool_versions_name_content_hash_key').on(t.name, t.contentHash)],
 );
 
 /**

@@ -377,14 +377,8 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
     removeTool(name, ref = {}) {
       return db.transaction(async (tx) => {
         await lockTool(tx, name);
-        const [active] = await tx
-          .delete(activeTools)
-          .where(eq(activeTools.name, name))
-          .returning({ version: activeTools.version });
-        const deleted = await tx
-          .delete(toolVersions)
-          .where(eq(toolVersions.name, name))
-          .returning({ version: toolVersions.version });
+        const [active] = await tx.delete(activeTools).where(eq(activeTools.name, name)).returning({ version: activeTools.version });
+        const deleted = await tx.delete(toolVersions).where(eq(toolVersions.name, name)).returning({ version: toolVersions.version });
         await tx.delete(toolQuarantine).where(eq(toolQuarantine.name, name));
         if (!active && deleted.length === 0) {
           // Nothing left: perhaps because this very run removed it in an attempt that could not report.
@@ -420,7 +414,12 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
         if (current?.version !== request.failedVersion) {
           // A deployment or an operator moved the tool since it was tested: theirs stands.
           const state = 'superseded' as const;
-          await insertEvent(tx, { kind: 'tool.reverify_superseded', subject: name, detail: { ...detail, state, activeVersion: current?.version }, workflowId: ref.workflowId });
+          await insertEvent(tx, {
+            kind: 'tool.reverify_superseded',
+            subject: name,
+            detail: { ...detail, state, activeVersion: current?.version },
+            workflowId: ref.workflowId,
+          });
           return { state, activeVersion: current?.version };
         }
         const state = request.fallbackVersion === undefined ? ('quarantined' as const) : ('degraded' as const);

@@ -64,7 +64,10 @@ export async function listLeftovers(input: { repo: string; root?: string }): Pro
       const [ref, commit] = line.split('\0');
       return { name: ref.slice('refs/heads/'.length), commit };
     });
-  const rootExists = await lstat(root).then(() => true, () => false);
+  const rootExists = await lstat(root).then(
+    () => true,
+    () => false,
+  );
   const rootEntries = rootExists ? (await readdir(await realpath(root))).sort() : [];
   return { worktrees, branches, rootEntries: rootEntries.map((e) => path.basename(e)) };
 }

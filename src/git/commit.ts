@@ -141,10 +141,7 @@ export async function commitChange(input: CommitChangeInput): Promise<CommitChan
     try {
       // The tree of base + the proposed contents, in a private index: concurrent calls never meet on index.lock.
       // The blobs are written while the private index is read from the base.
-      const [, blobs] = await settledInOrder([
-        git(['read-tree', base], { cwd: input.worktree, env: indexEnv }),
-        hashObjects(input.repo, input.files),
-      ] as const);
+      const [, blobs] = await settledInOrder([git(['read-tree', base], { cwd: input.worktree, env: indexEnv }), hashObjects(input.repo, input.files)] as const);
       const entries = input.files.map((file, i) => `${baseModes.get(file.path) ?? '100644'} ${blobs[i]}\t${file.path}\0`).join('');
       await git(['update-index', '-z', '--index-info'], { cwd: input.worktree, env: indexEnv, input: entries });
       const tree = (await git(['write-tree'], { cwd: input.worktree, env: indexEnv })).stdout.trim();

@@ -10,11 +10,16 @@ export const GIT_TIMEOUT_MS = 120_000;
  * background, no signing (it would make commits non-deterministic, so not idempotent).
  */
 const FIXED_CONFIG = [
-  '-c', 'core.hooksPath=/dev/null',
-  '-c', 'core.fsmonitor=false',
-  '-c', 'gc.auto=0',
-  '-c', 'maintenance.auto=false',
-  '-c', 'commit.gpgSign=false',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'gc.auto=0',
+  '-c',
+  'maintenance.auto=false',
+  '-c',
+  'commit.gpgSign=false',
 ];
 
 export interface GitOptions {

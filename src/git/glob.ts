@@ -42,7 +42,11 @@ function segmentSource(segment: string): string {
     else if (ch === '?') out += '[^/]';
     else if (ch === '{') {
       const close = segment.indexOf('}', i);
-      out += `(?:${segment.slice(i + 1, close).split(',').map(segmentSource).join('|')})`;
+      out += `(?:${segment
+        .slice(i + 1, close)
+        .split(',')
+        .map(segmentSource)
+        .join('|')})`;
       i = close;
     } else out += escape(ch);
   }

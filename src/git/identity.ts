@@ -34,10 +34,7 @@ export function gitDate(date: Date | number): string {
 }
 
 /** The environment that makes `git commit-tree` write exactly this author, committer and date. */
-export function identityEnv(
-  author: CommitIdentity & { date: string },
-  committer: CommitIdentity & { date: string } = author,
-): Record<string, string> {
+export function identityEnv(author: CommitIdentity & { date: string }, committer: CommitIdentity & { date: string } = author): Record<string, string> {
   return {
     GIT_AUTHOR_NAME: author.name,
     GIT_AUTHOR_EMAIL: author.email,

@@ -20,13 +20,7 @@
  */
 export { cleanupRun, listLeftovers, type CleanupRunInput, type CleanupRunResult, type Leftovers } from './cleanup';
 export { commitChange, isSameChange, type CommitChangeInput, type CommitChangeResult, type ProposedFile } from './commit';
-export {
-  DEPENDENCY_FILES,
-  dependencyChanges,
-  linkNodeModules,
-  type LinkDependenciesInput,
-  type LinkDependenciesResult,
-} from './dependencies';
+export { DEPENDENCY_FILES, dependencyChanges, linkNodeModules, type LinkDependenciesInput, type LinkDependenciesResult } from './dependencies';
 export {
   BranchNotFoundError,
   CommitNotFoundError,

@@ -134,8 +134,14 @@ async function classify(checkout: string, repo: string, base: string, tested: st
   const touched = known ?? (await touchedPaths(repo, base, tested));
   // The index and the working files are read at once (each a git process).
   const [index, files] = await settledInOrder([
-    indexEntries(checkout, touched.map((t) => t.path)),
-    workingFiles(checkout, touched.map((t) => t.path)),
+    indexEntries(
+      checkout,
+      touched.map((t) => t.path),
+    ),
+    workingFiles(
+      checkout,
+      touched.map((t) => t.path),
+    ),
   ] as const);
   const local: string[] = [];
   const done: string[] = [];
@@ -206,7 +212,13 @@ async function removeFile(checkout: string, p: string): Promise<void> {
     if (err.code !== 'ENOENT') throw err;
   });
   for (let dir = path.dirname(p); dir !== '.'; dir = path.dirname(dir)) {
-    if (!(await rmdir(path.join(root, dir)).then(() => true, () => false))) break;
+    if (
+      !(await rmdir(path.join(root, dir)).then(
+        () => true,
+        () => false,
+      ))
+    )
+      break;
   }
 }
 
@@ -248,9 +260,7 @@ async function advanceLocked(checkout: string, repo: string, branch: string, bas
 
   const zeros = '0'.repeat(tested.length);
   // --index-info: `<mode> <oid>\t<path>`, and mode 0 removes the entry.
-  const entries = pending
-    .map((t) => (t.tested ? `${t.tested.mode} ${t.tested.oid}\t${t.path}\0` : `0 ${zeros}\t${t.path}\0`))
-    .join('');
+  const entries = pending.map((t) => (t.tested ? `${t.tested.mode} ${t.tested.oid}\t${t.path}\0` : `0 ${zeros}\t${t.path}\0`)).join('');
   await writeIndex(checkout, ['update-index', '-z', '--index-info'], entries);
   const written = pending.filter((t) => t.tested).map((t) => t.path);
   // checkout-index writes through git's own checks (never beyond a symlink) and records the new files' stats.

@@ -128,12 +128,7 @@ async function makeParents(realRoot: string, rel: string): Promise<void> {
  * @returns the absolute path written
  * @throws UnsafePathError
  */
-export async function writeProposedFile(
-  root: string,
-  rel: string,
-  content: string | Buffer,
-  options: { executable?: boolean } = {},
-): Promise<string> {
+export async function writeProposedFile(root: string, rel: string, content: string | Buffer, options: { executable?: boolean } = {}): Promise<string> {
   const info = await checkProposedPath(root, rel);
   const realRoot = await realpath(root);
   await makeParents(realRoot, rel);

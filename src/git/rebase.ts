@@ -29,10 +29,7 @@ interface Signature {
 }
 
 /** The author, committer and message of a commit, byte for byte, so the rebased commit says the same. */
-async function readCommit(
-  repo: string,
-  commit: string,
-): Promise<{ author: Signature; committer: Signature; message: string; parents: string[] }> {
+async function readCommit(repo: string, commit: string): Promise<{ author: Signature; committer: Signature; message: string; parents: string[] }> {
   const { stdout } = await git(['cat-file', 'commit', commit], { cwd: repo });
   const split = stdout.indexOf('\n\n');
   const headers = (split === -1 ? stdout : stdout.slice(0, split)).split('\n');

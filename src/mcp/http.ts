@@ -35,11 +35,18 @@ export async function serveHttp(mcp: ForgeMcp, options: HttpServeOptions): Promi
   const open = new Map<string, number>();
   const expected = digest(options.token);
   const idleMs = options.idleSessionMs ?? 30 * 60_000;
-  const sweep = setInterval(() => {
-    for (const [id, at] of lastSeen) {
-      if (!open.get(id) && Date.now() - at > idleMs) void sessions.get(id)?.close().catch(() => undefined);
-    }
-  }, Math.min(idleMs, 60_000));
+  const sweep = setInterval(
+    () => {
+      for (const [id, at] of lastSeen) {
+        if (!open.get(id) && Date.now() - at > idleMs)
+          void sessions
+            .get(id)
+            ?.close()
+            .catch(() => undefined);
+      }
+    },
+    Math.min(idleMs, 60_000),
+  );
   sweep.unref();
   let allowedHosts: Set<string> | undefined;
 
@@ -77,7 +84,11 @@ export async function serveHttp(mcp: ForgeMcp, options: HttpServeOptions): Promi
     }
     if (sessionId !== undefined || req.method !== 'POST' || !isInitializeRequest(body)) {
       // An unknown session (the server restarted, or the session was closed) is 404, which tells a client to start anew.
-      return reply(res, sessionId !== undefined ? 404 : 400, jsonRpcError(-32000, sessionId !== undefined ? 'unknown session' : 'no session: send initialize first'));
+      return reply(
+        res,
+        sessionId !== undefined ? 404 : 400,
+        jsonRpcError(-32000, sessionId !== undefined ? 'unknown session' : 'no session: send initialize first'),
+      );
     }
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

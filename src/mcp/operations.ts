@@ -77,7 +77,7 @@ export const OPERATIONS: Operation[] = [
     name: 'deploy_tool',
     description:
       'Deploy a tool: a TypeScript module is compiled, tested in a bounded sandbox with testInput, persisted as a new ' +
-      'version and made active, so it appears as an MCP tool of its own. The module: `import { z } from \'zod\'; export ' +
+      "version and made active, so it appears as an MCP tool of its own. The module: `import { z } from 'zod'; export " +
       "default { name: 'my_tool' /* equal to the name deployed */, description: '...', inputSchema: z.object({ n: " +
       'z.number() }), async execute(input, signal) { return { ... } /* JSON */ } };` (any installed package may be imported). ' +
       'A rejection says the stage (validate, compile, typecheck, test), the verdict, a message and, for compile and type ' +
@@ -207,7 +207,14 @@ export const OPERATIONS: Operation[] = [
     output: z.looseObject({
       accepted: z.boolean(),
       statements: z.array(
-        z.looseObject({ index: z.number().int(), kind: z.string(), accepted: z.boolean(), rule: z.string().optional(), message: z.string().optional(), location: location.optional() }),
+        z.looseObject({
+          index: z.number().int(),
+          kind: z.string(),
+          accepted: z.boolean(),
+          rule: z.string().optional(),
+          message: z.string().optional(),
+          location: location.optional(),
+        }),
       ),
       problem: z.looseObject({ rule: z.string(), message: z.string() }).optional(),
     }),
@@ -229,7 +236,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'migrate_schema',
     description:
-      "Apply a schema migration: checked by the schema policy, then applied in one transaction with its tracking row. A " +
+      'Apply a schema migration: checked by the schema policy, then applied in one transaction with its tracking row. A ' +
       'name is applied once (again: alreadyApplied). A refusal or failure says why and where (line, column).',
     input: migrateSchemaInput,
     output: z.looseObject({
@@ -264,7 +271,16 @@ export const OPERATIONS: Operation[] = [
     description: "Recent Forge runs (deployments, migrations, promotions, re-verifications), newest first, with each run's outcome and stage.",
     input: listRunsInput,
     output: z.looseObject({
-      runs: z.array(z.looseObject({ workflowId: z.string(), status: z.string(), outcome: z.string(), kind: z.string().optional(), stage: z.string().optional(), startTime: z.string() })),
+      runs: z.array(
+        z.looseObject({
+          workflowId: z.string(),
+          status: z.string(),
+          outcome: z.string(),
+          kind: z.string().optional(),
+          stage: z.string().optional(),
+          startTime: z.string(),
+        }),
+      ),
     }),
     annotations: readOnly('List runs'),
     async run(args, ctx) {
@@ -282,14 +298,18 @@ export const OPERATIONS: Operation[] = [
     annotations: readOnly('Show a run'),
     async run(args, ctx) {
       const info = await (await ctx.forge()).getRun(args.workflowId);
-      return { structured: { ...info }, text: `${info.workflowId}: ${info.status}${info.outcome ? ` (${info.outcome})` : ''}${info.stage ? ` at ${info.stage}` : ''}`, isError: false };
+      return {
+        structured: { ...info },
+        text: `${info.workflowId}: ${info.status}${info.outcome ? ` (${info.outcome})` : ''}${info.stage ? ` at ${info.stage}` : ''}`,
+        isError: false,
+      };
     },
   }),
   operation({
     name: 'promote_builtin',
     description:
       "Promote a change to the agent's own built-in code: the files are committed in an ephemeral worktree, compiled, " +
-      "tested and smoke-started there, and only then fast-forwarded onto the branch. dryRun verifies without merging. A " +
+      'tested and smoke-started there, and only then fast-forwarded onto the branch. dryRun verifies without merging. A ' +
       'rejection says the stage, the category, the reason and the file:line locations the tools printed.',
     input: promoteBuiltinInput,
     output: z.looseObject({
@@ -312,7 +332,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'reverify',
     description:
-      "The re-verification schedule: `show` it (default), `pause` or `resume` it, or run it `now` and wait for the summary " +
+      'The re-verification schedule: `show` it (default), `pause` or `resume` it, or run it `now` and wait for the summary ' +
       '(every active tool tested again; what fails twice is degraded to an earlier version or quarantined).',
     input: z.object({ action: z.enum(['show', 'now', 'pause', 'resume']).optional() }),
     output: z.looseObject({ action: z.string(), schedule: z.looseObject({}).optional(), summary: z.looseObject({}).optional() }),
@@ -327,7 +347,11 @@ export const OPERATIONS: Operation[] = [
         return { structured: { action, summary: { ...summary } }, text, isError: false };
       }
       const schedule = action === 'pause' ? await forge.pauseReverify() : action === 'resume' ? await forge.resumeReverify() : await forge.reverifySchedule();
-      return { structured: { action, schedule: { ...schedule } }, text: `schedule ${schedule.scheduleId}: ${schedule.paused ? 'paused' : 'active'}`, isError: false };
+      return {
+        structured: { action, schedule: { ...schedule } },
+        text: `schedule ${schedule.scheduleId}: ${schedule.paused ? 'paused' : 'active'}`,
+        isError: false,
+      };
     },
   }),
   operation({
@@ -380,17 +404,30 @@ export const OPERATIONS: Operation[] = [
       '(stop: true). Returns the URL buyers POST its input to; its input schema is published for discovery.',
     // A price in JSON is text; that a price and stop exclude each other the SDK says (its ForgeInputError is the answer).
     input: sellInputFields.extend({ price: priceText.optional().describe(sellInputFields.shape.price.description ?? '') }),
-    output: z.looseObject({ status: z.enum(['offered', 'withdrawn', 'refused']), tool: z.string(), workflowId: z.string(), url: z.string().optional(), price: z.string().optional(), reason: z.string().optional() }),
+    output: z.looseObject({
+      status: z.enum(['offered', 'withdrawn', 'refused']),
+      tool: z.string(),
+      workflowId: z.string(),
+      url: z.string().optional(),
+      price: z.string().optional(),
+      reason: z.string().optional(),
+    }),
     annotations: { title: 'Sell a tool (x402)', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     async run(args, ctx) {
       const r = await (await ctx.forge()).sell(args.tool, { price: args.price, stop: args.stop, description: args.description });
-      const text = r.status === 'offered' ? `${r.tool} is sold at ${r.url} for ${r.price} base units${r.priceGiven ? ` (${r.priceGiven})` : ''}` : r.status === 'withdrawn' ? `${r.tool} is no longer sold` : `refused: ${r.reason}`;
+      const text =
+        r.status === 'offered'
+          ? `${r.tool} is sold at ${r.url} for ${r.price} base units${r.priceGiven ? ` (${r.priceGiven})` : ''}`
+          : r.status === 'withdrawn'
+            ? `${r.tool} is no longer sold`
+            : `refused: ${r.reason}`;
       return { structured: { ...r }, text, isError: r.status === 'refused' };
     },
   }),
   operation({
     name: 'list_services',
-    description: "Services offered over x402, as the facilitator's bazaar discovery lists them, with their price and input schema; query keeps those mentioning every word.",
+    description:
+      "Services offered over x402, as the facilitator's bazaar discovery lists them, with their price and input schema; query keeps those mentioning every word.",
     input: z.object({ query: z.string().optional(), network: z.string().optional() }),
     output: z.looseObject({ facilitatorUrl: z.string(), services: z.array(z.looseObject({ url: z.string() })) }),
     annotations: { ...readOnly('Discover x402 services'), openWorldHint: true },
@@ -403,7 +440,11 @@ export const OPERATIONS: Operation[] = [
     name: 'get_pnl',
     description: 'The x402 ledger: settled income (tools sold), spend (resources paid for) and net, by tool or by UTC day, in base units.',
     input: z.object({ by: z.enum(['tool', 'day']).optional() }),
-    output: z.looseObject({ by: z.string(), rows: z.array(z.looseObject({ key: z.string() })), totals: z.looseObject({ income: z.string(), spend: z.string(), net: z.string() }) }),
+    output: z.looseObject({
+      by: z.string(),
+      rows: z.array(z.looseObject({ key: z.string() })),
+      totals: z.looseObject({ income: z.string(), spend: z.string(), net: z.string() }),
+    }),
     annotations: readOnly('Profit and loss'),
     async run(args, ctx) {
       const r = await (await ctx.forge()).pnl({ by: args.by });
@@ -457,6 +498,9 @@ function promotionAnswer(r: PromoteBuiltinResult): OperationResult {
     ...(failure ? { stage: failure.stage, category: failure.category } : {}),
     ...(first ? { location: { file: first.file, line: first.line, column: first.column, message: first.message } } : {}),
   };
-  const text = r.status === 'rejected' ? `rejected at ${failure?.stage ?? 'an unknown step'} (${failure?.category ?? 'infra'}): ${r.message}` : `${r.status}: ${r.message}`;
+  const text =
+    r.status === 'rejected'
+      ? `rejected at ${failure?.stage ?? 'an unknown step'} (${failure?.category ?? 'infra'}): ${r.message}`
+      : `${r.status}: ${r.message}`;
   return { structured, text, isError: r.status === 'rejected' };
 }

@@ -59,10 +59,7 @@ export class ForgeMcp {
 
   /** A new MCP server for one connection; it hears of tool changes until it closes. */
   createServer(): Server {
-    const server = new Server(
-      { name: 'forge', version: this.options.version },
-      { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
-    );
+    const server = new Server({ name: 'forge', version: this.options.version }, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.listTools() }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: args, _meta } = request.params;
@@ -75,7 +72,12 @@ export class ForgeMcp {
           : progressNotifier((progress, message) =>
               extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } }),
             );
-      const result = await this.callOperation(op, args, { forge: () => this.forge(), registry: this.registry, onProgress: progress?.listener, signal: extra.signal });
+      const result = await this.callOperation(op, args, {
+        forge: () => this.forge(),
+        registry: this.registry,
+        onProgress: progress?.listener,
+        signal: extra.signal,
+      });
       // The last stages are reported as the run ends: they must reach the client before the result, after which it stops listening.
       await progress?.flush();
       return result;

@@ -16,12 +16,14 @@ export function exampleAgentRepo(): string {
  * node_modules is linked in: the example's dependencies are a subset of Forge's, and .gitignore leaves the link out.
  * Built beside `target` and renamed into place, so a crash half-way leaves no half repository there.
  */
-export async function seedAgentRepo(input: {
-  target: string;
-  identity: { name: string; email: string };
-  example?: string;
-}): Promise<'created' | 'existing'> {
-  if (await stat(input.target).then(() => true, () => false)) return 'existing';
+export async function seedAgentRepo(input: { target: string; identity: { name: string; email: string }; example?: string }): Promise<'created' | 'existing'> {
+  if (
+    await stat(input.target).then(
+      () => true,
+      () => false,
+    )
+  )
+    return 'existing';
   await mkdir(path.dirname(input.target), { recursive: true, mode: PRIVATE_DIR_MODE });
   const staging = `${input.target}.seeding-${process.pid}`;
   await rm(staging, { recursive: true, force: true });

@@ -70,10 +70,12 @@ export function attemptLedger(dir: string): ActivityInterceptorsFactory {
         // Private: a task token lets whoever holds it complete or fail the attempt.
         made ??= mkdir(own, { recursive: true, mode: PRIVATE_DIR_MODE });
         // Awaited (a fraction of a millisecond on FORGE_HOME): an attempt killed at its very start is on file too.
-        const written = await made.then(() => writeFile(file, JSON.stringify(record), { mode: PRIVATE_FILE_MODE })).then(
-          () => true,
-          () => false,
-        );
+        const written = await made
+          .then(() => writeFile(file, JSON.stringify(record), { mode: PRIVATE_FILE_MODE }))
+          .then(
+            () => true,
+            () => false,
+          );
         try {
           return await next(input);
         } finally {

@@ -83,12 +83,7 @@ export function processGroupAlive(pgid: number): boolean {
   }
 }
 
-async function waitUntilReady(
-  address: string,
-  namespace: string,
-  deadline: number,
-  exited: () => boolean,
-): Promise<void> {
+async function waitUntilReady(address: string, namespace: string, deadline: number, exited: () => boolean): Promise<void> {
   let lastError: unknown;
   while (Date.now() < deadline && !exited()) {
     let connection: Connection | undefined;

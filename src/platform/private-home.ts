@@ -55,7 +55,10 @@ export function tightenTree(root: string): string[] {
 export function makeStatePrivate(dirs: { home: string; agentToolsDir: string }, log: (line: string) => void): void {
   const inHome = (dir: string) => !path.relative(dirs.home, dir).startsWith('..') && !path.isAbsolute(path.relative(dirs.home, dir));
   mkdirSync(dirs.home, { recursive: true, mode: PRIVATE_DIR_MODE });
-  for (const [label, dir] of [['FORGE_HOME', dirs.home], ['agent-tools/', dirs.agentToolsDir]] as const) {
+  for (const [label, dir] of [
+    ['FORGE_HOME', dirs.home],
+    ['agent-tools/', dirs.agentToolsDir],
+  ] as const) {
     if (label !== 'FORGE_HOME' && inHome(dir)) continue;
     const changed = tightenTree(dir);
     if (changed.length === 0) continue;

@@ -57,7 +57,12 @@ export async function ensureReverifySchedule(client: Client, config: ForgeConfig
 
 /** 3600000 → `1h`, 90000 → `90s`: how the schedule's summary says its interval. */
 export function formatInterval(ms: number): string {
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
     if (ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;

@@ -54,7 +54,12 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   log(`forge: opening the database (${db.kind === 'postgres' ? 'PostgreSQL from DATABASE_URL' : `embedded PGlite in ${db.dataDir}`}) ...`);
   const opening = options.database ?? openDatabase(config);
   opening.catch(() => undefined);
-  undo.push(() => opening.then((d) => d.close(), () => undefined));
+  undo.push(() =>
+    opening.then(
+      (d) => d.close(),
+      () => undefined,
+    ),
+  );
   try {
     let server: DevServer | undefined;
     if (options.embeddedTemporal) {

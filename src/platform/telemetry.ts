@@ -51,7 +51,6 @@ export function verdictType(error: unknown): string | undefined {
   return undefined;
 }
 
-
 /** What installForgeRuntime did: whether this process's Runtime is Forge's, and where its metrics are served. */
 export interface ForgeRuntime {
   installed: boolean;
@@ -71,10 +70,7 @@ export interface ForgeRuntime {
  * (another worker on this machine) installs the Runtime without metrics and says why. A Runtime that existed already
  * (the CLI embedded in a process that made one) is kept as it is: `installed: false`.
  */
-export function installForgeRuntime(options: {
-  metrics: { address?: string; configured: boolean };
-  write?: (text: string) => void;
-}): ForgeRuntime {
+export function installForgeRuntime(options: { metrics: { address?: string; configured: boolean }; write?: (text: string) => void }): ForgeRuntime {
   const logger = new DefaultLogger('INFO', terminalLogFunction(options.write));
   const { address, configured } = options.metrics;
   const install = (withMetrics: boolean): boolean => {

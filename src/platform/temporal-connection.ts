@@ -37,9 +37,7 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 /** Loads the standard Temporal client configuration (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, ...). */
 export function resolveTemporalConnection(options: TemporalConnectOptions = {}): ResolvedTemporalConnection {
   const overrideEnvVars =
-    options.env === undefined
-      ? undefined
-      : Object.fromEntries(Object.entries(options.env).filter((e): e is [string, string] => e[1] !== undefined));
+    options.env === undefined ? undefined : Object.fromEntries(Object.entries(options.env).filter((e): e is [string, string] => e[1] !== undefined));
   const loaded = loadClientConnectConfig({ profile: options.profile, overrideEnvVars });
   const address = options.address ?? loaded.connectionOptions.address ?? DEFAULT_ADDRESS;
   return {

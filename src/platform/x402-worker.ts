@@ -35,7 +35,12 @@ export interface X402Worker {
  * this worker can sell, its seller over a registry of the active tools. Selling that cannot start is logged and left
  * off (the worker serves everything else); a refused `forge sell` then says why.
  */
-export async function startX402Worker(input: { config: ForgeConfig; database: ForgeDatabase; store: ToolStore; log: (line: string) => void }): Promise<X402Worker> {
+export async function startX402Worker(input: {
+  config: ForgeConfig;
+  database: ForgeDatabase;
+  store: ToolStore;
+  log: (line: string) => void;
+}): Promise<X402Worker> {
   const { config, database, store, log } = input;
   const runtime = await startX402Runtime(config.x402, log, { home: config.home });
   const ledger = createLedger(database);
@@ -89,7 +94,9 @@ export async function startX402Worker(input: { config: ForgeConfig; database: Fo
     const report = await reconcileReserved({ ledger, payer: runtime.address, rpcUrl: runtime.rpcUrl });
     // Open rows (authorizations still usable) are asked about again next time: no line for them every 15 s.
     if (report.settled + report.failed + report.undecided > 0) {
-      log(`forge: x402 reconciliation: ${report.settled} settled, ${report.failed} failed, ${report.undecided} left reserved (no chain to ask: set FORGE_X402_RPC_URL)`);
+      log(
+        `forge: x402 reconciliation: ${report.settled} settled, ${report.failed} failed, ${report.undecided} left reserved (no chain to ask: set FORGE_X402_RPC_URL)`,
+      );
     }
   };
   const sweep = () => void reconcile().catch((err: Error) => log(`forge: x402 reconciliation failed (will retry): ${err.message}`));

@@ -103,12 +103,7 @@ function withAction(v: Verdict, i: number, cmd: AlterTableCmd): Verdict {
   return { ...v, message: `Action ${i + 1} (${actionName(cmd)}): ${v.message}` };
 }
 
-function checkCoreAction(
-  cmd: AlterTableCmd,
-  table: string,
-  added: ReadonlySet<string>,
-  timeDefaulted: ReadonlySet<string>,
-): Verdict | undefined {
+function checkCoreAction(cmd: AlterTableCmd, table: string, added: ReadonlySet<string>, timeDefaulted: ReadonlySet<string>): Verdict | undefined {
   if (cmd.subtype === 'AT_AddColumn') {
     const def = cmd.def && 'ColumnDef' in cmd.def ? cmd.def.ColumnDef : undefined;
     return def ? checkColumnDef(def, table, true, added, timeDefaulted) : undefined;
@@ -147,10 +142,7 @@ function checkAlterView(view: string, agent: boolean, cmds: AlterTableCmd[]): Ve
   for (const cmd of cmds) {
     if (cmd.subtype === 'AT_ChangeOwner') return refusals.privileges(`ALTER VIEW ${view} OWNER TO`);
     if (!AGENT_VIEW_ACTIONS.has(cmd.subtype ?? '')) {
-      return reject(
-        'alter-action-forbidden',
-        `ALTER VIEW ... ${actionName(cmd)} is not allowed; use CREATE OR REPLACE VIEW ${view} to change the view.`,
-      );
+      return reject('alter-action-forbidden', `ALTER VIEW ... ${actionName(cmd)} is not allowed; use CREATE OR REPLACE VIEW ${view} to change the view.`);
     }
   }
   return accept('alter-agent-view', `Alters agent view ${view}.`);

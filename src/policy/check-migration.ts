@@ -95,8 +95,14 @@ function judgeStatements(sql: string, raws: RawStatement[], ctx: RuleContext, in
     raw.node ? { ...checkTree(raw.node, ctx), identifiers: identifiersOf(sql.slice(raw.start, raw.end)) } : undefined,
   );
   const truncated = truncationMap(facts);
-  const caps = capVerdicts(raws.map((raw) => raw.node), ctx.coreTables);
-  const widths = indexWidthVerdicts(raws.map((raw) => raw.node), ctx.coreTables);
+  const caps = capVerdicts(
+    raws.map((raw) => raw.node),
+    ctx.coreTables,
+  );
+  const widths = indexWidthVerdicts(
+    raws.map((raw) => raw.node),
+    ctx.coreTables,
+  );
   const namedLater = namedLaterVerdicts(sql, raws);
   const statements = raws.map((raw, i): StatementVerdict => {
     const judged = judge(raw, facts[i], truncated, ctx, index);
@@ -115,13 +121,7 @@ function judgeStatements(sql: string, raws: RawStatement[], ctx: RuleContext, in
   return { accepted: statements.length > 0 && statements.every((s) => s.accepted), statements };
 }
 
-function judge(
-  raw: RawStatement,
-  facts: StatementFacts | undefined,
-  truncated: Map<string, Set<string>>,
-  ctx: RuleContext,
-  index: TextIndex,
-): Verdict {
+function judge(raw: RawStatement, facts: StatementFacts | undefined, truncated: Map<string, Set<string>>, ctx: RuleContext, index: TextIndex): Verdict {
   if (raw.tooDeep) return tooDeep();
   if (!raw.node || !facts) {
     const at = raw.errorOffset === undefined ? '' : ` (line ${index.location(raw.errorOffset).line}, column ${index.location(raw.errorOffset).column})`;
@@ -138,7 +138,6 @@ function judge(
   if (facts.problem) return facts.problem;
   return identifierProblem(facts.identifiers, truncated) ?? verdict;
 }
-
 
 /**
  * What is refused before the parser reads anything: a lone surrogate (text with no UTF-8 form), a NUL byte (the parser's C strings end there, so it would judge
@@ -166,8 +165,7 @@ function checkText(sql: string, index: TextIndex): MigrationProblem | undefined 
     return {
       rule: 'too-large',
       message:
-        `The migration is ${bytes} bytes; at most ${MAX_MIGRATION_BYTES} (1 MiB) of SQL is judged and run as one. ` +
-        'Split it into several migrations.',
+        `The migration is ${bytes} bytes; at most ${MAX_MIGRATION_BYTES} (1 MiB) of SQL is judged and run as one. ` + 'Split it into several migrations.',
     };
   }
   return undefined;

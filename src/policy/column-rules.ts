@@ -109,7 +109,7 @@ export function checkColumnDef(
     return reject(
       'core-fk-default',
       `Core column ${table}.${column} both REFERENCES ${references.pktable?.relname ?? 'another table'} and has a ` +
-        "DEFAULT: every application insert, which never sets the column, would then need that row to exist. Leave " +
+        'DEFAULT: every application insert, which never sets the column, would then need that row to exist. Leave ' +
         'the DEFAULT out (NULL references nothing).',
     );
   }

@@ -24,9 +24,37 @@ type Width = { bytes: number } | { unbounded: string } | { unknown: true };
 
 /** Fixed-width built-in types by name (pg_type.typlen), and the ones of bounded variable width. */
 const FIXED_BYTES: Readonly<Record<string, number>> = {
-  bool: 1, boolean: 1, char: 1, int2: 2, smallint: 2, int4: 4, int: 4, integer: 4, int8: 8, bigint: 8, float4: 4,
-  real: 4, float8: 8, date: 4, time: 8, timetz: 12, timestamp: 8, timestamptz: 8, interval: 16, uuid: 16, money: 8,
-  oid: 4, macaddr: 6, macaddr8: 8, point: 16, box: 32, lseg: 32, line: 24, circle: 24, inet: 24, cidr: 24,
+  bool: 1,
+  boolean: 1,
+  char: 1,
+  int2: 2,
+  smallint: 2,
+  int4: 4,
+  int: 4,
+  integer: 4,
+  int8: 8,
+  bigint: 8,
+  float4: 4,
+  real: 4,
+  float8: 8,
+  date: 4,
+  time: 8,
+  timetz: 12,
+  timestamp: 8,
+  timestamptz: 8,
+  interval: 16,
+  uuid: 16,
+  money: 8,
+  oid: 4,
+  macaddr: 6,
+  macaddr8: 8,
+  point: 16,
+  box: 32,
+  lseg: 32,
+  line: 24,
+  circle: 24,
+  inet: 24,
+  cidr: 24,
   pg_lsn: 8,
 };
 
@@ -76,13 +104,7 @@ function declaredBytes(typeName: TypeName | undefined): number | undefined {
   const name = names[names.length - 1];
   // The modifier as PostgreSQL stores it: VARHDRSZ + n for character types, (p << 16 | s) + VARHDRSZ for numeric.
   const typmod =
-    mods.length === 0
-      ? undefined
-      : name === 'numeric'
-        ? ((mods[0]! << 16) | (mods[1] ?? 0)) + 4
-        : name === 'bit' || name === 'varbit'
-          ? mods[0]
-          : mods[0]! + 4;
+    mods.length === 0 ? undefined : name === 'numeric' ? ((mods[0]! << 16) | (mods[1] ?? 0)) + 4 : name === 'bit' || name === 'varbit' ? mods[0] : mods[0]! + 4;
   const aliases: Record<string, string> = { character: 'bpchar', 'character varying': 'varchar', decimal: 'numeric' };
   return typeMaxBytes(aliases[name] ?? name, typmod);
 }
@@ -151,7 +173,9 @@ function columnWidth(name: string, cols: TableColumns, gin: boolean): Width {
 /** A column this migration adds to a core table: the width of its DEFAULT (0, NULL, without one), or of its type. */
 function addedColumnBytes(def: ColumnDef): number {
   const declared = declaredBytes(def.typeName);
-  const raw = (def.constraints ?? []).flatMap((c) => ('Constraint' in c && c.Constraint.contype === 'CONSTR_DEFAULT' && c.Constraint.raw_expr ? [c.Constraint.raw_expr] : []))[0];
+  const raw = (def.constraints ?? []).flatMap((c) =>
+    'Constraint' in c && c.Constraint.contype === 'CONSTR_DEFAULT' && c.Constraint.raw_expr ? [c.Constraint.raw_expr] : [],
+  )[0];
   const value = raw ? expressionWidth(raw, { added: new Map() }) : { bytes: 0 };
   return Math.min(declared ?? Infinity, 'bytes' in value ? value.bytes : Infinity);
 }
@@ -166,8 +190,16 @@ const COMPARISONS = new Set(['=', '<>', '!=', '<', '<=', '>', '>=']);
 const SAME_WIDTH = new Set(['lower', 'upper', 'initcap', 'btrim', 'ltrim', 'rtrim', 'trim']);
 /** Functions whose result is a number, a date/time value or a short name (the time values of a core DEFAULT too). */
 const FIXED_RESULT = new Set([
-  'char_length', 'character_length', 'octet_length', 'date_trunc', 'timezone', 'jsonb_typeof', 'json_typeof', 'now',
-  'transaction_timestamp', 'statement_timestamp',
+  'char_length',
+  'character_length',
+  'octet_length',
+  'date_trunc',
+  'timezone',
+  'jsonb_typeof',
+  'json_typeof',
+  'now',
+  'transaction_timestamp',
+  'statement_timestamp',
 ]);
 
 /**

@@ -30,10 +30,7 @@ export function outsideNamespace(what: string, name: string): Verdict {
 }
 
 function temporary(what: string): Verdict {
-  return reject(
-    'temporary-object',
-    `A temporary ${what} disappears with the session that applies the migration. Create a permanent agent_ ${what}.`,
-  );
+  return reject('temporary-object', `A temporary ${what} disappears with the session that applies the migration. Create a permanent agent_ ${what}.`);
 }
 
 /** CREATE TABLE: agent namespace only, plain tables (no INHERITS, PARTITION OF, OF type, tablespace). */
@@ -127,7 +124,7 @@ export function checkCreateIndex(s: IndexStmt): Verdict {
     return reject(
       'core-index-constant',
       `An index expression on core table ${table} that reads no column is the same for every row: it indexes ` +
-        'nothing and only slows the application\'s writes. Index a column or an expression of one.',
+        "nothing and only slows the application's writes. Index a column or an expression of one.",
     );
   }
   if (!agentTable) {
@@ -167,7 +164,7 @@ export function checkCreateSequence(s: CreateSeqStmt, ctx: RuleContext): Verdict
       return reject(
         'sequence-owned-by-core',
         `OWNED BY ${showQualified(owner)} ties sequence ${showIdent(name)} to a core column: dropping or changing ` +
-          'the application\'s column would then depend on the agent\'s sequence. Own it by a column of an agent_ ' +
+          "the application's column would then depend on the agent's sequence. Own it by a column of an agent_ " +
           'table, or leave OWNED BY out.',
       );
     }
@@ -241,7 +238,7 @@ function checkRangeParams(s: CreateRangeStmt, ctx: RuleContext): Verdict | undef
           return reject(
             'range-option-forbidden',
             `${def.defname} = ${shown} is taken from schema ${showIdent(names[names.length - 2])}; a range type may ` +
-              'use only PostgreSQL\'s own operator classes, collations and functions (unqualified or pg_catalog).',
+              "use only PostgreSQL's own operator classes, collations and functions (unqualified or pg_catalog).",
           );
         }
         if (def.defname === 'subtype_diff' && !isAllowedFunction(names[names.length - 1] ?? '')) {

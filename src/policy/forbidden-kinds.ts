@@ -31,8 +31,7 @@ const PRIVILEGES = (what: string): Refusal => ({
 const SESSION = (what: string): Refusal => ({
   rule: 'session-forbidden',
   message:
-    `${what} changes session, database or server settings. The system sets lock_timeout and statement_timeout ` +
-    'itself (SET LOCAL); remove the statement.',
+    `${what} changes session, database or server settings. The system sets lock_timeout and statement_timeout ` + 'itself (SET LOCAL); remove the statement.',
 });
 const TRANSACTION = (what: string): Refusal => ({
   rule: 'transaction-control-forbidden',
@@ -43,8 +42,7 @@ const TRANSACTION = (what: string): Refusal => ({
 const NON_TRANSACTIONAL = (what: string): Refusal => ({
   rule: 'non-transactional',
   message:
-    `${what} cannot run inside a transaction block, and the migration runs in one. Remove it ` +
-    '(for an index: CREATE INDEX agent_... without CONCURRENTLY).',
+    `${what} cannot run inside a transaction block, and the migration runs in one. Remove it ` + '(for an index: CREATE INDEX agent_... without CONCURRENTLY).',
 });
 const DROP = (what: string): Refusal => ({
   rule: 'drop-forbidden',

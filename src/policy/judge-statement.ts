@@ -17,13 +17,7 @@ import type {
   ViewStmt,
 } from 'libpg-query';
 import { checkAlterTable, checkRename } from './alter-rules';
-import {
-  checkCreateIndex,
-  checkCreateSequence,
-  checkCreateTable,
-  checkCreateType,
-  checkCreateView,
-} from './create-rules';
+import { checkCreateIndex, checkCreateSequence, checkCreateTable, checkCreateType, checkCreateView } from './create-rules';
 import { alwaysRejected, refusals } from './forbidden-kinds';
 import { checkComment, checkDrop } from './object-rules';
 import type { RuleContext, Verdict } from './verdict';

@@ -52,7 +52,7 @@ export function namedLaterVerdicts(sql: string, raws: RawStatement[]): (Verdict 
     return reject(
       'core-index-named-later',
       `Index ${showIdent(named)} is created on a core table by statement ${created.get(named)} of this migration, and ` +
-        'Forge builds such an index CONCURRENTLY after the migration\'s transaction (so the application\'s writes never ' +
+        "Forge builds such an index CONCURRENTLY after the migration's transaction (so the application's writes never " +
         'wait for the build): nothing in the transaction can refer to it. Put this statement in a later migration.',
     );
   });

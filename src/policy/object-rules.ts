@@ -63,8 +63,7 @@ export function checkComment(s: CommentStmt, ctx: RuleContext): Verdict {
   if (!isAgentName(owner) && !agentColumn) {
     return reject(
       'agent-namespace',
-      `COMMENT ON ${what} ${showQualified(names)}: only agent_ objects may be commented on by a migration. ` +
-        'Comment on your own agent_ objects instead.',
+      `COMMENT ON ${what} ${showQualified(names)}: only agent_ objects may be commented on by a migration. ` + 'Comment on your own agent_ objects instead.',
     );
   }
   return accept('comment-agent-object', `Comments on ${what.toLowerCase()} ${showQualified(names)}.`);

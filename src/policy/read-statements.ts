@@ -65,9 +65,7 @@ function fromParseResult(result: ParseResult, text: string, index: TextIndex, ba
 function describeParseError(err: unknown): { message: string; cursor?: number } {
   const message = err instanceof Error ? err.message : String(err);
   const details = (err as { sqlDetails?: { cursorPosition?: number } }).sqlDetails;
-  const cursor = details && typeof details.cursorPosition === 'number' && details.cursorPosition >= 0
-    ? details.cursorPosition
-    : undefined;
+  const cursor = details && typeof details.cursorPosition === 'number' && details.cursorPosition >= 0 ? details.cursorPosition : undefined;
   return { message, cursor };
 }
 

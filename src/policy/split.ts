@@ -149,8 +149,7 @@ function parseFailure(text: string): ParseFailure | undefined {
     parseSql(text);
     return undefined;
   } catch (err) {
-    const details = (err as { sqlDetails?: { cursorPosition?: number; fileName?: string; message?: string } })
-      .sqlDetails;
+    const details = (err as { sqlDetails?: { cursorPosition?: number; fileName?: string; message?: string } }).sqlDetails;
     if (!details || typeof details.cursorPosition !== 'number' || details.cursorPosition < 0) return undefined;
     const message = details.message ?? '';
     return {

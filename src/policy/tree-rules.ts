@@ -34,7 +34,6 @@ const OPERATOR_KINDS = new Set([
   'AEXPR_SIMILAR',
 ]);
 
-
 /**
  * Walks a statement's whole parse tree (every expression position: DEFAULT, CHECK, GENERATED, USING, index
  * expressions and predicates, view bodies, exclusion constraints, partition keys) for the rules that hold wherever a
@@ -157,11 +156,7 @@ function checkNextval(args: unknown[] | undefined, ctx: RuleContext): Verdict | 
   const literal = args?.length === 1 ? sequenceLiteral(args[0]) : undefined;
   const parts = literal === undefined ? undefined : parseQualifiedName(literal);
   const ok =
-    parts !== undefined &&
-    parts.length >= 1 &&
-    parts.length <= 2 &&
-    isAgentName(parts[parts.length - 1]) &&
-    (parts.length === 1 || parts[0] === ctx.schema);
+    parts !== undefined && parts.length >= 1 && parts.length <= 2 && isAgentName(parts[parts.length - 1]) && (parts.length === 1 || parts[0] === ctx.schema);
   if (ok) return undefined;
   return reject(
     'nextval-foreign-sequence',
@@ -222,8 +217,8 @@ const REASONS: Record<RefusalReason, string> = {
   volatile: 'PostgreSQL marks it volatile (it can change something or answer differently on every row)',
   'parallel-unsafe': 'PostgreSQL marks it parallel unsafe (it changes state)',
   'parallel-restricted': 'PostgreSQL marks it parallel restricted (it reads session or server state)',
-  'deny-list': 'it acts on something outside the migration (settings, sequences, sessions, files, locks, ' +
-    'notifications, large objects, or SQL text it runs)',
+  'deny-list':
+    'it acts on something outside the migration (settings, sequences, sessions, files, locks, ' + 'notifications, large objects, or SQL text it runs)',
   reads: 'it reads the catalogs, settings, roles, files or other sessions',
   unknown: 'it is not one of the PostgreSQL built-ins the policy knows',
 };
@@ -254,18 +249,12 @@ function checkOperator(names: string[], ctx: RuleContext): Verdict | undefined {
   if (isAllowedOperator(symbol)) return undefined;
   return reject(
     'operator-not-allowed',
-    `Operator ${names.join('.')} is not a side-effect-free PostgreSQL built-in operator. Use the built-in ` +
-      'operators (=, <, +, ||, ->>, @>, ~~, ...) only.',
+    `Operator ${names.join('.')} is not a side-effect-free PostgreSQL built-in operator. Use the built-in ` + 'operators (=, <, +, ||, ->>, @>, ~~, ...) only.',
   );
 }
 
 /** Operators, operator classes and collations: unqualified or pg_catalog's, never from another schema. */
-function checkBuiltinName(
-  what: string,
-  names: string[],
-  ctx: RuleContext,
-  show: (names: string[]) => string = showQualified,
-): Verdict | undefined {
+function checkBuiltinName(what: string, names: string[], ctx: RuleContext, show: (names: string[]) => string = showQualified): Verdict | undefined {
   if (names.length <= 1 || (names.length === 2 && names[0] === 'pg_catalog')) return undefined;
   return reject(
     'foreign-schema',
@@ -314,17 +303,14 @@ function checkSequenceName(names: string[], ctx: RuleContext): Verdict | undefin
 function tablespace(): Verdict {
   return reject(
     'create-table-option-forbidden',
-    'TABLESPACE / USING INDEX TABLESPACE places data outside the database\'s default storage. Leave the tablespace out.',
+    "TABLESPACE / USING INDEX TABLESPACE places data outside the database's default storage. Leave the tablespace out.",
   );
 }
 
 function checkSampling(method: string[]): Verdict | undefined {
   const name = method[method.length - 1] ?? '';
   if (SAMPLING_METHODS.has(name) && (method.length === 1 || (method.length === 2 && method[0] === 'pg_catalog'))) return undefined;
-  return reject(
-    'function-not-allowed',
-    `TABLESAMPLE ${showQualified(method)} is not a built-in sampling method; use SYSTEM or BERNOULLI.`,
-  );
+  return reject('function-not-allowed', `TABLESAMPLE ${showQualified(method)} is not a built-in sampling method; use SYSTEM or BERNOULLI.`);
 }
 
 function checkQualified(names: string[], ctx: RuleContext, allowed: string[]): Verdict | undefined {

@@ -12,7 +12,10 @@ const SECRET = /^[\x21-\x7e]{16,}$/;
  * The read API's token and the dev facilitator's registration token are kept this way.
  */
 export async function homeSecret(file: string): Promise<string> {
-  const existing = await readFile(file, 'utf8').then((t) => t.trim(), () => undefined);
+  const existing = await readFile(file, 'utf8').then(
+    (t) => t.trim(),
+    () => undefined,
+  );
   if (existing !== undefined && SECRET.test(existing)) return existing;
   const secret = randomBytes(32).toString('base64url');
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;

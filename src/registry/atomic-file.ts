@@ -115,7 +115,15 @@ export async function sweepDeadWritersTempFiles(dir: string): Promise<string[]> 
       const full = path.join(d, e.name);
       if (e.isDirectory() && depth === 0) await sweep(full, 1);
       const m = e.isFile() ? TEMP_FILE.exec(e.name) : null;
-      if (m && writerEnded(Number(m[1])) && (await unlink(full).then(() => true, () => false))) removed.push(path.relative(dir, full));
+      if (
+        m &&
+        writerEnded(Number(m[1])) &&
+        (await unlink(full).then(
+          () => true,
+          () => false,
+        ))
+      )
+        removed.push(path.relative(dir, full));
     }
   };
   await sweep(dir, 0);

@@ -1,12 +1,5 @@
 export { writeFileAtomic, writeFileOnce, type WriteOnceResult } from './atomic-file';
-export {
-  InvalidToolNameError,
-  RegistryClosedError,
-  RegistryLoadError,
-  RegistryWaitTimeoutError,
-  ToolFileConflictError,
-  ToolFileFormatError,
-} from './errors';
+export { InvalidToolNameError, RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError, ToolFileConflictError, ToolFileFormatError } from './errors';
 export { childPerCallInvoker, type InvocationRequest, type Invoker } from './invoker';
 export { materializeActiveTools, publishToolChanges, writeToolVersion, type PublishChangesResult } from './materialize';
 export { ACTIVE_LOG_FILE, readActiveIndexState, type ActiveIndexRead, type ActiveIndexState, type ActiveLogLine } from './active-log';

@@ -63,15 +63,18 @@ export function childPerCallInvoker(options: { limits?: Partial<SandboxLimits>; 
       try {
         const { timeoutMs } = request;
         const maxTimeoutMs = timeoutMs !== undefined && timeoutMs > 0 ? Math.min(limits.maxTimeoutMs, timeoutMs) : limits.maxTimeoutMs;
-        return await runSandbox({
-          name: request.name,
-          // The source is not needed when the compiled module is given; the sandbox checks only that it is a string.
-          source: '',
-          compiledJs: request.compiledJs,
-          input: request.input,
-          limits: { ...limits, maxTimeoutMs },
-          signal: request.signal,
-        }, { pool });
+        return await runSandbox(
+          {
+            name: request.name,
+            // The source is not needed when the compiled module is given; the sandbox checks only that it is a string.
+            source: '',
+            compiledJs: request.compiledJs,
+            input: request.input,
+            limits: { ...limits, maxTimeoutMs },
+            signal: request.signal,
+          },
+          { pool },
+        );
       } finally {
         slots.release();
       }

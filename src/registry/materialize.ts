@@ -27,11 +27,7 @@ import { ACTIVE_LOG_FILE, formatLogLine, readActiveIndexState, type ActiveIndexS
  * registries read the active pointers from active.json, so the files exist before any pointer they read names them.
  * Idempotent; throws ToolFileConflictError if different bytes already claim this version.
  */
-export function writeToolVersion(
-  dir: string,
-  row: ToolVersion,
-  options: { inputJsonSchema?: unknown } = {},
-): Promise<WriteVersionResult> {
+export function writeToolVersion(dir: string, row: ToolVersion, options: { inputJsonSchema?: unknown } = {}): Promise<WriteVersionResult> {
   // Under the directory's lock, so that the cleanup of a deleted tool cannot remove files of a re-created one while
   // they are being written.
   return stateFor(dir).lock.run(() => writeToolVersionFiles(dir, filesFromRow(row, options)));
@@ -108,11 +104,7 @@ async function materializeLocked(store: ToolStore, dir: string, state: Directory
 }
 
 /** One pass: every active version's files, then active.json. Returns the index on disk and what it was built from. */
-async function materializePass(
-  store: ToolStore,
-  dir: string,
-  state: DirectoryState,
-): Promise<{ index: ActiveIndex; tools: Record<string, ActiveEntry> }> {
+async function materializePass(store: ToolStore, dir: string, state: DirectoryState): Promise<{ index: ActiveIndex; tools: Record<string, ActiveEntry> }> {
   const { verified } = state;
   // The event id is read before the pointers, so the pointers are at least as new as the generation they get.
   const [newest] = await store.listEvents({ limit: 1 });
@@ -148,7 +140,14 @@ async function missingVersions(dir: string, tools: Record<string, ActiveEntry>):
   const missing: string[] = [];
   for (const [name, entry] of Object.entries(tools)) {
     const paths = versionPaths(dir, name, entry.version);
-    const present = await Promise.all([paths.source, paths.compiled, paths.manifest].map((file) => access(file).then(() => true, () => false)));
+    const present = await Promise.all(
+      [paths.source, paths.compiled, paths.manifest].map((file) =>
+        access(file).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
     if (present.includes(false)) missing.push(`${name}@${entry.version}`);
   }
   return missing;

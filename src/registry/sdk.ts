@@ -16,11 +16,4 @@ export {
 export type { ToolSource, Snapshot, LoadedTool, ReloadHint } from './source';
 export type { ToolDescriptor } from './types';
 export type { Invoker, InvocationRequest } from './invoker';
-export {
-  InvalidToolNameError,
-  RegistryClosedError,
-  RegistryLoadError,
-  RegistryWaitTimeoutError,
-  ToolFileConflictError,
-  ToolFileFormatError,
-} from './errors';
+export { InvalidToolNameError, RegistryClosedError, RegistryLoadError, RegistryWaitTimeoutError, ToolFileConflictError, ToolFileFormatError } from './errors';

@@ -164,7 +164,10 @@ export async function writeActiveIndex(dir: string, index: ActiveIndex): Promise
 export async function listToolDirectories(dir: string): Promise<string[]> {
   try {
     const entries = await readdir(dir, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory() && TOOL_NAME_PATTERN.test(e.name)).map((e) => e.name).sort();
+    return entries
+      .filter((e) => e.isDirectory() && TOOL_NAME_PATTERN.test(e.name))
+      .map((e) => e.name)
+      .sort();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

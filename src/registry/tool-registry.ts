@@ -120,16 +120,11 @@ export class ToolRegistry {
    */
   static async open(options: ToolRegistrySource & ToolRegistryOptions): Promise<ToolRegistry> {
     const source =
-      'dir' in options
-        ? directorySource(options.dir, { pollIntervalMs: options.pollIntervalMs ?? 500, fsWatch: options.fsWatch ?? true })
-        : options.source;
-    const invoker =
-      options.invoker ??
-      defaultInvoker(options);
+      'dir' in options ? directorySource(options.dir, { pollIntervalMs: options.pollIntervalMs ?? 500, fsWatch: options.fsWatch ?? true }) : options.source;
+    const invoker = options.invoker ?? defaultInvoker(options);
     const onReloadError =
       options.onReloadError ??
-      ((err: unknown) =>
-        process.stderr.write(`forge registry: reload failed, keeping the loaded tools: ${(err as Error)?.message ?? String(err)}\n`));
+      ((err: unknown) => process.stderr.write(`forge registry: reload failed, keeping the loaded tools: ${(err as Error)?.message ?? String(err)}\n`));
     // The registry closes only an invoker it made; one passed in belongs to the caller.
     const registry = new ToolRegistry(source, invoker, onReloadError, options.invoker ? undefined : invoker);
     try {
@@ -219,11 +214,7 @@ export class ToolRegistry {
    * active), or once version `version` is loaded. Checks the current state first.
    * @throws RegistryWaitTimeoutError after `timeoutMs`; RegistryClosedError if the registry closes meanwhile.
    */
-  waitFor(
-    name: string,
-    expected: number | ((tool: ToolDescriptor | undefined) => boolean),
-    timeoutMs = 10_000,
-  ): Promise<ToolDescriptor | undefined> {
+  waitFor(name: string, expected: number | ((tool: ToolDescriptor | undefined) => boolean), timeoutMs = 10_000): Promise<ToolDescriptor | undefined> {
     const matches = typeof expected === 'number' ? (t: ToolDescriptor | undefined) => t?.version === expected : expected;
     if (matches(this.get(name))) return Promise.resolve(this.get(name));
     if (this.closed) return Promise.reject(new RegistryClosedError());

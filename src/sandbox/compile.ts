@@ -4,9 +4,7 @@ import { registerProcessHelper } from '../process/process-helpers';
 import { Lru } from './lru';
 import type { SourceLocation } from './verdict';
 
-export type CompileResult =
-  | { ok: true; code: string; warnings: string[] }
-  | { ok: false; errors: { message: string; location?: SourceLocation }[] };
+export type CompileResult = { ok: true; code: string; warnings: string[] } | { ok: false; errors: { message: string; location?: SourceLocation }[] };
 
 /**
  * Compiles one tool module from TypeScript to an ES module in memory (no file is read or written). ESM rather than
@@ -47,9 +45,7 @@ async function compileUncached(source: string, name: string): Promise<CompileRes
       ok: false,
       errors: messages.map((m) => ({
         message: formatMessage(m),
-        location: m.location
-          ? { file, line: m.location.line, column: m.location.column + 1, lineText: m.location.lineText }
-          : undefined,
+        location: m.location ? { file, line: m.location.line, column: m.location.column + 1, lineText: m.location.lineText } : undefined,
       })),
     };
   }

@@ -224,7 +224,10 @@ function outcomeOf(
     return { outcome: 'spawn-error', error: `the containment launcher failed: ${launcher.slice(-3).join(' | ')}` };
   }
   if (overOutputLimit) {
-    return { outcome: 'output-limit', error: `the process tree wrote ${outputBytes} bytes to stdout and stderr, over the ${limits.outputBytes}-byte limit; it was killed` };
+    return {
+      outcome: 'output-limit',
+      error: `the process tree wrote ${outputBytes} bytes to stdout and stderr, over the ${limits.outputBytes}-byte limit; it was killed`,
+    };
   }
   const oomKills = contained.cgroup?.oomKills() ?? 0;
   if (ending.kind === 'memory' || oomKills > 0) {

@@ -92,21 +92,46 @@ export function containment(forced?: ContainmentMode): Containment {
     const privateProc = probe('unshare', [...userNamespace(mode), '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--ipc', 'true']);
     const bwrap = launcherBinary('bwrap');
     const nested = mode === 'user-pid-namespace' ? ['--unshare-user', '--uid', '1000', '--gid', '1000'] : [];
-    const bwrapWorks = probe('unshare', [...userNamespace(mode), '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--net', '--', bwrap, '--ro-bind', '/', '/', '--unshare-pid', ...nested, '--cap-drop', 'ALL', '--', '/bin/sh', '-c', 'true']);
+    const bwrapWorks = probe('unshare', [
+      ...userNamespace(mode),
+      '--pid',
+      '--fork',
+      '--kill-child',
+      '--mount',
+      '--mount-proc',
+      '--net',
+      '--',
+      bwrap,
+      '--ro-bind',
+      '/',
+      '/',
+      '--unshare-pid',
+      ...nested,
+      '--cap-drop',
+      'ALL',
+      '--',
+      '/bin/sh',
+      '-c',
+      'true',
+    ]);
     const slirp = launcherBinary('slirp4netns');
     const nft = launcherBinary('nft');
     found = {
       mode,
       setpriv: setprivWorks,
       privateProc,
-      hermetic: bwrapWorks && privateProc ? { bwrap, slirp4netns: isExecutableFile(slirp) ? slirp : undefined, nft: isExecutableFile(nft) ? nft : undefined } : undefined,
-      refused: bwrapWorks && privateProc
-        ? undefined
-        : `bubblewrap (bwrap) does not run here${isExecutableFile(bwrap) ? '' : ': it is not installed (Debian: apt-get install bubblewrap)'}, so a tool would see the host's files: Forge runs no tool here unless FORGE_SANDBOX_CONTAINMENT=process-group is set on purpose`,
+      hermetic:
+        bwrapWorks && privateProc
+          ? { bwrap, slirp4netns: isExecutableFile(slirp) ? slirp : undefined, nft: isExecutableFile(nft) ? nft : undefined }
+          : undefined,
+      refused:
+        bwrapWorks && privateProc
+          ? undefined
+          : `bubblewrap (bwrap) does not run here${isExecutableFile(bwrap) ? '' : ': it is not installed (Debian: apt-get install bubblewrap)'}, so a tool would see the host's files: Forge runs no tool here unless FORGE_SANDBOX_CONTAINMENT=process-group is set on purpose`,
       noUserNetwork: !isExecutableFile(slirp)
         ? 'slirp4netns is not installed (Debian: apt-get install slirp4netns)'
         : process.getuid?.() !== 0 && !canOpenTun()
-          ? '/dev/net/tun is not open to Forge\'s user (Debian makes it 0666)'
+          ? "/dev/net/tun is not open to Forge's user (Debian makes it 0666)"
           : undefined,
     };
   }
@@ -166,16 +191,17 @@ export interface LaunchOptions {
 }
 
 /** The launcher script of the namespace modes' network namespace (see {@link launchCommand}). */
-const networkScript = (ip: string, nft: string) => [
-  'net=$1; routes=$2; nft=$3; shift 3;',
-  `"${ip}" link set lo up || { echo 'forge-sandbox: could not bring the run network loopback up' >&2; exit 125; };`,
-  'if [ "$net" = slirp ]; then',
-  `  said=$(printf '%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network routes: "$said >&2; exit 125; };`,
-  `  [ -z "$nft" ] || said=$(printf '%s' "$nft" | "${nft}" -f - 2>&1) || { echo "forge-sandbox: could not load the network allowlist (nft): "$said >&2; exit 125; };`,
-  `  up() { while read -r i d r; do [ "$i" = ${SLIRP.device} ] && [ "$d" = 00000000 ] && return 0; done < /proc/net/route; return 1; };`,
-  `  n=0; until up; do n=$((n+1)); [ $n -gt 5000 ] && { echo 'forge-sandbox: the run network did not come up (slirp4netns)' >&2; exit 125; }; sleep 0.001; done;`,
-  'fi;',
-].join(' ');
+const networkScript = (ip: string, nft: string) =>
+  [
+    'net=$1; routes=$2; nft=$3; shift 3;',
+    `"${ip}" link set lo up || { echo 'forge-sandbox: could not bring the run network loopback up' >&2; exit 125; };`,
+    'if [ "$net" = slirp ]; then',
+    `  said=$(printf '%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network routes: "$said >&2; exit 125; };`,
+    `  [ -z "$nft" ] || said=$(printf '%s' "$nft" | "${nft}" -f - 2>&1) || { echo "forge-sandbox: could not load the network allowlist (nft): "$said >&2; exit 125; };`,
+    `  up() { while read -r i d r; do [ "$i" = ${SLIRP.device} ] && [ "$d" = 00000000 ] && return 0; done < /proc/net/route; return 1; };`,
+    `  n=0; until up; do n=$((n+1)); [ $n -gt 5000 ] && { echo 'forge-sandbox: the run network did not come up (slirp4netns)' >&2; exit 125; }; sleep 0.001; done;`,
+    'fi;',
+  ].join(' ');
 
 /**
  * The command that starts `argv` contained (argv[0] an absolute path), with the command's stderr on the launcher's
@@ -198,14 +224,19 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
   // RLIMIT_NPROC is `ulimit -u` in bash and `ulimit -p` in dash.
   // An empty limit is left as it is (not raised to unlimited, which a hard limit could refuse).
   const limits = '{ [ -z "$1" ] || ulimit -v "$1"; } && { [ -z "$2" ] || ulimit -u "$2" 2>/dev/null || ulimit -p "$2"; } || exit 125; cg=$3; shift 3;';
-  const limitArgs = [options.addressSpaceKb === undefined ? '' : String(options.addressSpaceKb), options.maxProcesses === undefined ? '' : String(options.maxProcesses), options.cgroupPath ?? ''];
+  const limitArgs = [
+    options.addressSpaceKb === undefined ? '' : String(options.addressSpaceKb),
+    options.maxProcesses === undefined ? '' : String(options.maxProcesses),
+    options.cgroupPath ?? '',
+  ];
   const redirect = options.keepFd3 ? '2>&4 4>&-' : '2>&4 4>&- 3>&-';
   const exec = `${options.unsetPwd ? 'unset PWD; ' : ''}exec "$@" ${redirect}`;
   // `echo 0`: the writing process itself (the subshell about to exec the command) moves into the cgroup.
   const joinSelf = `{ [ -z "$cg" ] || echo 0 > "$cg/cgroup.procs"; } || exit 125;`;
   if (mode === 'process-group') {
     // (This mode is the fallback without namespaces, where Forge is seldom root: joining before exec is fine here.)
-    const joined = options.joinCgroup === 'while-booting' ? `{ [ -z "$cg" ] || { echo 0 > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; }; } || exit 125;` : joinSelf;
+    const joined =
+      options.joinCgroup === 'while-booting' ? `{ [ -z "$cg" ] || { echo 0 > "$cg/cgroup.procs" && echo '${CGROUP_JOINED}' >&2; }; } || exit 125;` : joinSelf;
     const script = `${limits} ${joined} ${exec}`;
     const argvAll = [...prefix, '/bin/sh', '-c', script, 'forge-sandbox', ...limitArgs, ...argv];
     return { command: argvAll[0], args: argvAll.slice(1), detached: true, mode, joinsWhileBooting: options.joinCgroup === 'while-booting' };
@@ -213,7 +244,8 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
   const hermetic = found.hermetic!;
   if (!options.view) throw new Error('a namespace launch needs the filesystem view of its run');
   const network = options.network ?? { kind: 'none', routes: '', nft: '' };
-  if (network.kind === 'slirp' && !hermetic.slirp4netns) throw new Error(`the run's network cannot be set up: ${found.noUserNetwork ?? 'slirp4netns is missing'}; or set FORGE_SANDBOX_NETWORK=none`);
+  if (network.kind === 'slirp' && !hermetic.slirp4netns)
+    throw new Error(`the run's network cannot be set up: ${found.noUserNetwork ?? 'slirp4netns is missing'}; or set FORGE_SANDBOX_NETWORK=none`);
   if (network.nft !== '' && !hermetic.nft) throw new Error('a network allowlist needs nftables (Debian: apt-get install nftables), which is not installed');
   const view = { ...options.view, resolver: network.kind === 'slirp' ? SLIRP.dns : undefined, nestedUser: mode === 'user-pid-namespace' };
   const resolvConf = view.resolver ? ` ${RESOLV_CONF_FD}<<'EOF'\nnameserver ${view.resolver}\nEOF\n` : '';
@@ -364,11 +396,7 @@ function signal(pid: number): void {
 
 function childrenOf(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
   } catch {
     return [];
   }

@@ -116,7 +116,8 @@ export function viewArgs(view: FilesystemView): string[] {
   if (view.nestedUser) args.push('--unshare-user', '--uid', '1000', '--gid', '1000');
   args.push('--cap-drop', 'ALL');
   // (CAP_SYS_NICE: a spare preloads at nice 19 and takes its priority back before the run.)
-  if (view.switchesUser && !view.nestedUser) args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_NICE');
+  if (view.switchesUser && !view.nestedUser)
+    args.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_NICE');
   return args;
 }
 

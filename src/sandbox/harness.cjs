@@ -522,7 +522,10 @@ function failure(phase, err, what) {
     diagnostics: { phase: isOom ? 'limits' : phase },
   };
   if (safe(() => err instanceof Error)) {
-    frame.diagnostics.errorName = clip(safe(() => toText(err.name)), 200);
+    frame.diagnostics.errorName = clip(
+      safe(() => toText(err.name)),
+      200,
+    );
     // The harness's own frames say nothing to the tool's author, nor does the run's private directory: `tool.ts:3:9`.
     frame.diagnostics.stack = clip(
       safe(() =>

@@ -17,9 +17,7 @@ export function describeIsolation(overrides: Partial<SandboxLimits> = {}): strin
       ? `each run as its own user (uids from ${limits.userIdBase})`
       : `runs as Forge's own user (${root ? 'FORGE_SANDBOX_UID_BASE=0' : 'not root'})`;
   const cgroup = runCgroupSupport(limits.cgroup ?? true);
-  const memory = cgroup.base
-    ? `a memory cgroup per run (cgroup v${cgroup.base.version})`
-    : `per-process memory limits only (${cgroup.reason ?? 'no cgroup'})`;
+  const memory = cgroup.base ? `a memory cgroup per run (cgroup v${cgroup.base.version})` : `per-process memory limits only (${cgroup.reason ?? 'no cgroup'})`;
   const proc = privateProc ? ', own /proc' : mode === 'process-group' ? '' : ', host /proc (no mount namespace)';
   const lines = [`forge: sandbox processes: ${mode}${proc}${setpriv ? '' : ' (no setpriv: sandboxes outlive a killed worker)'}; ${user}; ${memory}`];
   if (found.refused) {
@@ -27,7 +25,9 @@ export function describeIsolation(overrides: Partial<SandboxLimits> = {}): strin
     return lines;
   }
   if (!found.hermetic) {
-    lines.push("forge: sandbox filesystem: NOT contained (process-group, chosen by FORGE_SANDBOX_CONTAINMENT): a tool can read what Forge's user can, and write what the run's user can");
+    lines.push(
+      "forge: sandbox filesystem: NOT contained (process-group, chosen by FORGE_SANDBOX_CONTAINMENT): a tool can read what Forge's user can, and write what the run's user can",
+    );
     lines.push("forge: sandbox network: NOT contained (process-group): a tool reaches the host's loopback and networks, the platform's services included");
   } else {
     lines.push(
@@ -36,7 +36,9 @@ export function describeIsolation(overrides: Partial<SandboxLimits> = {}): strin
     const policy = limits.network ?? INTERNET;
     if (policy.kind === 'none') lines.push('forge: sandbox network: a namespace per run with loopback only (FORGE_SANDBOX_NETWORK=none)');
     else if (!found.hermetic.slirp4netns || found.noUserNetwork) {
-      lines.push(`forge: sandbox network: REFUSES every run: ${describeNetworkPolicy(policy)} needs user-mode networking, and ${found.noUserNetwork ?? 'slirp4netns is missing'}; or set FORGE_SANDBOX_NETWORK=none`);
+      lines.push(
+        `forge: sandbox network: REFUSES every run: ${describeNetworkPolicy(policy)} needs user-mode networking, and ${found.noUserNetwork ?? 'slirp4netns is missing'}; or set FORGE_SANDBOX_NETWORK=none`,
+      );
     } else if (policy.kind === 'allow' && !found.hermetic.nft) {
       lines.push('forge: sandbox network: REFUSES every run: an allowlist needs nftables (Debian: apt-get install nftables)');
     } else {

@@ -66,7 +66,10 @@ export async function planNetwork(policy: NetworkPolicy): Promise<NetworkPlan & 
     const allowed = addresses.filter((a) => !isNeverReachable(a));
     if (allowed.length === 0) skipped.push(entry.host);
     for (const a of allowed) {
-      rules.push(entry.port === undefined ? `ip daddr ${a} accept` : `ip daddr ${a} tcp dport ${entry.port} accept`, ...(entry.port === undefined ? [] : [`ip daddr ${a} udp dport ${entry.port} accept`]));
+      rules.push(
+        entry.port === undefined ? `ip daddr ${a} accept` : `ip daddr ${a} tcp dport ${entry.port} accept`,
+        ...(entry.port === undefined ? [] : [`ip daddr ${a} udp dport ${entry.port} accept`]),
+      );
     }
   }
   const nft = [

@@ -34,7 +34,10 @@ export function esmEntryOf(name: string, nodeModules = projectNodeModules()): st
     // `<name>/package.json`, which a package's `exports` may not allow).
     const pkgJson = join(nodeModules, name, 'package.json');
     const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { exports?: unknown; module?: string; main?: string };
-    const root = typeof pkg.exports === 'object' && pkg.exports !== null && !Array.isArray(pkg.exports) && '.' in pkg.exports ? (pkg.exports as Record<string, unknown>)['.'] : pkg.exports;
+    const root =
+      typeof pkg.exports === 'object' && pkg.exports !== null && !Array.isArray(pkg.exports) && '.' in pkg.exports
+        ? (pkg.exports as Record<string, unknown>)['.']
+        : pkg.exports;
     const entry = pick(root) ?? pkg.module ?? pkg.main;
     return entry ? realpathSync(join(dirname(pkgJson), entry)) : undefined;
   } catch {

@@ -181,7 +181,11 @@ interface CommandVerdict {
 }
 
 /** The one place a contained outcome becomes a stage status. Only an exit with code 0 passes. */
-export function verdictOf(result: Pick<ContainedProcessResult, 'outcome' | 'exitCode' | 'signal' | 'error'>, argv: string[], limits: CommandLimits): CommandVerdict {
+export function verdictOf(
+  result: Pick<ContainedProcessResult, 'outcome' | 'exitCode' | 'signal' | 'error'>,
+  argv: string[],
+  limits: CommandLimits,
+): CommandVerdict {
   const cmd = `\`${argv.join(' ')}\``;
   const why = result.error ? `: ${result.error}` : '';
   switch (result.outcome) {
@@ -195,7 +199,10 @@ export function verdictOf(result: Pick<ContainedProcessResult, 'outcome' | 'exit
     case 'oom':
       return { status: 'fail', reason: `${cmd} passed its memory limit of ${limits.memoryMb} MiB (memoryMb) for its whole process tree; the tree was killed` };
     case 'output-limit':
-      return { status: 'fail', reason: `${cmd} wrote more than its output limit of ${limits.outputBytes} bytes (stdout and stderr together); its process tree was killed` };
+      return {
+        status: 'fail',
+        reason: `${cmd} wrote more than its output limit of ${limits.outputBytes} bytes (stdout and stderr together); its process tree was killed`,
+      };
     case 'killed':
       return { status: 'error', reason: `${cmd} was stopped because the stage was cancelled${why}` };
     case 'spawn-error':

@@ -110,7 +110,13 @@ async function runInChild(request: SandboxRequest, code: RunnableModule, limits:
 }
 
 /** One run on one harness; its directory is removed afterwards. */
-async function runOn(harness: BootedHarness, spare: boolean, request: SandboxRequest, module: RunnableModule, limits: SandboxLimits): Promise<Outcome | 'lost'> {
+async function runOn(
+  harness: BootedHarness,
+  spare: boolean,
+  request: SandboxRequest,
+  module: RunnableModule,
+  limits: SandboxLimits,
+): Promise<Outcome | 'lost'> {
   try {
     const modulePath = join(harness.dir, module.format === 'cjs' ? 'tool.cjs' : 'tool.mjs');
     // A fresh harness is still booting while this is written: it learns the module's path only from the init line,
@@ -171,7 +177,14 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
     // --disable-wasm-trap-handler: WebAssembly memory is then bounds-checked in code instead of by guard regions, which
     // reserve ~10 GiB of address space per memory and so fail under the run's RLIMIT_AS; without it the global fetch
     // (undici parses HTTP in WebAssembly) and any wasm package fail with "Cannot allocate Wasm memory".
-    const nodeArgs = [`--max-old-space-size=${limits.memoryMb}`, '--v8-pool-size=1', '--disable-wasm-trap-handler', '--enable-source-maps', harnessPath(), ...(options.preload ?? [])];
+    const nodeArgs = [
+      `--max-old-space-size=${limits.memoryMb}`,
+      '--v8-pool-size=1',
+      '--disable-wasm-trap-handler',
+      '--enable-source-maps',
+      harnessPath(),
+      ...(options.preload ?? []),
+    ];
     // All of the run's processes together get what one of them may address.
     const memoryBytes = (limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024;
     const contained = ContainedProcess.start({
@@ -187,7 +200,12 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
       containment: limits.containment,
       cgroup: limits.cgroup,
       // Its directory, the harness and the packages a tool may import: nothing else of the host's but the system.
-      view: { writable: [dir], readable: [dirname(harnessPath()), projectNodeModules(), ...(options.preload ?? [])], cwd: dir, switchesUser: uid !== undefined },
+      view: {
+        writable: [dir],
+        readable: [dirname(harnessPath()), projectNodeModules(), ...(options.preload ?? [])],
+        cwd: dir,
+        switchesUser: uid !== undefined,
+      },
       network: await planNetwork(limits.network ?? INTERNET),
     });
     return { contained, dir, uid };
@@ -315,7 +333,13 @@ class HarnessRun {
       for (const frame of parsed) this.onFrame(frame);
     });
     channel.on('error', () => undefined); // EPIPE when the child dies mid-write; the exit path decides
-    const init = JSON.stringify({ modulePath, name: this.request.name, input: this.request.input, resultBytes: this.limits.resultBytes, uid: this.harness.uid });
+    const init = JSON.stringify({
+      modulePath,
+      name: this.request.name,
+      input: this.request.input,
+      resultBytes: this.limits.resultBytes,
+      uid: this.harness.uid,
+    });
     // starting → running once the module is written and the process is in the run's cgroup: only then may the harness
     // read the run (and so let tool code start).
     const settled = await this.supervision.start(Promise.all([moduleReady, contained.joined]), () =>
@@ -329,7 +353,11 @@ class HarnessRun {
       if (frame.type === 'started') {
         this.started = true;
       } else if (frame.type === 'ready') {
-        const toolInfo = { description: str(frame.description), timeoutMs: num(frame.timeoutMs), inputJsonSchema: parseOr(frame.inputJsonSchemaJson, undefined) };
+        const toolInfo = {
+          description: str(frame.description),
+          timeoutMs: num(frame.timeoutMs),
+          inputJsonSchema: parseOr(frame.inputJsonSchemaJson, undefined),
+        };
         this.toolInfo = toolInfo;
         if (toolInfo.timeoutMs !== undefined && this.supervision.lowerDeadline(performance.now() + toolInfo.timeoutMs)) {
           this.deadlineSays = `the tool's timeoutMs of ${toolInfo.timeoutMs} ms`;
@@ -459,7 +487,11 @@ function resultOutcome(frame: Record<string, unknown>, toolInfo: SandboxDiagnost
   const status = frame.status;
   const diagnostics = { ...(isRecord(frame.diagnostics) ? frame.diagnostics : {}), tool: toolInfo } as SandboxDiagnostics;
   if (!(SANDBOX_STATUSES as readonly unknown[]).includes(status)) {
-    return { status: 'crashed', error: `the sandbox harness reported an unknown verdict ${JSON.stringify(status)}`, diagnostics: { phase: 'process', tool: toolInfo } };
+    return {
+      status: 'crashed',
+      error: `the sandbox harness reported an unknown verdict ${JSON.stringify(status)}`,
+      diagnostics: { phase: 'process', tool: toolInfo },
+    };
   }
   if (status === 'passed') {
     const output = parseOr(frame.outputJson, NOT_JSON);

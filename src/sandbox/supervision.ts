@@ -157,10 +157,7 @@ export class Supervision<E extends { kind: string } = never> {
     const limitMs = Math.round(this.deadline - this.startedAt);
     // The decision waits for one turn of the event loop: when the loop was held up (the process also supervises other
     // runs), timers run before pending I/O is read, and a result that arrived in time would lose to its own deadline.
-    this.timer = setTimeout(
-      () => setImmediate(() => this.end({ kind: 'deadline', limitMs })),
-      Math.max(0, this.deadline - performance.now()),
-    );
+    this.timer = setTimeout(() => setImmediate(() => this.end({ kind: 'deadline', limitMs })), Math.max(0, this.deadline - performance.now()));
   }
 
   private readonly onAbort = () => this.end({ kind: 'cancelled' });

@@ -1,10 +1,4 @@
-import {
-  ActivityCancellationType,
-  proxyActivities,
-  proxyLocalActivities,
-  type ActivityOptions,
-  type LocalActivityOptions,
-} from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import type { DeployHereActivities } from '../activities/deploy-here';
 import type { MigrationActivities } from '../activities/migration-activities';
 import type { PromotionActivities } from '../activities/promotion-activities';

@@ -1,13 +1,7 @@
 import { isCancellation, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { applyMigrationStep, migrationSteps, onlineIndexSteps } from './activity-options';
 import { migrationVerdictOf } from './failures';
-import {
-  MIGRATE_STAGES,
-  type MigrateSchemaResult,
-  type MigrateSchemaWorkflowInput,
-  type MigrateStage,
-  type OnlineIndexStep,
-} from '../contract/migration-runs';
+import { MIGRATE_STAGES, type MigrateSchemaResult, type MigrateSchemaWorkflowInput, type MigrateStage, type OnlineIndexStep } from '../contract/migration-runs';
 import { oneLine } from '../contract/one-line';
 import { Progress } from './progress';
 import { refused } from './refusal';
@@ -52,9 +46,7 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
 
   try {
     progress.start('validate');
-    const validated = await migrationSteps.validateMigration.executeWithOptions({ summary: `validate migration ${input.name}` }, [
-      { ...input, runId },
-    ]);
+    const validated = await migrationSteps.validateMigration.executeWithOptions({ summary: `validate migration ${input.name}` }, [{ ...input, runId }]);
     const count = validated.statements.length;
     if (validated.status === 'alreadyApplied') {
       progress.done('validate', `already applied at ${validated.appliedAt}`);
@@ -131,7 +123,10 @@ async function migrate(input: MigrateSchemaWorkflowInput): Promise<MigrateSchema
     }
     if (verdict?.kind === 'failed') {
       progress.failed(stage, `${verdict.failure.error.code}: ${verdict.failure.error.message}`);
-      return refused(finish(withOnline({ status: 'failed' as const, message: verdict.failure.message, error: verdict.failure.error })), verdict.failure.message);
+      return refused(
+        finish(withOnline({ status: 'failed' as const, message: verdict.failure.message, error: verdict.failure.error })),
+        verdict.failure.message,
+      );
     }
     progress.failed(stage);
     if (!isCancellation(err)) upsertSearchAttributes([{ key: ForgeOutcomeKey, value: 'failed' }]);
@@ -163,7 +158,9 @@ class LockWaits {
         this.tries++;
         this.waitedMs += backoffMs;
         const holder = verdict.failure.error.blockedBy?.[0];
-        const by = holder ? `${holder.table} locked by pid ${holder.pid} (${holder.mode}${holder.query ? `: ${oneLine(holder.query, 60)}` : ''})` : 'lock not granted';
+        const by = holder
+          ? `${holder.table} locked by pid ${holder.pid} (${holder.mode}${holder.query ? `: ${oneLine(holder.query, 60)}` : ''})`
+          : 'lock not granted';
         this.progress.start(stage, `${summary}; waiting: ${by}; try ${this.tries + 1} in ${backoffMs / 1000} s`);
         await sleep(backoffMs);
         this.progress.start(stage, summary);

@@ -169,12 +169,17 @@ async function decideFromChain(
   for (let check = 0; ; check++) {
     let verdict: AuthorizationVerdict;
     try {
-      verdict = await chainSteps.checkPayment.executeWithOptions({ summary: `ask the chain about nonce ${payment.nonce.slice(0, 10)}…` }, [{ ...payment, claimedTx }]);
+      verdict = await chainSteps.checkPayment.executeWithOptions({ summary: `ask the chain about nonce ${payment.nonce.slice(0, 10)}…` }, [
+        { ...payment, claimedTx },
+      ]);
       unreadableSince = undefined;
     } catch (err) {
       unreadableSince ??= Date.now();
       if (Date.now() - unreadableSince >= CHAIN_PATIENCE_SECONDS * 1000) {
-        return { status: 'pending', reason: `${answered}; the chain cannot be read (${causeOf(err)}): the amount stays reserved until reconciliation reads it, at the latest when the authorization expires (${isoOf(payment.validBefore)})` };
+        return {
+          status: 'pending',
+          reason: `${answered}; the chain cannot be read (${causeOf(err)}): the amount stays reserved until reconciliation reads it, at the latest when the authorization expires (${isoOf(payment.validBefore)})`,
+        };
       }
       await sleep('5 seconds');
       continue;
@@ -182,8 +187,14 @@ async function decideFromChain(
     switch (verdict.state) {
       case 'settled': {
         const notes = [
-          claimedTx && claimedTx.toLowerCase() !== verdict.txHash.toLowerCase() ? `the seller's receipt named ${claimedTx}, the chain shows ${verdict.txHash}` : undefined,
-          !exchange ? `${answered}, but the payment settled on the chain` : exchange.response.httpStatus >= 400 ? `the payment settled on the chain, but ${answered}` : undefined,
+          claimedTx && claimedTx.toLowerCase() !== verdict.txHash.toLowerCase()
+            ? `the seller's receipt named ${claimedTx}, the chain shows ${verdict.txHash}`
+            : undefined,
+          !exchange
+            ? `${answered}, but the payment settled on the chain`
+            : exchange.response.httpStatus >= 400
+              ? `the payment settled on the chain, but ${answered}`
+              : undefined,
         ].filter((n): n is string => n !== undefined);
         return { status: 'settled', txHash: verdict.txHash, note: notes.length > 0 ? notes.join('; ') : undefined };
       }

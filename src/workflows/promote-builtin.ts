@@ -110,18 +110,15 @@ export async function promoteBuiltinWorkflow(input: PromoteBuiltinWorkflowInput)
       for (const stage of plan.stages) {
         const maxRunMs = stage.commands.reduce((sum, c) => sum + (c.timeoutMs ?? plan.stageTimeoutMs), 0);
         const report = await inStep(stage.name, undefined, () =>
-          stageStep(plan.hostQueue, maxRunMs).verifyStage.executeWithOptions({ summary: `${stage.name} (round ${rounds})` }, [
-            { worktree: ws.path, stage },
-          ]),
+          stageStep(plan.hostQueue, maxRunMs).verifyStage.executeWithOptions({ summary: `${stage.name} (round ${rounds})` }, [{ worktree: ws.path, stage }]),
         );
         stages.push(report);
         progress.done(stage.name, report.status === 'skipped' ? 'no changed path concerns it' : `${report.status} in ${report.durationMs} ms`);
       }
-      if (input.dryRun) return ['verified', `verified ${tested.slice(0, 12)} on ${baseCommit.slice(0, 12)}; a dry run merges nothing`, { mergedCommit: tested }];
+      if (input.dryRun)
+        return ['verified', `verified ${tested.slice(0, 12)} on ${baseCommit.slice(0, 12)}; a dry run merges nothing`, { mergedCommit: tested }];
       const merged = await inStep('merge', `${branch}: ${baseCommit.slice(0, 12)} → ${tested.slice(0, 12)}`, () =>
-        onHost.mergeChange.executeWithOptions({ summary: `compare-and-swap ${branch}` }, [
-          { repo: input.repo, branch, base: baseCommit, tested },
-        ]),
+        onHost.mergeChange.executeWithOptions({ summary: `compare-and-swap ${branch}` }, [{ repo: input.repo, branch, base: baseCommit, tested }]),
       );
       if (merged.status === 'merged' || merged.status === 'already-merged') {
         progress.done('merge', `${branch} at ${tested.slice(0, 12)}`);
@@ -176,5 +173,15 @@ export async function promoteBuiltinWorkflow(input: PromoteBuiltinWorkflowInput)
 
 /** A stage that did not run because an earlier one decided. */
 function skippedStage(name: StageReport['name']): StageReport {
-  return { name, status: 'skipped', command: [], cwd: '', exitCode: null, durationMs: 0, stdoutTail: '', stderrTail: '', resource: { maxRssBytes: 0, cpuUserMicros: 0 } };
+  return {
+    name,
+    status: 'skipped',
+    command: [],
+    cwd: '',
+    exitCode: null,
+    durationMs: 0,
+    stdoutTail: '',
+    stderrTail: '',
+    resource: { maxRssBytes: 0, cpuUserMicros: 0 },
+  };
 }

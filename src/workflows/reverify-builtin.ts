@@ -30,7 +30,15 @@ export async function reverifyBuiltin(target: BuiltinTarget, runId: string): Pro
   if (plan.status === 'skipped') return { status: 'skipped', repo, reason: plan.reason, stages: [] };
   const { branch, commit } = plan;
   if (plan.status === 'refused') {
-    return { status: 'failed', repo, branch, commit, reason: plan.reason, stages: [], failure: { category: 'refused', stage: 'plan', reason: plan.reason, command: [], exitCode: null, stdoutTail: '', stderrTail: '' } };
+    return {
+      status: 'failed',
+      repo,
+      branch,
+      commit,
+      reason: plan.reason,
+      stages: [],
+      failure: { category: 'refused', stage: 'plan', reason: plan.reason, command: [], exitCode: null, stdoutTail: '', stderrTail: '' },
+    };
   }
   const onHost = promotionSteps(plan.hostQueue);
   const stages: StageReport[] = [];
@@ -43,7 +51,9 @@ export async function reverifyBuiltin(target: BuiltinTarget, runId: string): Pro
     ]);
     for (const stage of plan.stages) {
       const maxRunMs = stage.commands.reduce((sum, c) => sum + (c.timeoutMs ?? plan.stageTimeoutMs), 0);
-      stages.push(await stageStep(plan.hostQueue, maxRunMs).verifyStage.executeWithOptions({ summary: `${stage.name} of ${branch}` }, [{ worktree: ws.path, stage }]));
+      stages.push(
+        await stageStep(plan.hostQueue, maxRunMs).verifyStage.executeWithOptions({ summary: `${stage.name} of ${branch}` }, [{ worktree: ws.path, stage }]),
+      );
     }
     return { status: 'passed', repo, branch, commit, stages };
   } catch (err) {
@@ -91,5 +101,15 @@ function messageOf(err: unknown): string {
 
 /** A stage that did not run because an earlier one decided. */
 function skippedStage(name: StageReport['name']): StageReport {
-  return { name, status: 'skipped', command: [], cwd: '', exitCode: null, durationMs: 0, stdoutTail: '', stderrTail: '', resource: { maxRssBytes: 0, cpuUserMicros: 0 } };
+  return {
+    name,
+    status: 'skipped',
+    command: [],
+    cwd: '',
+    exitCode: null,
+    durationMs: 0,
+    stdoutTail: '',
+    stderrTail: '',
+    resource: { maxRssBytes: 0, cpuUserMicros: 0 },
+  };
 }

@@ -29,10 +29,9 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
   const progress = new Progress('reverify', 'tools', ['load', 'test', 'builtin', 'summarize']);
 
   progress.start('load', `batch ${batches}`);
-  const batch = await steps.loadReverifyBatch.executeWithOptions(
-    { summary: `load batch ${batches} (after ${input.after ?? 'the start'})` },
-    [{ runKey, after: input.after, limit: batchSize }],
-  );
+  const batch = await steps.loadReverifyBatch.executeWithOptions({ summary: `load batch ${batches} (after ${input.after ?? 'the start'})` }, [
+    { runKey, after: input.after, limit: batchSize },
+  ]);
   progress.done('load', `batch ${batches}: ${batch.tools.length} tool(s) from ${batch.tools[0]?.name ?? '-'}`);
 
   const sandbox = proxyActivities<ReverifySandboxActivities>(boundedStep(batch.sandbox.taskQueue, batch.sandbox.maxTimeoutMs));
@@ -51,7 +50,9 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
     if (first.verdict === 'passed' || first.action !== undefined) return;
     const base = { runKey, workflowId: info.workflowId, name: tool.name, version: tool.version };
     if (first.verdict === 'error') {
-      await steps.settleReverify.executeWithOptions({ summary: `${tool.name}: test could not run` }, [{ ...base, action: 'error', verdict: 'error', error: first.error }]);
+      await steps.settleReverify.executeWithOptions({ summary: `${tool.name}: test could not run` }, [
+        { ...base, action: 'error', verdict: 'error', error: first.error },
+      ]);
       return;
     }
     const again = await test(tool, 2, 'retest');
@@ -124,7 +125,10 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
   progress.start('summarize');
   const recorded = await steps.summarizeReverify.executeWithOptions({ summary: 'summarize the run' }, [{ runKey, workflowId: info.workflowId, batches }]);
   const summary: ReverifySummary = builtin ? { ...recorded, builtin } : recorded;
-  progress.done('summarize', `${summary.counts.tested} tested, ${summary.quarantined.length} quarantined, ${summary.degraded.length} degraded, ${summary.flaky.length} flaky`);
+  progress.done(
+    'summarize',
+    `${summary.counts.tested} tested, ${summary.quarantined.length} quarantined, ${summary.degraded.length} degraded, ${summary.flaky.length} flaky`,
+  );
   const builtinFailed = builtin !== undefined && (builtin.status === 'failed' || builtin.status === 'error');
   const outcome = summary.quarantined.length + summary.degraded.length > 0 ? 'quarantined' : summary.counts.failed > 0 || builtinFailed ? 'failures' : 'passed';
   progress.end(outcome);

@@ -21,7 +21,9 @@ export async function sellToolWorkflow(input: SellInput): Promise<SellResult> {
   await ensureLedger();
   progress.done('ledger');
   progress.start('offer', input.stop ? 'withdraw the offer' : `${input.price} per call`);
-  const outcome = await sellSteps.offerTool.executeWithOptions({ summary: input.stop ? `withdraw ${input.tool}` : `offer ${input.tool} at ${input.price}` }, [input]);
+  const outcome = await sellSteps.offerTool.executeWithOptions({ summary: input.stop ? `withdraw ${input.tool}` : `offer ${input.tool} at ${input.price}` }, [
+    input,
+  ]);
   const result: SellResult = { ...outcome, workflowId };
   if (outcome.status === 'refused') progress.failed('offer', outcome.reason);
   else progress.done('offer', outcome.url ?? outcome.status);

@@ -63,8 +63,20 @@ export async function readAuthorization(rpcUrl: string, auth: SignedAuthorizatio
     return secondsLeft > 0 ? { state: 'open', secondsLeft } : { state: 'expired' };
   }
   const [usedLogs, cancelLogs] = await Promise.all([
-    client.getContractEvents({ address: token, abi: TOKEN_ABI, eventName: 'AuthorizationUsed', args: { authorizer, nonce: auth.nonce }, fromBlock: 'earliest' }),
-    client.getContractEvents({ address: token, abi: TOKEN_ABI, eventName: 'AuthorizationCanceled', args: { authorizer, nonce: auth.nonce }, fromBlock: 'earliest' }),
+    client.getContractEvents({
+      address: token,
+      abi: TOKEN_ABI,
+      eventName: 'AuthorizationUsed',
+      args: { authorizer, nonce: auth.nonce },
+      fromBlock: 'earliest',
+    }),
+    client.getContractEvents({
+      address: token,
+      abi: TOKEN_ABI,
+      eventName: 'AuthorizationCanceled',
+      args: { authorizer, nonce: auth.nonce },
+      fromBlock: 'earliest',
+    }),
   ]);
   const transfer = usedLogs[0];
   if (transfer?.transactionHash) return { state: 'settled', txHash: transfer.transactionHash };
@@ -111,7 +123,12 @@ export type CancelOutcome = { sent: true; txHash: Hex } | { sent: false; reason:
  * authorization was signed under (the terms' `extra.name` / `extra.version`). Not sent when the chain would refuse it
  * (already used or cancelled, or no gas): the caller reads the chain again to learn which.
  */
-export function cancelAuthorization(rpcUrl: string, key: Hex, auth: Pick<SignedAuthorization, 'asset' | 'nonce'>, domain: { name: string; version: string }): Promise<CancelOutcome> {
+export function cancelAuthorization(
+  rpcUrl: string,
+  key: Hex,
+  auth: Pick<SignedAuthorization, 'asset' | 'nonce'>,
+  domain: { name: string; version: string },
+): Promise<CancelOutcome> {
   // One transaction of the wallet at a time from this process: concurrent ones would race for the account's nonce.
   const mine = cancels.then(() => sendCancellation(rpcUrl, key, auth, domain));
   cancels = mine.catch(() => undefined);
@@ -120,7 +137,12 @@ export function cancelAuthorization(rpcUrl: string, key: Hex, auth: Pick<SignedA
 
 let cancels: Promise<unknown> = Promise.resolve();
 
-async function sendCancellation(rpcUrl: string, key: Hex, auth: Pick<SignedAuthorization, 'asset' | 'nonce'>, domain: { name: string; version: string }): Promise<CancelOutcome> {
+async function sendCancellation(
+  rpcUrl: string,
+  key: Hex,
+  auth: Pick<SignedAuthorization, 'asset' | 'nonce'>,
+  domain: { name: string; version: string },
+): Promise<CancelOutcome> {
   const account = viemAccounts.privateKeyToAccount(key);
   const transport = viem.http(rpcUrl, { timeout: 15_000, retryCount: 1 });
   const client = viem.createPublicClient({ transport });
@@ -128,7 +150,12 @@ async function sendCancellation(rpcUrl: string, key: Hex, auth: Pick<SignedAutho
   const chainId = await client.getChainId();
   const signature = await account.signTypedData({
     domain: { name: domain.name, version: domain.version, chainId, verifyingContract: token },
-    types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+    types: {
+      CancelAuthorization: [
+        { name: 'authorizer', type: 'address' },
+        { name: 'nonce', type: 'bytes32' },
+      ],
+    },
     primaryType: 'CancelAuthorization',
     message: { authorizer: account.address, nonce: auth.nonce },
   });
@@ -140,7 +167,16 @@ async function sendCancellation(rpcUrl: string, key: Hex, auth: Pick<SignedAutho
   } catch (err) {
     return { sent: false, reason: shortReason(err) };
   }
-  const wallet = viem.createWalletClient({ account, transport, chain: viem.defineChain({ id: chainId, name: `eip155:${chainId}`, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } }) });
+  const wallet = viem.createWalletClient({
+    account,
+    transport,
+    chain: viem.defineChain({
+      id: chainId,
+      name: `eip155:${chainId}`,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [rpcUrl] } },
+    }),
+  });
   let hash: Hex;
   try {
     hash = await wallet.writeContract(request);

@@ -158,7 +158,7 @@ function isAnvilOf(pid: number, chainFile: string): boolean {
 /** Waits for a dead holder's anvil to finish writing the chain and exit; SIGTERM first if nothing told it to. */
 async function stopOrphan(pid: number, chainFile: string): Promise<void> {
   const exited = async (ms: number) => {
-    for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + ms; Date.now() < deadline;) {
       if (!isAnvilOf(pid, chainFile)) return true;
       await new Promise((r) => setTimeout(r, 50));
     }

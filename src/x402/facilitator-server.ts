@@ -164,7 +164,7 @@ export async function startFacilitatorServer(options: FacilitatorServerOptions):
       // Who asks, first: an unauthenticated caller learns nothing, and nothing is fetched for it.
       const registrant = registrants.presenting(c.req.header('authorization'));
       if (!registrant) {
-        return c.json({ error: "registration is for the registering seller only: send its bearer token (Authorization: Bearer ...)" }, 401, {
+        return c.json({ error: 'registration is for the registering seller only: send its bearer token (Authorization: Bearer ...)' }, 401, {
           'www-authenticate': 'Bearer',
         });
       }
@@ -198,9 +198,7 @@ export async function startFacilitatorServer(options: FacilitatorServerOptions):
   }
 
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: options.host ?? '127.0.0.1', port: options.port ?? 0 }, () =>
-      resolve(s as Server),
-    );
+    const s = serve({ fetch: app.fetch, hostname: options.host ?? '127.0.0.1', port: options.port ?? 0 }, () => resolve(s as Server));
     (s as Server).once('error', reject);
   });
   const port = (server.address() as AddressInfo).port;
@@ -314,10 +312,7 @@ class Registrants {
   }
 }
 
-type ProbeOutcome =
-  | { kind: 'required'; required: PaymentRequired }
-  | { kind: 'gone'; status: number }
-  | { kind: 'error'; status: 422 | 502; error: string };
+type ProbeOutcome = { kind: 'required'; required: PaymentRequired } | { kind: 'gone'; status: number } | { kind: 'error'; status: 422 | 502; error: string };
 
 /** An unpaid request to the resource, as a buyer's first one: what its 402 says. */
 async function probe(resource: string, method: string, timeoutMs: number): Promise<ProbeOutcome> {
@@ -400,7 +395,10 @@ class Catalogue {
 
   /** Every query word (case-insensitive) must appear in what a listing says: its URL, description, tags or schema. */
   search(query: string, filters: Filters): DiscoveryResource[] {
-    const words = query.toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter(Boolean);
+    const words = query
+      .toLowerCase()
+      .split(/[^\p{L}\p{N}_]+/u)
+      .filter(Boolean);
     return this.list(filters).filter((r) => {
       const text = searchableText(r);
       return words.every((w) => text.includes(w));
@@ -462,20 +460,13 @@ function matches(r: DiscoveryResource, f: Filters): boolean {
   if (f.type && r.type !== f.type) return false;
   if (f.extensions && !(r.extensions && f.extensions in r.extensions)) return false;
   return r.accepts.some(
-    (a) =>
-      (!f.payTo || a.payTo.toLowerCase() === f.payTo.toLowerCase()) &&
-      (!f.scheme || a.scheme === f.scheme) &&
-      (!f.network || a.network === f.network),
+    (a) => (!f.payTo || a.payTo.toLowerCase() === f.payTo.toLowerCase()) && (!f.scheme || a.scheme === f.scheme) && (!f.network || a.network === f.network),
   );
 }
 
 /** What a search looks in: the listing's words, and its bazaar declaration (the example input, the input schema). */
 function searchableText(r: DiscoveryResource): string {
-  const bazaar = r.extensions?.[BAZAAR.key] as
-    | { info?: unknown; schema?: { properties?: { input?: { properties?: { body?: unknown } } } } }
-    | undefined;
+  const bazaar = r.extensions?.[BAZAAR.key] as { info?: unknown; schema?: { properties?: { input?: { properties?: { body?: unknown } } } } } | undefined;
   const inputSchema = bazaar?.schema?.properties?.input?.properties?.body ?? {};
-  return [r.resource, r.description ?? '', r.serviceName ?? '', ...(r.tags ?? []), JSON.stringify([bazaar?.info ?? {}, inputSchema])]
-    .join('\n')
-    .toLowerCase();
+  return [r.resource, r.description ?? '', r.serviceName ?? '', ...(r.tags ?? []), JSON.stringify([bazaar?.info ?? {}, inputSchema])].join('\n').toLowerCase();
 }

@@ -209,10 +209,9 @@ export function createLedger(database: ForgeDatabase): Ledger {
       return ((await executor.execute(statement)) as unknown as { rows: T[] }).rows;
     } catch (err) {
       if (postgresErrorOf(err)?.code === '42P01') {
-        throw new LedgerNotReadyError(
-          `The x402 ledger's tables are not in schema ${database.schema} yet: apply the migration first (isReady() says when).`,
-          { cause: err },
-        );
+        throw new LedgerNotReadyError(`The x402 ledger's tables are not in schema ${database.schema} yet: apply the migration first (isReady() says when).`, {
+          cause: err,
+        });
       }
       throw err;
     }
@@ -235,9 +234,7 @@ export function createLedger(database: ForgeDatabase): Ledger {
   const ledger: Ledger = {
     async isReady() {
       // to_regclass: NULL for a missing relation rather than an error, and the name is resolved in our schema only.
-      const present = Object.values(LEDGER_TABLES).map(
-        (name) => sql`to_regclass(${`${quoteIdent(database.schema)}.${quoteIdent(name)}`}::text) IS NOT NULL`,
-      );
+      const present = Object.values(LEDGER_TABLES).map((name) => sql`to_regclass(${`${quoteIdent(database.schema)}.${quoteIdent(name)}`}::text) IS NOT NULL`);
       const [row] = await query<{ ready: boolean }>(db, sql`SELECT ${sql.join(present, sql` AND `)} AS ready`);
       return row.ready === true;
     },
@@ -309,8 +306,7 @@ export function createLedger(database: ForgeDatabase): Ledger {
         if (postgresErrorOf(err)?.code !== '23505') throw err;
         const other = await ledger.getByNonce('out', nonce);
         throw new LedgerConflictError(
-          `Nonce ${nonce} is already recorded for another payment (workflow ${other?.workflowId ?? '?'}): an ` +
-            'authorization is used for one payment only.',
+          `Nonce ${nonce} is already recorded for another payment (workflow ${other?.workflowId ?? '?'}): an ` + 'authorization is used for one payment only.',
           other,
           { cause: err },
         );
@@ -518,7 +514,6 @@ function toOffer(r: RawOffer): LedgerOffer {
     updatedAt: r.updated_at,
   };
 }
-
 
 /** A non-negative integer amount of base units, from a bigint or its decimal string. */
 function baseUnits(value: BaseUnits, field: string): bigint {

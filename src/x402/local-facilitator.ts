@@ -21,10 +21,7 @@ export interface LocalFacilitator {
  * transferWithAuthorization from this wallet and waits for the receipt. Wiring as in the x402 examples'
  * facilitator (a wallet client extended with public actions, adapted by `toFacilitatorEvmSigner`).
  */
-export function createLocalFacilitator(
-  wallet: WalletClient<Transport, Chain, Account>,
-  network: Network,
-): LocalFacilitator {
+export function createLocalFacilitator(wallet: WalletClient<Transport, Chain, Account>, network: Network): LocalFacilitator {
   const client = wallet.extend(viem.publicActions);
   // The signer interface takes untyped ABIs and typed-data records; viem's own functions type them precisely,
   // hence the casts at this boundary (as in the x402 examples).

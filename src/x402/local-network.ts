@@ -124,7 +124,9 @@ async function startKeptAnvil(state: DevNetworkState | undefined, log: (line: st
   } catch (err) {
     if (!existsSync(state.chainFile)) throw err;
     const aside = await state.setChainAside();
-    log(`forge: x402 dev network: anvil could not load ${state.chainFile} (${(err as Error).message.split('\n')[0]}); set aside as ${aside}, the chain starts anew`);
+    log(
+      `forge: x402 dev network: anvil could not load ${state.chainFile} (${(err as Error).message.split('\n')[0]}); set aside as ${aside}, the chain starts anew`,
+    );
     return { anvil: await startAnvil({ chainId: LOCAL_CHAIN_ID, stateFile: state.chainFile }), lost: true };
   }
 }
@@ -181,7 +183,9 @@ export async function startLocalX402Network(options: LocalX402NetworkOptions = {
     // that deployed it), as the same token; otherwise it is made anew, and the wallets kept are funded again.
     let reuse = kept !== undefined;
     if (kept && (lost || kept.chainId !== LOCAL_CHAIN_ID || !sameToken(kept.token, token) || !(await hasCode(publicClient, kept.token.address)))) {
-      log(`forge: x402 dev network: the kept chain no longer holds ${kept.token.symbol} at ${kept.token.address}; a new token is deployed and the kept wallets are funded again`);
+      log(
+        `forge: x402 dev network: the kept chain no longer holds ${kept.token.symbol} at ${kept.token.address}; a new token is deployed and the kept wallets are funded again`,
+      );
       reuse = false;
     }
     const deployer = kept ? walletOf(kept.deployerKey, nonces) : walletOf(viemAccounts.generatePrivateKey(), nonces);
@@ -239,12 +243,14 @@ export async function startLocalX402Network(options: LocalX402NetworkOptions = {
       return saving;
     };
     if (state && !reuse) await save((r) => r);
-    if (state) log(reuse ? `forge: x402 dev network: the kept chain in ${state.dir}, token ${token.symbol} at ${tokenAddress}` : `forge: x402 dev network: a new chain kept in ${state.dir}`);
+    if (state)
+      log(
+        reuse
+          ? `forge: x402 dev network: the kept chain in ${state.dir}, token ${token.symbol} at ${tokenAddress}`
+          : `forge: x402 dev network: a new chain kept in ${state.dir}`,
+      );
 
-    const local = createLocalFacilitator(
-      viem.createWalletClient({ account: settler.account, chain, transport, pollingInterval: 100 }),
-      LOCAL_NETWORK,
-    );
+    const local = createLocalFacilitator(viem.createWalletClient({ account: settler.account, chain, transport, pollingInterval: 100 }), LOCAL_NETWORK);
     const tokenContract = { address: tokenAddress, abi: EIP3009_TOKEN.abi } as const;
 
     const fund = async (address: Address, amount: bigint): Promise<Hash> => {
@@ -295,8 +301,7 @@ export async function startLocalX402Network(options: LocalX402NetworkOptions = {
       }),
       fund,
       balanceOf: (address) => publicClient.readContract({ ...tokenContract, functionName: 'balanceOf', args: [address] }),
-      authorizationState: (authorizer, nonce) =>
-        publicClient.readContract({ ...tokenContract, functionName: 'authorizationState', args: [authorizer, nonce] }),
+      authorizationState: (authorizer, nonce) => publicClient.readContract({ ...tokenContract, functionName: 'authorizationState', args: [authorizer, nonce] }),
       newWallet: async (tokens, options = {}) => {
         const wallet = newWallet();
         if (options.gas !== false) await testClient.setBalance({ address: wallet.address, value: GAS_MONEY });

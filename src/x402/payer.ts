@@ -130,7 +130,12 @@ export async function signPayment(key: Hex, paymentRequired: X402PaymentRequired
       allowedAssets: [{ network: requirement.network as `${string}:${string}`, asset: requirement.asset, maxAmountPerPayment: requirement.amount }],
     })
     .onBeforePaymentCreation(async ({ selectedRequirements: s }) => {
-      const same = s.scheme === requirement.scheme && s.network === requirement.network && s.asset === requirement.asset && s.amount === requirement.amount && s.payTo === requirement.payTo;
+      const same =
+        s.scheme === requirement.scheme &&
+        s.network === requirement.network &&
+        s.asset === requirement.asset &&
+        s.amount === requirement.amount &&
+        s.payTo === requirement.payTo;
       return same ? undefined : { abort: true as const, reason: 'the client selected another payment option than the one the spend policy approved' };
     });
   const http = new x402HTTPClient(client);
@@ -155,7 +160,11 @@ export async function signPayment(key: Hex, paymentRequired: X402PaymentRequired
  */
 class ShortLivedExactEvmScheme extends ExactEvmScheme {
   override createPaymentPayload(...[version, requirements, context]: Parameters<ExactEvmScheme['createPaymentPayload']>) {
-    return super.createPaymentPayload(version, { ...requirements, maxTimeoutSeconds: Math.min(requirements.maxTimeoutSeconds, PAY_AUTHORIZATION_SECONDS) }, context);
+    return super.createPaymentPayload(
+      version,
+      { ...requirements, maxTimeoutSeconds: Math.min(requirements.maxTimeoutSeconds, PAY_AUTHORIZATION_SECONDS) },
+      context,
+    );
   }
 }
 
@@ -188,12 +197,7 @@ export async function sendPaidRequest(request: PayRequest, payment: Pick<SignedP
  * transaction that did, from the token's AuthorizationUsed event. The chain is the truth a lost response cannot hide.
  * Read through the shipped token's ABI: `authorizationState` and `AuthorizationUsed` are EIP-3009's, as on USDC.
  */
-export async function authorizationOnChain(
-  rpcUrl: string,
-  asset: string,
-  payer: string,
-  nonce: Hex,
-): Promise<{ used: boolean; txHash?: string }> {
+export async function authorizationOnChain(rpcUrl: string, asset: string, payer: string, nonce: Hex): Promise<{ used: boolean; txHash?: string }> {
   const client = viem.createPublicClient({ transport: viem.http(rpcUrl) });
   const token = viem.getAddress(asset);
   const authorizer = viem.getAddress(payer);

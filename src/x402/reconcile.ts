@@ -49,7 +49,10 @@ export async function reconcileReserved(input: {
   const report: ReconcileReport = { settled: 0, failed: 0, open: 0, undecided: 0 };
   const now = input.now ?? new Date();
   for (const row of await input.ledger.reservedOlderThan(input.olderThanMs ?? RECONCILE_AFTER_MS, input.now)) {
-    const outcome = row.direction === 'in' ? await reconcileSale(input.ledger, row, now, input.rpcUrl) : await reconcilePayment(input.ledger, row, now, input.payer, input.rpcUrl);
+    const outcome =
+      row.direction === 'in'
+        ? await reconcileSale(input.ledger, row, now, input.rpcUrl)
+        : await reconcilePayment(input.ledger, row, now, input.payer, input.rpcUrl);
     report[outcome]++;
   }
   return report;
@@ -60,7 +63,14 @@ type Outcome = keyof ReconcileReport;
 
 /** The chain's word on an authorization, with no expiry of its own (the caller knows when it can no longer be used). */
 async function fateOf(rpcUrl: string, row: LedgerTransaction, payer: string) {
-  return readAuthorization(rpcUrl, { asset: row.asset, payer, payTo: row.counterparty, amount: row.amount, nonce: row.paymentNonce as Hex, validBefore: Number.MAX_SAFE_INTEGER });
+  return readAuthorization(rpcUrl, {
+    asset: row.asset,
+    payer,
+    payTo: row.counterparty,
+    amount: row.amount,
+    nonce: row.paymentNonce as Hex,
+    validBefore: Number.MAX_SAFE_INTEGER,
+  });
 }
 
 /** An `out` row; undecided when there is no chain (or no wallet) to ask. */
@@ -90,12 +100,24 @@ async function reconcilePayment(ledger: ReconcileLedger, row: LedgerTransaction,
 async function reconcileSale(ledger: ReconcileLedger, row: LedgerTransaction, now: Date, rpcUrl?: string): Promise<Outcome> {
   if (!rpcUrl) return 'undecided';
   const fate = await fateOf(rpcUrl, row, row.payer ?? row.counterparty);
-  const sale = { nonce: row.paymentNonce as string, counterparty: row.counterparty, resource: row.resource, tool: row.tool, amount: row.amount, asset: row.asset, network: row.network };
+  const sale = {
+    nonce: row.paymentNonce as string,
+    counterparty: row.counterparty,
+    resource: row.resource,
+    tool: row.tool,
+    amount: row.amount,
+    asset: row.asset,
+    network: row.network,
+  };
   if (fate.state === 'settled') {
     await ledger.recordIn({ ...sale, status: 'settled', txHash: fate.txHash });
     return 'settled';
   }
   if (fate.state === 'open' && now.getTime() - Date.parse(row.createdAt) < SALE_SETTLES_WITHIN_MS) return 'open';
-  await ledger.recordIn({ ...sale, status: 'failed', reason: "reconciled: the buyer's authorization was never used on the chain; the sale is closed, nothing was paid" });
+  await ledger.recordIn({
+    ...sale,
+    status: 'failed',
+    reason: "reconciled: the buyer's authorization was never used on the chain; the sale is closed, nothing was paid",
+  });
   return 'failed';
 }

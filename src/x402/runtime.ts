@@ -61,7 +61,9 @@ export async function startX402Runtime(config: X402Config, log: (line: string) =
   const key = walletKey();
   const address = key ? viemAccounts().privateKeyToAccount(key).address : undefined;
   if (address && local) {
-    log(`forge: x402 wallet ${address} holds ${await local.balanceOf(address as `0x${string}`)} base units of ${local.token.symbol}${local.durable ? ' (kept across restarts)' : ''}`);
+    log(
+      `forge: x402 wallet ${address} holds ${await local.balanceOf(address as `0x${string}`)} base units of ${local.token.symbol}${local.durable ? ' (kept across restarts)' : ''}`,
+    );
   } else if (address) {
     log(`forge: x402 wallet ${address}`);
   }

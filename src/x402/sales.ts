@@ -223,11 +223,11 @@ async function rebaseOffers(
 ): Promise<void> {
   if (!(await ledger.isReady())) return;
   const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
-  const stale = (await ledger.listOffers()).filter(
-    (o) => !same(o.asset, current.asset) || o.network !== current.network || !same(o.payTo, current.payTo),
-  );
+  const stale = (await ledger.listOffers()).filter((o) => !same(o.asset, current.asset) || o.network !== current.network || !same(o.payTo, current.payTo));
   for (const o of stale) await ledger.putOffer({ tool: o.tool, price: o.price, description: o.description, ...current });
   if (stale.length > 0) {
-    log?.(`forge: x402 offers of ${stale.map((o) => o.tool).join(', ')} now quote ${current.asset} on ${current.network}, paid to ${current.payTo} (the dev network's current token and wallet)`);
+    log?.(
+      `forge: x402 offers of ${stale.map((o) => o.tool).join(', ')} now quote ${current.asset} on ${current.network}, paid to ${current.payTo} (the dev network's current token and wallet)`,
+    );
   }
 }

@@ -203,9 +203,7 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
   app.post(`${TOOL_ROUTE_PREFIX}:name`, (c) => callTool(c, options.invoke));
 
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: options.host ?? '127.0.0.1', port: options.port ?? 0 }, () =>
-      resolve(s as Server),
-    );
+    const s = serve({ fetch: app.fetch, hostname: options.host ?? '127.0.0.1', port: options.port ?? 0 }, () => resolve(s as Server));
     (s as Server).once('error', reject);
   });
   const port = (server.address() as AddressInfo).port;
@@ -250,9 +248,7 @@ export async function startSeller(options: SellerOptions): Promise<Seller> {
       onError(new Error(`a settlement's outcome is unknown (${failure.message}): its sale stays reserved until reconciled from the chain`, { cause: failure }));
       return;
     }
-    await report(
-      saleRecord(ctx, routeUrl, { status: 'failed', txHash: failure.transaction, payer: failure.payer, reason: failure.message }),
-    );
+    await report(saleRecord(ctx, routeUrl, { status: 'failed', txHash: failure.transaction, payer: failure.payer, reason: failure.message }));
   });
 
   const swaps = new Mutex();
@@ -318,10 +314,7 @@ async function termsInBody(res: Response): Promise<Response> {
 }
 
 /** The paid route's handler: runs after the payment is verified; its status decides whether it is settled. */
-async function callTool(
-  c: Context<Env>,
-  invoke: SellerOptions['invoke'],
-): Promise<Response> {
+async function callTool(c: Context<Env>, invoke: SellerOptions['invoke']): Promise<Response> {
   const tool = c.req.param('name') ?? '';
   if (!c.get('table')?.offers.has(tool)) return c.json({ error: `no tool named ${JSON.stringify(tool)} is sold here` }, 404);
   let input: unknown;

@@ -18,8 +18,7 @@ export interface SpendPolicy {
 }
 
 export type PolicyVerdict =
-  | { ok: true; requirement: X402PaymentRequirements; amount: bigint }
-  | { ok: false; limit: SpendLimit; reason: string; requirement?: X402PaymentRequirements };
+  { ok: true; requirement: X402PaymentRequirements; amount: bigint } | { ok: false; limit: SpendLimit; reason: string; requirement?: X402PaymentRequirements };
 
 /** The one scheme Forge pays with: x402's `exact` on EVM chains (EIP-3009 transferWithAuthorization). */
 const PAYABLE_SCHEME = 'exact';
@@ -48,12 +47,18 @@ function refusalOf(requirement: X402PaymentRequirements, policy: SpendPolicy, ca
   }
   if (!(requirement.maxTimeoutSeconds > 0 && requirement.maxTimeoutSeconds <= MAX_AUTHORIZATION_SECONDS)) {
     // A signed authorization stays valid this long; reconciliation relies on its expiry to tell unpaid from lost.
-    return { limit: 'scheme', reason: `the resource asks for an authorization valid ${requirement.maxTimeoutSeconds} s; Forge signs for at most ${MAX_AUTHORIZATION_SECONDS} s` };
+    return {
+      limit: 'scheme',
+      reason: `the resource asks for an authorization valid ${requirement.maxTimeoutSeconds} s; Forge signs for at most ${MAX_AUTHORIZATION_SECONDS} s`,
+    };
   }
   const transfer = requirement.extra?.assetTransferMethod;
   if (transfer !== undefined && transfer !== 'eip3009') {
     // Forge's settlement check and its cancellation are EIP-3009's: a Permit2 payment could be neither read nor cancelled.
-    return { limit: 'scheme', reason: `the resource asks for extra.assetTransferMethod ${JSON.stringify(transfer)}; Forge pays only with EIP-3009 authorizations ("eip3009")` };
+    return {
+      limit: 'scheme',
+      reason: `the resource asks for extra.assetTransferMethod ${JSON.stringify(transfer)}; Forge pays only with EIP-3009 authorizations ("eip3009")`,
+    };
   }
   if (!isBaseUnits(amount)) return { limit: 'scheme', reason: `the resource asks for an amount that is not a whole number of base units: "${amount}"` };
   if (BigInt(amount) > cap) {

@@ -8,18 +8,9 @@
 import type * as ViemModule from 'viem' with { 'resolution-mode': 'import' };
 import type * as ViemAccounts from 'viem/accounts' with { 'resolution-mode': 'import' };
 
-export type {
-  Account,
-  Address,
-  Chain,
-  Hash,
-  Hex,
-  PrivateKeyAccount,
-  PublicClient,
-  TestClient,
-  Transport,
-  WalletClient,
-} from 'viem' with { 'resolution-mode': 'import' };
+export type { Account, Address, Chain, Hash, Hex, PrivateKeyAccount, PublicClient, TestClient, Transport, WalletClient } from 'viem' with {
+  'resolution-mode': 'import',
+};
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const viem = require('viem') as typeof ViemModule;

@@ -39,7 +39,10 @@ beforeAll(() => {
     }),
   );
   write('src/workflows/index.ts', "export { greet } from './greet';\n");
-  write('src/workflows/greet.ts', "import { salutation } from '../words';\nexport async function greet(name: string): Promise<string> {\n  return `${salutation} ${name}`;\n}\n");
+  write(
+    'src/workflows/greet.ts',
+    "import { salutation } from '../words';\nexport async function greet(name: string): Promise<string> {\n  return `${salutation} ${name}`;\n}\n",
+  );
   write('src/words.ts', "export const salutation = 'hello';\n");
   write('src/cli.ts', "export const cli = 'not in the workflows';\n");
 });
@@ -61,7 +64,9 @@ describe('npm run build (scripts/build.js)', () => {
   test('on an unchanged tree it compiles nothing and bundles nothing, in one line', () => {
     const again = build();
     expect(again.status).toBe(0);
-    expect(again.said.trim().split('\n')).toEqual([expect.stringMatching(/^\[build\] dist\/ is up to date: \d+ source files and the \d+ compiled files of the workflow bundle unchanged/)]);
+    expect(again.said.trim().split('\n')).toEqual([
+      expect.stringMatching(/^\[build\] dist\/ is up to date: \d+ source files and the \d+ compiled files of the workflow bundle unchanged/),
+    ]);
   }, 60_000);
 
   test('a change outside the workflows compiles again, naming the file, and leaves the bundle alone', () => {

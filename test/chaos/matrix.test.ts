@@ -47,18 +47,22 @@ describe.each(scenariosInSlice.map((s) => [s.workflowType, s] as const))('%s', (
   let baseline: Promise<RunRecord> | undefined;
   const points = selected.filter((c) => c.scenario === scenario).map((c) => c.point);
 
-  test.each(points)(`SIGKILL at %s, then a fresh worker: the same result and end state as an uninterrupted run (${scenario.label})`, async (point) => {
-    baseline ??= runScenario(temporal(), scenario);
-    let report: CellReport;
-    try {
-      const uninterrupted = await baseline;
-      expect(uninterrupted.strays).toEqual([]);
-      expect(uninterrupted.leftovers).toEqual([]);
-      report = judgeCell(scenario, point, uninterrupted, await runScenario(temporal(), scenario, point));
-    } catch (err) {
-      report = brokenCell(scenario, point, err);
-    }
-    reports.push(report);
-    if (!report.consistent) throw new Error(`not consistent: ${report.reason}`);
-  }, 300_000);
+  test.each(points)(
+    `SIGKILL at %s, then a fresh worker: the same result and end state as an uninterrupted run (${scenario.label})`,
+    async (point) => {
+      baseline ??= runScenario(temporal(), scenario);
+      let report: CellReport;
+      try {
+        const uninterrupted = await baseline;
+        expect(uninterrupted.strays).toEqual([]);
+        expect(uninterrupted.leftovers).toEqual([]);
+        report = judgeCell(scenario, point, uninterrupted, await runScenario(temporal(), scenario, point));
+      } catch (err) {
+        report = brokenCell(scenario, point, err);
+      }
+      reports.push(report);
+      if (!report.consistent) throw new Error(`not consistent: ${report.reason}`);
+    },
+    300_000,
+  );
 });

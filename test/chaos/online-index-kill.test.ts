@@ -133,28 +133,36 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
         run.catch(() => undefined);
         if (external) {
           // Until the build shows in the progress view (on a connection of the test's own), then SIGKILL from outside.
-          const buildPid = await within(60_000, 'the concurrent build in pg_stat_progress_create_index', (async () => {
-            for (;;) {
-              const { rows } = await watcher.query<{ command: string; pid: number }>(
-                `SELECT command, pid FROM pg_stat_progress_create_index WHERE datname = current_database()`,
-              );
-              const build = rows.find((r) => r.command === 'CREATE INDEX CONCURRENTLY');
-              if (build) return build.pid;
-              if (dying.exitCode !== null || dying.signalCode !== null) throw new Error('the worker ended before the build started');
-              await new Promise((r) => setTimeout(r, 10));
-            }
-          })());
+          const buildPid = await within(
+            60_000,
+            'the concurrent build in pg_stat_progress_create_index',
+            (async () => {
+              for (;;) {
+                const { rows } = await watcher.query<{ command: string; pid: number }>(
+                  `SELECT command, pid FROM pg_stat_progress_create_index WHERE datname = current_database()`,
+                );
+                const build = rows.find((r) => r.command === 'CREATE INDEX CONCURRENTLY');
+                if (build) return build.pid;
+                if (dying.exitCode !== null || dying.signalCode !== null) throw new Error('the worker ended before the build started');
+                await new Promise((r) => setTimeout(r, 10));
+              }
+            })(),
+          );
           await killWorkerHard(dying);
           // The build's session notices its vanished client by itself (client_connection_check_interval), well
           // before the activity's heartbeat timeout (10 s) would let the retry end it: nothing keeps building alone.
           const killedAt = performance.now();
-          await within(8_000, `the killed worker's build (pid ${buildPid}) ending by itself`, (async () => {
-            for (;;) {
-              const { rows } = await watcher.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [buildPid]);
-              if (rows.length === 0) return;
-              await new Promise((r) => setTimeout(r, 50));
-            }
-          })());
+          await within(
+            8_000,
+            `the killed worker's build (pid ${buildPid}) ending by itself`,
+            (async () => {
+              for (;;) {
+                const { rows } = await watcher.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [buildPid]);
+                if (rows.length === 0) return;
+                await new Promise((r) => setTimeout(r, 50));
+              }
+            })(),
+          );
           const { rows: left } = await watcher.query<{ valid: boolean }>(
             `SELECT i.indisvalid AND i.indisready AS valid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = $1`,
             [index],

@@ -41,98 +41,98 @@ export default {
 
 // Skipped only where the Debian server binaries are absent (a machine without the postgresql package): there is no
 // server to stop. CI installs them (.ci/run), so there this always runs.
-describeIf(bin, 'no PostgreSQL server binaries here (Debian package postgresql; CI installs them)')('PostgreSQL stopped for 20 s mid-run (a private cluster, really stopped)', () => {
-  let env: TestWorkflowEnvironment;
-  let pg: PrivatePostgres;
-  let platform: TestPlatform;
-  let sandbox: ReturnType<typeof watchSandboxRuns>;
+describeIf(bin, 'no PostgreSQL server binaries here (Debian package postgresql; CI installs them)')(
+  'PostgreSQL stopped for 20 s mid-run (a private cluster, really stopped)',
+  () => {
+    let env: TestWorkflowEnvironment;
+    let pg: PrivatePostgres;
+    let platform: TestPlatform;
+    let sandbox: ReturnType<typeof watchSandboxRuns>;
 
-  beforeAll(async () => {
-    sandbox = watchSandboxRuns();
-    [env, pg] = await Promise.all([startTemporal(), PrivatePostgres.start(bin)]);
-    // The whole cluster is this file's: Forge uses its `forge` database directly.
-    const backend: TestBackend = { kind: 'postgres', open: (schema = 'public') => openPostgres(pg.url, schema), dispose: async () => undefined };
-    platform = await startTestPlatform(env, 'postgres', {
-      backend,
-      // The apply waits on the lock through the outage instead of failing at the default 5 s lock_timeout.
-      env: { FORGE_MIGRATION_LOCK_TIMEOUT_MS: '120000', ...sandbox.platformEnv },
+    beforeAll(async () => {
+      sandbox = watchSandboxRuns();
+      [env, pg] = await Promise.all([startTemporal(), PrivatePostgres.start(bin)]);
+      // The whole cluster is this file's: Forge uses its `forge` database directly.
+      const backend: TestBackend = { kind: 'postgres', open: (schema = 'public') => openPostgres(pg.url, schema), dispose: async () => undefined };
+      platform = await startTestPlatform(env, 'postgres', {
+        backend,
+        // The apply waits on the lock through the outage instead of failing at the default 5 s lock_timeout.
+        env: { FORGE_MIGRATION_LOCK_TIMEOUT_MS: '120000', ...sandbox.platformEnv },
+      });
+    }, 120_000);
+
+    afterAll(async () => {
+      await platform?.teardown();
+      await pg?.dispose();
+      await env?.teardown();
+      sandbox?.dispose();
     });
-  }, 120_000);
 
-  afterAll(async () => {
-    await platform?.teardown();
-    await pg?.dispose();
-    await env?.teardown();
-    sandbox?.dispose();
-  });
+    test('a migration waiting on a lock and a deployment in its sandbox test both wait, then finish once, when it is back', async () => {
+      const created = await platform.forge.migrateSchema({ name: 'outage_notes', sql: 'CREATE TABLE agent_outage_notes (id int PRIMARY KEY);' });
+      expect(created.status).toBe('applied');
 
-  test('a migration waiting on a lock and a deployment in its sandbox test both wait, then finish once, when it is back', async () => {
-    const created = await platform.forge.migrateSchema({ name: 'outage_notes', sql: 'CREATE TABLE agent_outage_notes (id int PRIMARY KEY);' });
-    expect(created.status).toBe('applied');
+      // Another session holds a lock on the table that ALTER TABLE must wait for.
+      const lockUrl = new URL(pg.superuserUrl);
+      lockUrl.pathname = '/forge';
+      const holder = new Client({ connectionString: lockUrl.toString() });
+      holder.on('error', () => undefined); // the stop terminates this session
+      await holder.connect();
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE agent_outage_notes IN ACCESS SHARE MODE');
 
-    // Another session holds a lock on the table that ALTER TABLE must wait for.
-    const lockUrl = new URL(pg.superuserUrl);
-    lockUrl.pathname = '/forge';
-    const holder = new Client({ connectionString: lockUrl.toString() });
-    holder.on('error', () => undefined); // the stop terminates this session
-    await holder.connect();
-    await holder.query('BEGIN');
-    await holder.query('LOCK TABLE agent_outage_notes IN ACCESS SHARE MODE');
+      const deploy = await platform.forge.startDeployTool({ name: 'outage_slow', source: slowTool, testInput: { ms: 4_000 } });
+      const deployHandle = env.client.workflow.getHandle(deploy.workflowId);
+      await until(async () => (await stageOf(deployHandle)) === 'test', 20_000, 'the deployment to reach its sandbox test');
 
-    const deploy = await platform.forge.startDeployTool({ name: 'outage_slow', source: slowTool, testInput: { ms: 4_000 } });
-    const deployHandle = env.client.workflow.getHandle(deploy.workflowId);
-    await until(async () => (await stageOf(deployHandle)) === 'test', 20_000, 'the deployment to reach its sandbox test');
+      const migration = platform.forge.migrateSchema({ name: 'outage_add_note', sql: 'ALTER TABLE agent_outage_notes ADD COLUMN note text;' });
+      migration.catch(() => undefined); // awaited below
+      const observer = new Client({ connectionString: lockUrl.toString() });
+      await observer.connect();
+      try {
+        // The apply transaction is in PostgreSQL, its ALTER TABLE waiting for the holder's lock.
+        await until(
+          async () =>
+            (await observer.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE agent_outage_notes%'`))
+              .rowCount === 1,
+          20_000,
+          "the migration's ALTER TABLE to wait on the lock",
+        );
+      } finally {
+        await observer.end();
+      }
+      expect(await stageOf(deployHandle)).toBe('test');
 
-    const migration = platform.forge.migrateSchema({ name: 'outage_add_note', sql: 'ALTER TABLE agent_outage_notes ADD COLUMN note text;' });
-    migration.catch(() => undefined); // awaited below
-    const observer = new Client({ connectionString: lockUrl.toString() });
-    await observer.connect();
-    try {
-      // The apply transaction is in PostgreSQL, its ALTER TABLE waiting for the holder's lock.
-      await until(
-        async () =>
-          (
-            await observer.query(
-              `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE agent_outage_notes%'`,
-            )
-          ).rowCount === 1,
-        20_000,
-        "the migration's ALTER TABLE to wait on the lock",
-      );
-    } finally {
-      await observer.end();
-    }
-    expect(await stageOf(deployHandle)).toBe('test');
+      await pg.stopServer();
+      const stoppedAt = Date.now();
+      await sleep(OUTAGE_MS / 2);
+      // Mid-outage: the sandbox test has ended (it needs no database), and the commit is what waits.
+      expect(await statusOf(deployHandle)).toBe('RUNNING');
+      expect(await stageOf(deployHandle)).toBe('commit');
+      const migrationHandle = env.client.workflow.getHandle('schema-migrate/outage_add_note');
+      expect(await statusOf(migrationHandle)).toBe('RUNNING');
+      expect(await stageOf(migrationHandle)).toBe('apply');
+      await sleep(OUTAGE_MS - (Date.now() - stoppedAt));
+      expect(await statusOf(deployHandle)).toBe('RUNNING');
+      expect(await statusOf(migrationHandle)).toBe('RUNNING');
+      await holder.end().catch(() => undefined);
 
-    await pg.stopServer();
-    const stoppedAt = Date.now();
-    await sleep(OUTAGE_MS / 2);
-    // Mid-outage: the sandbox test has ended (it needs no database), and the commit is what waits.
-    expect(await statusOf(deployHandle)).toBe('RUNNING');
-    expect(await stageOf(deployHandle)).toBe('commit');
-    const migrationHandle = env.client.workflow.getHandle('schema-migrate/outage_add_note');
-    expect(await statusOf(migrationHandle)).toBe('RUNNING');
-    expect(await stageOf(migrationHandle)).toBe('apply');
-    await sleep(OUTAGE_MS - (Date.now() - stoppedAt));
-    expect(await statusOf(deployHandle)).toBe('RUNNING');
-    expect(await statusOf(migrationHandle)).toBe('RUNNING');
-    await holder.end().catch(() => undefined);
+      await pg.startServer();
+      const [deployed, migrated] = await Promise.all([deploy.result(), migration]);
 
-    await pg.startServer();
-    const [deployed, migrated] = await Promise.all([deploy.result(), migration]);
+      expect(migrated).toMatchObject({ status: 'applied', name: 'outage_add_note', appliedBy: { workflowId: 'schema-migrate/outage_add_note' } });
+      expect(await migrationRows(platform.database, 'outage_add_note')).toHaveLength(1);
+      expect(await columnExists(platform.database, 'agent_outage_notes', 'note')).toBe(true);
+      const appliedEvents = await query(platform.database, `SELECT 1 FROM events WHERE kind = 'migration.applied' AND subject = 'outage_add_note'`);
+      expect(appliedEvents).toHaveLength(1);
 
-    expect(migrated).toMatchObject({ status: 'applied', name: 'outage_add_note', appliedBy: { workflowId: 'schema-migrate/outage_add_note' } });
-    expect(await migrationRows(platform.database, 'outage_add_note')).toHaveLength(1);
-    expect(await columnExists(platform.database, 'agent_outage_notes', 'note')).toBe(true);
-    const appliedEvents = await query(platform.database, `SELECT 1 FROM events WHERE kind = 'migration.applied' AND subject = 'outage_add_note'`);
-    expect(appliedEvents).toHaveLength(1);
-
-    expect(deployed).toMatchObject({ status: 'active', name: 'outage_slow', version: 1 });
-    const store = platform.workers.store;
-    expect((await store.listVersions('outage_slow')).map((v) => v.version)).toEqual([1]);
-    expect(await store.getActive('outage_slow')).toMatchObject({ version: 1 });
-    expect((await store.listEvents({ subject: 'outage_slow' })).filter((e) => e.kind === 'tool.activated')).toHaveLength(1);
-    await expectDiskAgreesWithDatabase(store, platform.config.agentToolsDir);
-    expect(await sandbox.leftovers()).toEqual({ processes: [], runDirs: [] });
-  }, 120_000);
-});
+      expect(deployed).toMatchObject({ status: 'active', name: 'outage_slow', version: 1 });
+      const store = platform.workers.store;
+      expect((await store.listVersions('outage_slow')).map((v) => v.version)).toEqual([1]);
+      expect(await store.getActive('outage_slow')).toMatchObject({ version: 1 });
+      expect((await store.listEvents({ subject: 'outage_slow' })).filter((e) => e.kind === 'tool.activated')).toHaveLength(1);
+      await expectDiskAgreesWithDatabase(store, platform.config.agentToolsDir);
+      expect(await sandbox.leftovers()).toEqual({ processes: [], runDirs: [] });
+    }, 120_000);
+  },
+);

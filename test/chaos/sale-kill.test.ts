@@ -72,84 +72,99 @@ afterAll(async () => {
 });
 
 const cells = full ? CELLS : CELLS.filter((c) => c.point === FAST);
-test.each(cells)('SIGKILL at $point (the buyer sends it again: $buyerRetries): one row, $ends, as the chain says', async ({ point, buyerRetries, ends }) => {
-  const sellAddress = `127.0.0.1:${await findFreePort()}`;
-  const { home, env, forge } = createCellPlatform(temporal(), {
-    env: () => ({
-      FORGE_X402_RPC_URL: net.rpcUrl,
-      FORGE_X402_FACILITATOR_URL: facilitator.url,
-      FORGE_X402_SELL_ASSET: net.token.address,
-      FORGE_X402_SELL_NETWORK: net.network,
-      FORGE_X402_PAY_TO: payee.address,
-      FORGE_X402_SELL_ADDRESS: sellAddress,
-    }),
-  });
-  let worker: ChildProcess | undefined;
-  try {
-    worker = await startForgeWorker(env);
-    expect(await forge.deployTool({ name: TOOL, source: adderTool('sold'), testInput: { a: 1, b: 2 } })).toMatchObject({ status: 'active' });
-    const offered = await forge.sell(TOOL, { price: PRICE });
-    expect(offered).toMatchObject({ status: 'offered' });
-    const url = offered.url as string;
-    await stopWorker(worker);
-
-    worker = await startForgeWorker({ ...env, FORGE_FAULT_KILL_AT: point });
-    const armed = worker;
-    const buyer = await net.newWallet(BUYER_FUNDS);
-    const earnedBefore = await net.balanceOf(payee.address);
-    const send = (header?: string) =>
-      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) }, body: JSON.stringify({ a: 2, b: 3 }) });
-    const terms = decodePaymentRequiredHeader((await send()).headers.get('PAYMENT-REQUIRED') as string);
-    const { header, nonce } = await signedPayment(localBuyerClient(net, buyer, PRICE), terms);
-
-    // The worker dies answering the paid call: the buyer gets no answer.
-    const first = await send(header).then(
-      (r) => `answered ${r.status}`,
-      () => 'no answer',
-    );
-    expect(await workerExit(armed)).toBe('SIGKILL');
-    expect(first).toBe('no answer');
-
-    worker = await startForgeWorker(env);
-    if (buyerRetries) {
-      const again = await send(header);
-      // Not settled before the kill: the retry buys the call. Settled already: the nonce is used, nothing is charged again.
-      const settledBeforeKill = point.startsWith('sale:recordSale');
-      expect(again.status).toBe(settledBeforeKill ? 402 : 200);
-      if (!settledBeforeKill) expect(await again.json()).toMatchObject({ output: { sum: 5 } });
-    }
-    await stopWorker(worker);
-    worker = undefined;
-
-    // Past the time a sale may take to settle, the worker's sweep: the cell's database, the chain.
-    const database = await openPglite(path.join(home, 'pgdata'), 'public');
-    let rows: LedgerTransaction[];
+test.each(cells)(
+  'SIGKILL at $point (the buyer sends it again: $buyerRetries): one row, $ends, as the chain says',
+  async ({ point, buyerRetries, ends }) => {
+    const sellAddress = `127.0.0.1:${await findFreePort()}`;
+    const { home, env, forge } = createCellPlatform(temporal(), {
+      env: () => ({
+        FORGE_X402_RPC_URL: net.rpcUrl,
+        FORGE_X402_FACILITATOR_URL: facilitator.url,
+        FORGE_X402_SELL_ASSET: net.token.address,
+        FORGE_X402_SELL_NETWORK: net.network,
+        FORGE_X402_PAY_TO: payee.address,
+        FORGE_X402_SELL_ADDRESS: sellAddress,
+      }),
+    });
+    let worker: ChildProcess | undefined;
     try {
-      const ledger = createLedger(database);
-      await reconcileReserved({ ledger, rpcUrl: net.rpcUrl, now: new Date(Date.now() + SALE_SETTLES_WITHIN_MS + 60_000) });
-      rows = (await ledger.reservedOlderThan(0, new Date(Date.now() + SALE_SETTLES_WITHIN_MS + 60_000))).filter((r) => r.direction === 'in');
-      expect(rows).toEqual([]); // nothing left reserved
-      const row = await ledger.getByNonce('in', nonce);
-      rows = row ? [row] : [];
-    } finally {
-      await database.close();
-    }
+      worker = await startForgeWorker(env);
+      expect(await forge.deployTool({ name: TOOL, source: adderTool('sold'), testInput: { a: 1, b: 2 } })).toMatchObject({ status: 'active' });
+      const offered = await forge.sell(TOOL, { price: PRICE });
+      expect(offered).toMatchObject({ status: 'offered' });
+      const url = offered.url as string;
+      await stopWorker(worker);
 
-    const onChain = await authorizationOnChain(net.rpcUrl, net.token.address, buyer.address, nonce);
-    const moved = { buyerSpent: BUYER_FUNDS - (await net.balanceOf(buyer.address)), payeeEarned: (await net.balanceOf(payee.address)) - earnedBefore };
-    if (ends === 'settled') {
-      expect(moved).toEqual({ buyerSpent: PRICE, payeeEarned: PRICE });
-      expect(onChain.used).toBe(true);
-      expect(rows).toEqual([
-        expect.objectContaining({ direction: 'in', status: 'settled', tool: TOOL, amount: PRICE.toString(), txHash: onChain.txHash, settledAt: expect.any(String) }),
-      ]);
-    } else {
-      expect(moved).toEqual({ buyerSpent: 0n, payeeEarned: 0n });
-      expect(onChain.used).toBe(false);
-      expect(rows).toEqual([expect.objectContaining({ direction: 'in', status: 'failed', reason: expect.stringContaining('never used') })]);
+      worker = await startForgeWorker({ ...env, FORGE_FAULT_KILL_AT: point });
+      const armed = worker;
+      const buyer = await net.newWallet(BUYER_FUNDS);
+      const earnedBefore = await net.balanceOf(payee.address);
+      const send = (header?: string) =>
+        fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) },
+          body: JSON.stringify({ a: 2, b: 3 }),
+        });
+      const terms = decodePaymentRequiredHeader((await send()).headers.get('PAYMENT-REQUIRED') as string);
+      const { header, nonce } = await signedPayment(localBuyerClient(net, buyer, PRICE), terms);
+
+      // The worker dies answering the paid call: the buyer gets no answer.
+      const first = await send(header).then(
+        (r) => `answered ${r.status}`,
+        () => 'no answer',
+      );
+      expect(await workerExit(armed)).toBe('SIGKILL');
+      expect(first).toBe('no answer');
+
+      worker = await startForgeWorker(env);
+      if (buyerRetries) {
+        const again = await send(header);
+        // Not settled before the kill: the retry buys the call. Settled already: the nonce is used, nothing is charged again.
+        const settledBeforeKill = point.startsWith('sale:recordSale');
+        expect(again.status).toBe(settledBeforeKill ? 402 : 200);
+        if (!settledBeforeKill) expect(await again.json()).toMatchObject({ output: { sum: 5 } });
+      }
+      await stopWorker(worker);
+      worker = undefined;
+
+      // Past the time a sale may take to settle, the worker's sweep: the cell's database, the chain.
+      const database = await openPglite(path.join(home, 'pgdata'), 'public');
+      let rows: LedgerTransaction[];
+      try {
+        const ledger = createLedger(database);
+        await reconcileReserved({ ledger, rpcUrl: net.rpcUrl, now: new Date(Date.now() + SALE_SETTLES_WITHIN_MS + 60_000) });
+        rows = (await ledger.reservedOlderThan(0, new Date(Date.now() + SALE_SETTLES_WITHIN_MS + 60_000))).filter((r) => r.direction === 'in');
+        expect(rows).toEqual([]); // nothing left reserved
+        const row = await ledger.getByNonce('in', nonce);
+        rows = row ? [row] : [];
+      } finally {
+        await database.close();
+      }
+
+      const onChain = await authorizationOnChain(net.rpcUrl, net.token.address, buyer.address, nonce);
+      const moved = { buyerSpent: BUYER_FUNDS - (await net.balanceOf(buyer.address)), payeeEarned: (await net.balanceOf(payee.address)) - earnedBefore };
+      if (ends === 'settled') {
+        expect(moved).toEqual({ buyerSpent: PRICE, payeeEarned: PRICE });
+        expect(onChain.used).toBe(true);
+        expect(rows).toEqual([
+          expect.objectContaining({
+            direction: 'in',
+            status: 'settled',
+            tool: TOOL,
+            amount: PRICE.toString(),
+            txHash: onChain.txHash,
+            settledAt: expect.any(String),
+          }),
+        ]);
+      } else {
+        expect(moved).toEqual({ buyerSpent: 0n, payeeEarned: 0n });
+        expect(onChain.used).toBe(false);
+        expect(rows).toEqual([expect.objectContaining({ direction: 'in', status: 'failed', reason: expect.stringContaining('never used') })]);
+      }
+    } finally {
+      if (worker) await stopWorker(worker);
+      rmSync(home, { recursive: true, force: true });
     }
-  } finally {
-    if (worker) await stopWorker(worker);
-    rmSync(home, { recursive: true, force: true });
-  }
-}, 240_000);
+  },
+  240_000,
+);

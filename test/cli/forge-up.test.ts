@@ -217,7 +217,12 @@ test('forge up when its gRPC port is taken: one clear sentence, exit 1, nothing 
   const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as { port: number }).port)));
   try {
     const uiPort = await findFreePort();
-    const env = cliEnv({ FORGE_HOME: home, FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'), FORGE_TEMPORAL_PORT: String(port), FORGE_UI_PORT: String(uiPort) });
+    const env = cliEnv({
+      FORGE_HOME: home,
+      FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+      FORGE_TEMPORAL_PORT: String(port),
+      FORGE_UI_PORT: String(uiPort),
+    });
     const child = spawn(process.execPath, [FORGE_BIN, 'up'], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

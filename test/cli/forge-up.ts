@@ -26,23 +26,19 @@ export async function startForgeUp(prefix: string, env: NodeJS.ProcessEnv = {}):
   const home = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), prefix));
   const port = await findFreePort();
   const metricsPort = await findFreePort();
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [FORGE_BIN, 'up'],
-    {
-      env: cliEnv({
-        FORGE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-        FORGE_HOME: home,
-        FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
-        FORGE_TEMPORAL_PORT: String(port),
-        FORGE_UI_PORT: String(await findFreePort()),
-        ...env,
-      }),
-      cwd: ROOT,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child: ChildProcess = spawn(process.execPath, [FORGE_BIN, 'up'], {
+    env: cliEnv({
+      FORGE_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+      FORGE_HOME: home,
+      FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
+      FORGE_TEMPORAL_PORT: String(port),
+      FORGE_UI_PORT: String(await findFreePort()),
+      ...env,
+    }),
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -34,7 +34,10 @@ export default {
 };
 `,
   );
-  writeFileSync(path.join(dir, 'ok.sql'), 'CREATE TABLE agent_notes (id bigint PRIMARY KEY, body text);\nCREATE INDEX agent_notes_body ON agent_notes (body);\n');
+  writeFileSync(
+    path.join(dir, 'ok.sql'),
+    'CREATE TABLE agent_notes (id bigint PRIMARY KEY, body text);\nCREATE INDEX agent_notes_body ON agent_notes (body);\n',
+  );
   writeFileSync(path.join(dir, 'bad.sql'), 'CREATE TABLE agent_a (id int);\nDROP TABLE users;\n');
 });
 
@@ -129,7 +132,11 @@ describe('forge sandbox', () => {
   test('FORGE_TYPECHECK=warn runs the tool and reports the type errors beside its verdict; =off reports none', async () => {
     const warn = await runForgeJson(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}'], { env: cliEnv({ FORGE_TYPECHECK: 'warn' }) });
     expect(warn.code).toBe(0);
-    expect(warn.json).toMatchObject({ status: 'passed', output: { label: 'n is 1' }, diagnostics: { typeErrors: [expect.objectContaining({ code: 'TS2322' })] } });
+    expect(warn.json).toMatchObject({
+      status: 'passed',
+      output: { label: 'n is 1' },
+      diagnostics: { typeErrors: [expect.objectContaining({ code: 'TS2322' })] },
+    });
     const human = await runForge(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}'], { env: cliEnv({ FORGE_TYPECHECK: 'warn' }) });
     expect(human.stdout).toContain('type errors (FORGE_TYPECHECK=warn):\n  labeller.ts:6:11: TS2322: ');
     const off = await runForgeJson(['sandbox', path.join(dir, 'labeller.ts'), '--test-input', '{"n":1}'], { env: cliEnv({ FORGE_TYPECHECK: 'off' }) });

@@ -24,7 +24,10 @@ afterAll(() => up?.stop());
 async function stderrLine(pattern: RegExp, ms = 10_000): Promise<string> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const line = up.stderr().split('\n').find((l) => pattern.test(l));
+    const line = up
+      .stderr()
+      .split('\n')
+      .find((l) => pattern.test(l));
     if (line) return line;
     if (Date.now() > deadline) throw new Error(`no stderr line matches ${pattern}:\n${up.stderr()}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -40,7 +43,12 @@ test('a rejected deployment is one line in the forge up terminal, with no stack;
 
   const line = await stderrLine(new RegExp(`^forge: ${escape(workflowId)} `));
   expect(line).toMatch(new RegExp(`^forge: ${escape(workflowId)} rejected at test \\(${verdict}\\): .+`));
-  expect(up.stderr().split('\n').filter((l) => l.includes(workflowId))).toEqual([line]);
+  expect(
+    up
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes(workflowId)),
+  ).toEqual([line]);
 
   const good = await runForgeJson(['deploy', path.join(TOOL_FIXTURES, 'celsius_to_fahrenheit.ts'), '--test-input', '{"celsius":100}'], { env: clientEnv });
   expect(good.json).toMatchObject({ status: 'active', version: 1 });
@@ -114,5 +122,10 @@ test('forge runs: outcome always filled, --kind and --status filter, the table f
   expect(lines[0]).toMatch(/^STARTED\s+OUTCOME\s+TOOK\s+WORKFLOW ID$/);
   expect(lines).toHaveLength(3);
   for (const line of lines) expect(line.length).toBeLessThanOrEqual(80);
-  expect(lines.slice(1).map((l) => l.split(/\s{2,}/)[1]).sort()).toEqual(['active', 'rejected']);
+  expect(
+    lines
+      .slice(1)
+      .map((l) => l.split(/\s{2,}/)[1])
+      .sort(),
+  ).toEqual(['active', 'rejected']);
 }, 60_000);

@@ -36,9 +36,12 @@ afterAll(async () => {
 
 describe('tools through the CLI', () => {
   test('deploy --json: exit 0, {status: "active", name, version, workflowId, verdict, diagnostics}; progress on stderr', async () => {
-    const { code, json, stderr } = await runForgeJson(['deploy', file('adder.ts', adderTool('one')), '--test-input', '{"a":1,"b":2}', '--description', 'adds'], {
-      env: childEnv,
-    });
+    const { code, json, stderr } = await runForgeJson(
+      ['deploy', file('adder.ts', adderTool('one')), '--test-input', '{"a":1,"b":2}', '--description', 'adds'],
+      {
+        env: childEnv,
+      },
+    );
     expect(code).toBe(0);
     expect(json).toMatchObject({ status: 'active', name: 'adder', version: 1, verdict: 'passed' });
     expect(json.workflowId).toEqual(expect.stringMatching(/^tool-deploy\/adder\//));
@@ -165,7 +168,9 @@ describe('schema through the CLI', () => {
     expect(human.code).toBe(1);
     const reason = (refused.json.statements as { message: string }[])[0].message;
     expect((human.stdout + human.stderr).split(reason).length - 1).toBe(1);
-    expect(human.stdout).toMatch(/^cli_drop was rejected: 1 of 1 statement\(s\) refused by the schema policy; nothing ran\n {2}\[0\] DropStmt at line 1, column 1 \(drop-forbidden\): /);
+    expect(human.stdout).toMatch(
+      /^cli_drop was rejected: 1 of 1 statement\(s\) refused by the schema policy; nothing ran\n {2}\[0\] DropStmt at line 1, column 1 \(drop-forbidden\): /,
+    );
 
     const viaStdin = await runForgeJson(['migrate', '--name', 'cli_idx', '-'], {
       env: childEnv,

@@ -122,7 +122,9 @@ test('forge up creates its state private; a FORGE_HOME left readable is made pri
   const clientEnv = () => cliEnv({ TEMPORAL_ADDRESS: `127.0.0.1:${started.at(-1)!.port}`, FORGE_HOME: home, FORGE_AGENT_TOOLS_DIR: agentTools });
   const first = await startUp();
   // A deployment, so that agent-tools/ holds a tool's files and attempts/ was used.
-  const deployed = await runForgeJson(['deploy', path.join(TOOL_FIXTURES, 'celsius_to_fahrenheit.ts'), '--test-input', '{"celsius":100}'], { env: clientEnv() });
+  const deployed = await runForgeJson(['deploy', path.join(TOOL_FIXTURES, 'celsius_to_fahrenheit.ts'), '--test-input', '{"celsius":100}'], {
+    env: clientEnv(),
+  });
   expect(deployed).toMatchObject({ code: 0, json: { status: 'active', version: 1 } });
   // And a migration, so that PGlite creates files of its own while it runs (a new table's).
   const migrated = await runForgeJson(['migrate', '--name', 'agent_notes', path.join(ROOT, 'examples', 'agent_notes.sql')], { env: clientEnv() });
@@ -180,7 +182,9 @@ test('forge up creates its state private; a FORGE_HOME left readable is made pri
   expect(shared(home).length).toBeGreaterThan(500);
 
   const second = await startUp();
-  expect(second.stderr()).toMatch(new RegExp(`forge: FORGE_HOME at ${home} had \\d+ path\\(s\\) other users could read or enter .*; made them private to this user`));
+  expect(second.stderr()).toMatch(
+    new RegExp(`forge: FORGE_HOME at ${home} had \\d+ path\\(s\\) other users could read or enter .*; made them private to this user`),
+  );
   expect(second.stderr()).toMatch(new RegExp(`forge: agent-tools/ at ${agentTools} had \\d+ path\\(s\\) other users could read or enter`));
   expect(shared(home)).toEqual([]);
   expect(shared(agentTools)).toEqual([]);

@@ -12,9 +12,21 @@ const progress = (stages: [string, StageRecord['status'], number?][]): RunProgre
 test('one line per stage as it starts and ends; a long stage says it is still running until it ends', async () => {
   const lines: string[] = [];
   const print = progressPrinter((l) => lines.push(l), 100);
-  print(progress([['validate', 'done', 3], ['test', 'running'], ['commit', 'pending']]));
+  print(
+    progress([
+      ['validate', 'done', 3],
+      ['test', 'running'],
+      ['commit', 'pending'],
+    ]),
+  );
   await new Promise((r) => setTimeout(r, 350));
-  print(progress([['validate', 'done', 3], ['test', 'done', 340], ['commit', 'done', 4]]));
+  print(
+    progress([
+      ['validate', 'done', 3],
+      ['test', 'done', 340],
+      ['commit', 'done', 4],
+    ]),
+  );
   const stillRunning = lines.filter((l) => l.includes('test still running'));
   expect(lines[0]).toBe('  ✓ validate (3 ms)');
   expect(lines[1]).toBe('  … test');

@@ -69,7 +69,10 @@ export default {
     );
     return file;
   };
-  for (const [name, uses] of [['rots_cli', true], ['fine_cli', false]] as const) {
+  for (const [name, uses] of [
+    ['rots_cli', true],
+    ['fine_cli', false],
+  ] as const) {
     const r = await runForgeJson(['deploy', tool(name, uses), '--test-input', '{"n":3}'], { env: clientEnv });
     expect(r.json).toMatchObject({ status: 'active', version: 1 });
   }
@@ -93,7 +96,7 @@ export default {
 
   // Workflow metrics reach the exporter through the worker's sink after the activation: poll briefly.
   let metrics = '';
-  for (const deadline = Date.now() + 10_000; Date.now() < deadline && !/^forge_quarantines_total\{/m.test(metrics); ) {
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline && !/^forge_quarantines_total\{/m.test(metrics);) {
     metrics = await (await fetch(metricsUrl)).text();
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -67,7 +67,13 @@ test('forge services lists it with its input schema', async () => {
 test('forge pay buys it: paid, the output, a transaction; over --max refused with exit 1 and nothing paid', async () => {
   const paid = await runForgeJson(['pay', url, '--method', 'POST', '--header', 'content-type: application/json', '--body', '{"celsius":100}'], { env });
   expect(paid.code).toBe(0);
-  expect(paid.json).toMatchObject({ status: 'paid', httpStatus: 200, amount: PRICE, network: 'eip155:31337', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  expect(paid.json).toMatchObject({
+    status: 'paid',
+    httpStatus: 200,
+    amount: PRICE,
+    network: 'eip155:31337',
+    txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+  });
   expect(JSON.parse(paid.json.body as string)).toEqual({ output: { fahrenheit: 212 } });
   expect(paid.json.workflowId).toMatch(/^pay\//);
 

@@ -105,9 +105,10 @@ describe('the import graph', () => {
     // The compiled entry an agent imports (npm test builds first), loaded by a fresh Node as an agent's program would.
     const loaded = modulesLoadedBy(path.join('dist', 'src', 'client.js'));
     expect(loaded).toContain(path.join('dist', 'src', 'client.js'));
-    const forbidden = loaded.filter((f) =>
-      /node_modules\/(esbuild|@esbuild|@temporalio\/worker|@temporalio\/core-bridge|@electric-sql|pg|libpg-query|drizzle-orm)\//.test(f) ||
-      /^dist\/src\/(sandbox|db|registry|workflows|activities|policy|platform\/(dev-server|worker-connection|run-platform))(\/|\.js$)/.test(f),
+    const forbidden = loaded.filter(
+      (f) =>
+        /node_modules\/(esbuild|@esbuild|@temporalio\/worker|@temporalio\/core-bridge|@electric-sql|pg|libpg-query|drizzle-orm)\//.test(f) ||
+        /^dist\/src\/(sandbox|db|registry|workflows|activities|policy|platform\/(dev-server|worker-connection|run-platform))(\/|\.js$)/.test(f),
     );
     expect(forbidden).toEqual([]);
   });
@@ -116,7 +117,11 @@ describe('the import graph', () => {
     // Every command an agent runs starts a Node process: the worker side (@temporalio/worker, rxjs, the platform)
     // doubled its start-up (issue 10; test/cli/offline.test.ts runs twelve at once).
     const loaded = modulesLoadedBy(path.join('dist', 'src', 'cli.js'));
-    expect(loaded.filter((f) => /node_modules\/(@temporalio\/worker|@temporalio\/core-bridge|rxjs)\//.test(f) || /^dist\/src\/(worker|platform\/run-platform)\.js$/.test(f))).toEqual([]);
+    expect(
+      loaded.filter(
+        (f) => /node_modules\/(@temporalio\/worker|@temporalio\/core-bridge|rxjs)\//.test(f) || /^dist\/src\/(worker|platform\/run-platform)\.js$/.test(f),
+      ),
+    ).toEqual([]);
     // Nor, before a command runs, the SDK, gRPC, zod, the parser or the sandbox: `forge --version` and `--help` load
     // commander and the command definitions only (issue 14: an agent shelling out to forge pays start-up every call;
     // `npm run bench -- cli` measures it).
@@ -134,7 +139,12 @@ describe('the import graph', () => {
     // heartbeat timeouts: viem, @x402/* and hono (~0.25 s) load where they are used (src/x402/runtime.ts says where).
     const loaded = modulesLoadedBy(path.join('dist', 'src', 'worker.js'));
     expect(loaded).toContain(path.join('dist', 'src', 'platform', 'x402-worker.js'));
-    expect(loaded.filter((f) => /node_modules\/(viem|@x402|hono|@hono|ox|abitype)\//.test(f) || /^dist\/src\/x402\/(payer|seller|sales|reconcile|viem|local-network)\.js$/.test(f))).toEqual([]);
+    expect(
+      loaded.filter(
+        (f) =>
+          /node_modules\/(viem|@x402|hono|@hono|ox|abitype)\//.test(f) || /^dist\/src\/x402\/(payer|seller|sales|reconcile|viem|local-network)\.js$/.test(f),
+      ),
+    ).toEqual([]);
   });
 
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
@@ -162,7 +172,11 @@ describe('the import graph', () => {
     const workflows = path.join(src, 'workflows');
     const offenders = sourceFiles(src)
       .filter((file) => !file.startsWith(workflows + path.sep) && file !== path.join(src, 'worker.ts'))
-      .flatMap((file) => valueImports(file).filter((spec) => resolvesInto(file, spec, workflows)).map((spec) => `${path.relative(root, file)} imports ${spec}`));
+      .flatMap((file) =>
+        valueImports(file)
+          .filter((spec) => resolvesInto(file, spec, workflows))
+          .map((spec) => `${path.relative(root, file)} imports ${spec}`),
+      );
     expect(offenders).toEqual([]);
   });
 
@@ -173,7 +187,9 @@ describe('the import graph', () => {
     ];
     const offenders = pairs.flatMap(([from, to]) =>
       sourceFiles(path.join(src, from)).flatMap((file) =>
-        valueImports(file).filter((spec) => resolvesInto(file, spec, path.join(src, to))).map((spec) => `${path.relative(root, file)} imports ${spec}`),
+        valueImports(file)
+          .filter((spec) => resolvesInto(file, spec, path.join(src, to)))
+          .map((spec) => `${path.relative(root, file)} imports ${spec}`),
       ),
     );
     expect(offenders).toEqual([]);
@@ -187,7 +203,9 @@ describe('the import graph', () => {
     const graph = moduleGraph();
     const offenders = below.flatMap((folder) =>
       sourceFiles(path.join(src, folder)).flatMap((file) =>
-        (graph.get(file) ?? []).filter((to) => to.startsWith(platform + path.sep)).map((to) => `${path.relative(root, file)} imports ${path.relative(root, to)}`),
+        (graph.get(file) ?? [])
+          .filter((to) => to.startsWith(platform + path.sep))
+          .map((to) => `${path.relative(root, file)} imports ${path.relative(root, to)}`),
       ),
     );
     expect(offenders).toEqual([]);
@@ -207,7 +225,15 @@ describe('the import graph', () => {
     // The parser sees the imports it should: a file known to import another through each form it reads.
     expect(graph.get(path.join(src, 'embedded.ts'))).toContain(path.join(src, 'platform', 'embedded.ts')); // import type, require
     expect(graph.get(path.join(src, 'sandbox', 'run.ts'))).toContain(path.join(src, 'sandbox', 'compile.ts'));
-    expect(circlesOf(new Map([['a', ['b']], ['b', ['c', 'a']], ['c', []]]))).toEqual([['a', 'b', 'a']]);
+    expect(
+      circlesOf(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c', 'a']],
+          ['c', []],
+        ]),
+      ),
+    ).toEqual([['a', 'b', 'a']]);
     const circles = circlesOf(graph).map((circle) => circle.map((file) => path.relative(src, file)).join(' -> '));
     expect(circles).toEqual([]);
   });

@@ -14,16 +14,30 @@ const list = JSON.parse(readFileSync(path.join(root, 'test', 'long-suites.json')
 /** The test files jest finds with FORGE_TEST_SET=set (unset: all), repository-relative. */
 function jestFiles(set: string | undefined): string[] {
   const env = { ...process.env, FORGE_TEST_SET: set ?? '' };
-  const res = spawnSync(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--listTests'], { cwd: root, env, encoding: 'utf8', timeout: 60_000 });
+  const res = spawnSync(process.execPath, [path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'), '--listTests'], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (res.status !== 0) throw new Error(`jest --listTests (FORGE_TEST_SET=${set ?? ''}) exited ${res.status}: ${res.stderr}`);
-  return res.stdout.split('\n').filter(Boolean).map((f) => path.relative(root, f)).sort();
+  return res.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((f) => path.relative(root, f))
+    .sort();
 }
 
 test('each listed file exists, is a test file, is listed once and says why it is long', () => {
   const entries = [...Object.entries(list.long as Record<string, string>), ...Object.entries(list.chaos as Record<string, string>)];
   expect(entries.length).toBeGreaterThan(0);
   for (const [file, why] of entries) {
-    expect({ file, exists: existsSync(path.join(root, file)), testFile: file.endsWith('.test.ts'), why: why.length > 10 }).toEqual({ file, exists: true, testFile: true, why: true });
+    expect({ file, exists: existsSync(path.join(root, file)), testFile: file.endsWith('.test.ts'), why: why.length > 10 }).toEqual({
+      file,
+      exists: true,
+      testFile: true,
+      why: true,
+    });
   }
   const files = entries.map(([file]) => file);
   expect(files.filter((f, i) => files.indexOf(f) !== i)).toEqual([]);

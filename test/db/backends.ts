@@ -77,20 +77,14 @@ export function postgresBackend(adminUrl: string): TestBackend {
 
 /** PGlite always; PostgreSQL too when DATABASE_URL is set (CI sets it). */
 export function backendKinds(): Array<{ kind: 'pglite' | 'postgres'; make: () => TestBackend }> {
-  const kinds: Array<{ kind: 'pglite' | 'postgres'; make: () => TestBackend }> = [
-    { kind: 'pglite', make: pgliteBackend },
-  ];
+  const kinds: Array<{ kind: 'pglite' | 'postgres'; make: () => TestBackend }> = [{ kind: 'pglite', make: pgliteBackend }];
   const url = process.env.DATABASE_URL;
   if (url) kinds.push({ kind: 'postgres', make: () => postgresBackend(url) });
   return kinds;
 }
 
 /** Resolves with the first payload on a channel, or rejects after `ms`. */
-export function nextNotification(
-  database: ForgeDatabase,
-  channel: string,
-  ms = 5_000,
-): Promise<{ payload: Promise<string>; stop: () => Promise<void> }> {
+export function nextNotification(database: ForgeDatabase, channel: string, ms = 5_000): Promise<{ payload: Promise<string>; stop: () => Promise<void> }> {
   let resolve!: (p: string) => void;
   let reject!: (e: Error) => void;
   const payload = new Promise<string>((res, rej) => {

@@ -17,7 +17,9 @@ test('a new embedded database is created, then served by a new thread with a 16 
         const { rows } = (await database.db.execute(sql`SHOW shared_buffers`)) as unknown as { rows: Array<{ shared_buffers: string }> };
         expect({ round, sharedBuffers: rows[0].shared_buffers }).toEqual({ round, sharedBuffers: '16MB' });
         // Forge's own tables are there (the migrations ran on the serving thread).
-        const tables = (await database.db.execute(sql`SELECT to_regclass('forge_migrations') IS NOT NULL AS ok`)) as unknown as { rows: Array<{ ok: boolean }> };
+        const tables = (await database.db.execute(sql`SELECT to_regclass('forge_migrations') IS NOT NULL AS ok`)) as unknown as {
+          rows: Array<{ ok: boolean }>;
+        };
         expect(tables.rows[0].ok).toBe(true);
       } finally {
         await database.close();

@@ -42,9 +42,7 @@ describe('embedded PGlite in its own thread', () => {
   });
 
   test('the event loop keeps turning while a long statement runs', async () => {
-    const { outcome, ticks, ms } = await ticking(() =>
-      rows(database, 'SELECT count(DISTINCT md5(repeat(id::text, 200))) AS n FROM agent_big'),
-    );
+    const { outcome, ticks, ms } = await ticking(() => rows(database, 'SELECT count(DISTINCT md5(repeat(id::text, 200))) AS n FROM agent_big'));
     expect(outcome.status).toBe('fulfilled');
     expect(ms).toBeGreaterThan(500);
     // A blocked event loop would tick once or twice in all that time.
@@ -62,7 +60,10 @@ describe('embedded PGlite in its own thread', () => {
           const slow = database.boundStatement(BOUND_MS, () => tx.execute(sql.raw(REWRITE)));
           // Queued behind it in the same transaction (once it is running): in flight when the thread ends.
           await new Promise((resolve) => setTimeout(resolve, 50));
-          sibling = tx.execute(sql.raw('SELECT 1')).then(() => undefined, (e: unknown) => e);
+          sibling = tx.execute(sql.raw('SELECT 1')).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
           await slow;
         }),
       );
@@ -129,7 +130,10 @@ describe('embedded PGlite in memory', () => {
           await tx.execute(sql.raw('INSERT INTO agent_kept VALUES (2)'));
           await database.boundStatement(1, () => tx.execute(sql.raw(slow)));
         })
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(StatementBoundError);
       expect(err).toMatchObject({ boundMs: 1, cancelled: false });
       expect((err as Error).message).toMatch(/in-memory embedded database cannot be cancelled/);

@@ -32,8 +32,7 @@ async function rows<T>(database: ForgeDatabase, query: ReturnType<typeof sql>): 
 }
 
 const journalEntries = (): number =>
-  (JSON.parse(readFileSync(path.join(migrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] })
-    .entries.length;
+  (JSON.parse(readFileSync(path.join(migrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }).entries.length;
 
 describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   let backend: TestBackend;
@@ -81,10 +80,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
       const [a, b] = await Promise.all([backend.open(), backend.open()]);
       await Promise.all([a.close(), b.close()]);
     }
-    const applied = await rows<{ n: number | string }>(
-      database,
-      sql`SELECT count(*) AS n FROM drizzle.__drizzle_migrations`,
-    );
+    const applied = await rows<{ n: number | string }>(database, sql`SELECT count(*) AS n FROM drizzle.__drizzle_migrations`);
     expect(Number(applied[0].n)).toBe(journalEntries());
     expect((await store.getVersion('survives_reopen', 1))?.sourceTs).toBe('a');
   });
@@ -105,9 +101,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   });
 
   test('20 concurrent inserts of distinct content for one tool get versions 1..20', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => store.insertVersion(version('racer', `export default ${i}`))),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.insertVersion(version('racer', `export default ${i}`))));
     expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     expect(results.every((r) => r.created)).toBe(true);
     const stored = await store.listVersions('racer');
@@ -115,9 +109,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   });
 
   test('concurrent inserts of the same content persist it once', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 8 }, () => store.insertVersion(version('same', 'export default "same"'))),
-    );
+    const results = await Promise.all(Array.from({ length: 8 }, () => store.insertVersion(version('same', 'export default "same"'))));
     expect(new Set(results.map((r) => r.version))).toEqual(new Set([1]));
     expect(results.filter((r) => r.created)).toHaveLength(1);
   });
@@ -147,12 +139,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     await Promise.all([unlisten(), first.stop()]);
 
     const log = await store.listEvents({ subject: 'act' });
-    expect(log.map((e) => e.kind)).toEqual([
-      'tool.activated',
-      'tool.activated',
-      'tool.version_created',
-      'tool.version_created',
-    ]);
+    expect(log.map((e) => e.kind)).toEqual(['tool.activated', 'tool.activated', 'tool.version_created', 'tool.version_created']);
     expect(log[1]).toMatchObject({ detail: { version: 1, previousVersion: null }, workflowId: 'tool-deploy/act/1' });
     expect((await store.listActive()).map((a) => a.name)).toContain('act');
   });
@@ -161,9 +148,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     const heard: string[] = [];
     const unlisten = await database.listen(TOOLS_CHANNEL, (name) => heard.push(name));
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        store.commitVersion(version('committer', `export default ${i}`), { workflowId: `wf-${i}` }),
-      ),
+      Array.from({ length: 20 }, (_, i) => store.commitVersion(version('committer', `export default ${i}`), { workflowId: `wf-${i}` })),
     );
     expect(results.map((r) => r.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     // Insert and activation share the lock, so each commit moved the pointer from the version just before it.
@@ -186,7 +171,9 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   test('after 12 concurrent commits, each version has exactly its own version_created and tool.activated events, the counter is at the highest, the quarantine is over', async () => {
     const name = 'ledgered';
     await store.commitVersion(version(name, 'v1', { workflowId: 'wf-first' }), { workflowId: 'wf-first' });
-    expect(await store.quarantine({ name, runKey: 'rk-ledgered', failedVersion: 1, reason: { why: 'its package broke' } }, { workflowId: 'reverify/rk' })).toMatchObject({
+    expect(
+      await store.quarantine({ name, runKey: 'rk-ledgered', failedVersion: 1, reason: { why: 'its package broke' } }, { workflowId: 'reverify/rk' }),
+    ).toMatchObject({
       state: 'quarantined',
     });
     expect((await store.listQuarantined()).map((q) => q.name)).toContain(name);
@@ -281,7 +268,10 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     // v1 can only have come back right after v2, never after a newer commit.
     for (const [i, e] of events.entries()) {
       if (e.kind === 'tool.activated' && (e.detail as { version: number }).version === 1 && i > 0) {
-        const before = events.slice(0, i).filter((x) => x.kind === 'tool.activated').at(-1);
+        const before = events
+          .slice(0, i)
+          .filter((x) => x.kind === 'tool.activated')
+          .at(-1);
         expect((before?.detail as { version: number }).version).toBe(2);
       }
     }
@@ -332,7 +322,10 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     const activations = (await store.listEvents({ subject: 'twice' })).filter((e) => e.workflowId === rollback.workflowId);
     expect(activations).toHaveLength(1);
     // Another rollback is another run: it moves on.
-    expect(await activities.activateEarlierVersion({ name: 'twice', workflowId: 'tool-rollback/twice/previous-other' })).toEqual({ version: 1, previousVersion: 2 });
+    expect(await activities.activateEarlierVersion({ name: 'twice', workflowId: 'tool-rollback/twice/previous-other' })).toEqual({
+      version: 1,
+      previousVersion: 2,
+    });
 
     const removal = { name: 'twice', workflowId: 'tool-delete/twice/test' };
     const removed = await activities.removeTool(removal);

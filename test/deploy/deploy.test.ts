@@ -9,7 +9,6 @@ import { adderTool } from '../helpers/tools';
 
 const fixture = (name: string) => readFileSync(path.join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
 
-
 /** The issue's example: a type mistake the test input never trips over (it deployed as active before typecheck). */
 const labelTool = (name: string) => `import { z } from 'zod';
 export default {
@@ -80,7 +79,10 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     // A tool of one version: the message says what can help (not --to, which cannot).
     await platform.forge.deployTool({ name: 'lonely', source: adderTool('x', 'lonely'), testInput: { a: 1, b: 2 } });
     const lonely = await platform.forge.rollbackTool('lonely');
-    expect(lonely).toMatchObject({ status: 'rejected', message: '"lonely" has only v1, nothing to roll back to; deploy a changed version, or delete the tool' });
+    expect(lonely).toMatchObject({
+      status: 'rejected',
+      message: '"lonely" has only v1, nothing to roll back to; deploy a changed version, or delete the tool',
+    });
 
     const missing = await platform.forge.rollbackTool('adder', { toVersion: 9 });
     expect(missing).toMatchObject({ status: 'rejected' });
@@ -88,7 +90,11 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   });
 
   test('a hostile tool is rejected with its verdict and leaves v1 active, with no file of it on disk', async () => {
-    await platform.forge.deployTool({ name: 'steady', source: fixture('celsius_to_fahrenheit').replace(/celsius_to_fahrenheit/g, 'steady'), testInput: { celsius: 1 } });
+    await platform.forge.deployTool({
+      name: 'steady',
+      source: fixture('celsius_to_fahrenheit').replace(/celsius_to_fahrenheit/g, 'steady'),
+      testInput: { celsius: 1 },
+    });
     const hostile = fixture('offheap_bomb').replace(/offheap_bomb/g, 'steady');
     const result = await platform.forge.deployTool({ name: 'steady', source: hostile, testInput: {} });
     expect(result).toMatchObject({ status: 'rejected', verdict: 'oom', diagnostics: { stage: 'test' } });
@@ -121,9 +127,7 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
   test('a type error is rejected at typecheck with file:line:col, TS2322 and the message; nothing is stored', async () => {
     const result = await platform.forge.deployTool({ name: 'labeller', source: labelTool('labeller'), testInput: { n: 1 } });
     expect(result).toMatchObject({ status: 'rejected', name: 'labeller', verdict: 'failed', diagnostics: { stage: 'typecheck' } });
-    expect(result.diagnostics.message).toBe(
-      "the source does not type-check: labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
-    );
+    expect(result.diagnostics.message).toBe("the source does not type-check: labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.");
     expect(result.diagnostics.typeErrors).toEqual([
       {
         message: "labeller.ts:6:11: TS2322: Type 'string' is not assignable to type 'number'.",
@@ -195,9 +199,7 @@ export default {
 
   test('20 concurrent deployments of one tool end with database, disk and registry agreeing', async () => {
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        platform.forge.deployTool({ name: 'racer', source: adderTool(`r${i}`, 'racer'), testInput: { a: i, b: 0 } }),
-      ),
+      Array.from({ length: 20 }, (_, i) => platform.forge.deployTool({ name: 'racer', source: adderTool(`r${i}`, 'racer'), testInput: { a: i, b: 0 } })),
     );
     expect(results.every((r) => r.status === 'active')).toBe(true);
     const versions = results.map((r) => r.version!).sort((a, b) => a - b);

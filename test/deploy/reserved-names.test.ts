@@ -31,7 +31,11 @@ describe('reserved names with the agent repository plan present', () => {
       const result = await platform.forge.deployTool({ name, source: adderTool('taken', name), testInput: { a: 1, b: 2 } });
       expect({ name, result }).toMatchObject({
         name,
-        result: { status: 'rejected', verdict: 'refused', diagnostics: { stage: 'validate', message: `"${name}" is the name of a built-in tool; choose another name` } },
+        result: {
+          status: 'rejected',
+          verdict: 'refused',
+          diagnostics: { stage: 'validate', message: `"${name}" is the name of a built-in tool; choose another name` },
+        },
       });
     }
     expect((await platform.forge.listTools()).tools).toEqual([]);

@@ -46,7 +46,9 @@ describe("where a deployment's test runs, with one sandbox slot", () => {
   test('a test here and its commit are one step: two local activities, and ForgeStage upserted only where a step starts', async () => {
     const result = await platform.forge.deployTool({ name: 'shape_tool', source: adderTool('one', 'shape_tool'), testInput: { a: 1, b: 2 } });
     expect(result).toMatchObject({ status: 'active', version: 1 });
-    expect(result.diagnostics.stages.map((s) => `${s.name} ${s.status}`)).toEqual(['validate', 'compile', 'typecheck', 'test', 'commit', 'notify'].map((n) => `${n} done`));
+    expect(result.diagnostics.stages.map((s) => `${s.name} ${s.status}`)).toEqual(
+      ['validate', 'compile', 'typecheck', 'test', 'commit', 'notify'].map((n) => `${n} done`),
+    );
     const events = (await platform.env.client.workflow.getHandle(result.workflowId).fetchHistory()).events ?? [];
     const json = (p?: proto.api.common.v1.IPayload | null) => JSON.parse(Buffer.from(p?.data ?? []).toString());
     // A local activity's marker names its activity type in its `data` detail.
@@ -85,7 +87,7 @@ describe("where a deployment's test runs, with one sandbox slot", () => {
       expect(testSummary(quick)).toMatch(/^passed in \d+ ms \(on the sandbox queue\)$/);
       expect(await queuedActivities(quick.workflowId)).toEqual([['testTool', platform.config.taskQueues.sandbox]]);
       expect(await slowResult).toMatchObject({ status: 'active', version: 1 });
-    expect(seen.some((p) => p.stage === 'test' && p.stages.find((s) => s.name === 'test')?.status === 'running')).toBe(true);
+      expect(seen.some((p) => p.stage === 'test' && p.stages.find((s) => s.name === 'test')?.status === 'running')).toBe(true);
       expect(await queuedActivities(slow.workflowId)).toEqual([]);
     } finally {
       clearInterval(sampler);

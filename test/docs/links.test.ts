@@ -28,7 +28,8 @@ function linkProblem(file: string, target: string): string | undefined {
   const anchor = hash < 0 ? undefined : decodeURIComponent(target.slice(hash + 1));
   const linkPath = decodeURIComponent(rawPath.split('?')[0]);
   // A leading slash is the repository's root on GitHub; anything else is relative to the file.
-  const resolved = linkPath === '' ? path.join(ROOT, file) : linkPath.startsWith('/') ? path.join(ROOT, linkPath) : path.join(ROOT, path.dirname(file), linkPath);
+  const resolved =
+    linkPath === '' ? path.join(ROOT, file) : linkPath.startsWith('/') ? path.join(ROOT, linkPath) : path.join(ROOT, path.dirname(file), linkPath);
   const inside = path.relative(ROOT, resolved);
   if (inside.startsWith('..') || path.isAbsolute(inside)) return `points outside the repository (${inside}): a clone does not have it`;
   if (!existsSync(resolved)) return `${inside} does not exist`;

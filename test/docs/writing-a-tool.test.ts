@@ -32,7 +32,15 @@ describe("the guide's example tool", () => {
     const verdict = await runSandbox({ name: 'text_stats', source: example!.code, input: { text: 'The cat sat. The cat ran!' } });
     expect(verdict).toMatchObject({
       status: 'passed',
-      output: { words: 6, sentences: 2, frequent: [{ word: 'cat', count: 2 }, { word: 'the', count: 2 }, { word: 'ran', count: 1 }] },
+      output: {
+        words: 6,
+        sentences: 2,
+        frequent: [
+          { word: 'cat', count: 2 },
+          { word: 'the', count: 2 },
+          { word: 'ran', count: 1 },
+        ],
+      },
     });
   });
 

@@ -1,12 +1,5 @@
 import { rm } from 'node:fs/promises';
-import {
-  cleanupRun,
-  commitChange,
-  compareAndSwapBranch,
-  createWorktree,
-  linkNodeModules,
-  listLeftovers,
-} from '../../src/git';
+import { cleanupRun, commitChange, compareAndSwapBranch, createWorktree, linkNodeModules, listLeftovers } from '../../src/git';
 import { DATE, FORGE_NODE_MODULES, IDENTITY, agentRepo, sh, visibleLeftovers, type Sandbox } from './fixture';
 
 let s: Sandbox;
@@ -36,20 +29,23 @@ async function runUntil(runId: string, until: 'worktree' | 'linked' | 'committed
 }
 
 describe('cleanup of a run', () => {
-  it.each(['worktree', 'linked', 'committed', 'merged'] as const)('after a run that got as far as %s, leaves nothing; a second cleanup is a no-op', async (until) => {
-    await runUntil('r1', until);
-    const before = await listLeftovers({ repo: s.repo, root: s.root });
-    expect(before.worktrees).toHaveLength(1);
-    expect(before.rootEntries).toEqual(['r1']);
-    expect(before.branches.map((b) => b.name)).toEqual(until === 'committed' || until === 'merged' ? ['forge/promote/r1'] : []);
+  it.each(['worktree', 'linked', 'committed', 'merged'] as const)(
+    'after a run that got as far as %s, leaves nothing; a second cleanup is a no-op',
+    async (until) => {
+      await runUntil('r1', until);
+      const before = await listLeftovers({ repo: s.repo, root: s.root });
+      expect(before.worktrees).toHaveLength(1);
+      expect(before.rootEntries).toEqual(['r1']);
+      expect(before.branches.map((b) => b.name)).toEqual(until === 'committed' || until === 'merged' ? ['forge/promote/r1'] : []);
 
-    const first = await cleanupRun({ repo: s.repo, runId: 'r1', root: s.root });
-    expect(first).toEqual({ worktreeRemoved: true, branchDeleted: until === 'committed' || until === 'merged' });
-    expect(await visibleLeftovers(s)).toEqual(nothingLeft());
-    expect(await listLeftovers({ repo: s.repo, root: s.root })).toEqual({ worktrees: [], branches: [], rootEntries: [] });
-    expect(await cleanupRun({ repo: s.repo, runId: 'r1', root: s.root })).toEqual({ worktreeRemoved: false, branchDeleted: false });
-    expect(await sh(s.repo, 'rev-parse', 'main')).not.toBe('');
-  });
+      const first = await cleanupRun({ repo: s.repo, runId: 'r1', root: s.root });
+      expect(first).toEqual({ worktreeRemoved: true, branchDeleted: until === 'committed' || until === 'merged' });
+      expect(await visibleLeftovers(s)).toEqual(nothingLeft());
+      expect(await listLeftovers({ repo: s.repo, root: s.root })).toEqual({ worktrees: [], branches: [], rootEntries: [] });
+      expect(await cleanupRun({ repo: s.repo, runId: 'r1', root: s.root })).toEqual({ worktreeRemoved: false, branchDeleted: false });
+      expect(await sh(s.repo, 'rev-parse', 'main')).not.toBe('');
+    },
+  );
 
   it('is a no-op success for a run that never made anything, also when the root does not exist', async () => {
     expect(await cleanupRun({ repo: s.repo, runId: 'never', root: s.root })).toEqual({ worktreeRemoved: false, branchDeleted: false });

@@ -1,13 +1,6 @@
 import { chmod, lstat, readFile, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  EmptyChangeError,
-  RunStateConflictError,
-  UnsafePathError,
-  commitChange,
-  createWorktree,
-  type CommitChangeInput,
-} from '../../src/git';
+import { EmptyChangeError, RunStateConflictError, UnsafePathError, commitChange, createWorktree, type CommitChangeInput } from '../../src/git';
 import { DATE, IDENTITY, agentRepo, sh, type Sandbox } from './fixture';
 
 let s: Sandbox;
@@ -41,7 +34,16 @@ export const sumTool: Tool<{ values: number[] }, { sum: number }> = {
 
 async function change(runId: string, files: CommitChangeInput['files']): Promise<CommitChangeInput> {
   const wt = await createWorktree({ repo: s.repo, runId, commit: s.base, root: s.root });
-  return { repo: s.repo, runId, worktree: wt.path, base: s.base, files, message: 'sum: a plain loop\n\nAsked for by the agent.', identity: IDENTITY, date: DATE };
+  return {
+    repo: s.repo,
+    runId,
+    worktree: wt.path,
+    base: s.base,
+    files,
+    message: 'sum: a plain loop\n\nAsked for by the agent.',
+    identity: IDENTITY,
+    date: DATE,
+  };
 }
 
 describe('committing the proposed contents', () => {
@@ -88,14 +90,26 @@ describe('committing the proposed contents', () => {
     const exec = await sh(s.repo, 'rev-parse', 'HEAD');
     expect(await sh(s.repo, 'ls-tree', exec, 'scripts/register-ts.js')).toMatch(/^100755 /);
     const wt = await createWorktree({ repo: s.repo, runId: 'x', commit: exec, root: s.root });
-    const result = await commitChange({ repo: s.repo, runId: 'x', worktree: wt.path, base: exec, files: [{ path: 'scripts/register-ts.js', content: '// new\n' }], message: 'm', identity: IDENTITY, date: DATE });
+    const result = await commitChange({
+      repo: s.repo,
+      runId: 'x',
+      worktree: wt.path,
+      base: exec,
+      files: [{ path: 'scripts/register-ts.js', content: '// new\n' }],
+      message: 'm',
+      identity: IDENTITY,
+      date: DATE,
+    });
     expect(await sh(s.repo, 'ls-tree', result.commit, 'scripts/register-ts.js')).toMatch(/^100755 /);
     expect((await lstat(path.join(wt.path, 'scripts/register-ts.js'))).mode & 0o111).not.toBe(0);
   });
 
   it('refuses a change whose path leaves the repository or enters .git, and writes nothing', async () => {
     for (const bad of ['../outside.ts', 'src/../../outside.ts', '.git/hooks/post-checkout', '/etc/passwd']) {
-      const input = await change('bad', [{ path: 'src/tools/sum.ts', content: NEW_SUM }, { path: bad, content: 'x' }]);
+      const input = await change('bad', [
+        { path: 'src/tools/sum.ts', content: NEW_SUM },
+        { path: bad, content: 'x' },
+      ]);
       await expect(commitChange(input)).rejects.toBeInstanceOf(UnsafePathError);
       expect(await sh(input.worktree, 'status', '--porcelain')).toBe('');
     }
@@ -110,7 +124,13 @@ describe('committing the proposed contents', () => {
     const base = await sh(s.repo, 'rev-parse', 'HEAD');
     const wt = await createWorktree({ repo: s.repo, runId: 'sym', commit: base, root: s.root });
     const input = { repo: s.repo, runId: 'sym', worktree: wt.path, base, message: 'm', identity: IDENTITY, date: DATE };
-    const err = await commitChange({ ...input, files: [{ path: 'src/tools/sum.ts', content: NEW_SUM }, { path: 'src/escape/pwned.ts', content: 'x' }] }).catch((e: unknown) => e);
+    const err = await commitChange({
+      ...input,
+      files: [
+        { path: 'src/tools/sum.ts', content: NEW_SUM },
+        { path: 'src/escape/pwned.ts', content: 'x' },
+      ],
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnsafePathError);
     expect(err).toMatchObject({ path: 'src/escape/pwned.ts' });
     expect((err as Error).message).toContain('out of the repository');

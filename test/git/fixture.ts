@@ -27,7 +27,12 @@ function scratchParent(): string {
 export async function sh(cwd: string, ...args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
-  Object.assign(env, { GIT_AUTHOR_NAME: 'Human', GIT_AUTHOR_EMAIL: 'human@example.com', GIT_COMMITTER_NAME: 'Human', GIT_COMMITTER_EMAIL: 'human@example.com' });
+  Object.assign(env, {
+    GIT_AUTHOR_NAME: 'Human',
+    GIT_AUTHOR_EMAIL: 'human@example.com',
+    GIT_COMMITTER_NAME: 'Human',
+    GIT_COMMITTER_EMAIL: 'human@example.com',
+  });
   const { stdout } = await run('git', ['-c', 'init.defaultBranch=main', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 });
   return stdout.trim();
 }

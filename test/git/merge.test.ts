@@ -26,7 +26,16 @@ async function proposeChange(runId = 'run', base = s.base): Promise<{ commit: st
   const original = await sh(s.repo, 'show', `${base}:${SUM_PATH}`);
   const content = `${original}\n// changed by the agent\n`;
   const wt = await createWorktree({ repo: s.repo, runId, commit: base, root: s.root });
-  const { commit } = await commitChange({ repo: s.repo, runId, worktree: wt.path, base, files: [{ path: SUM_PATH, content }], message: 'sum: a comment', identity: IDENTITY, date: DATE });
+  const { commit } = await commitChange({
+    repo: s.repo,
+    runId,
+    worktree: wt.path,
+    base,
+    files: [{ path: SUM_PATH, content }],
+    message: 'sum: a comment',
+    identity: IDENTITY,
+    date: DATE,
+  });
   return { commit, worktree: wt.path, content };
 }
 
@@ -68,7 +77,16 @@ describe('compare-and-swap merge', () => {
   it('two swaps from the same base: one merges, the other finds the branch moved', async () => {
     const a = await proposeChange('a');
     const wt = await createWorktree({ repo: s.repo, runId: 'b', commit: s.base, root: s.root });
-    const b = await commitChange({ repo: s.repo, runId: 'b', worktree: wt.path, base: s.base, files: [{ path: 'src/tools/b.ts', content: 'export {};\n' }], message: 'b', identity: IDENTITY, date: DATE });
+    const b = await commitChange({
+      repo: s.repo,
+      runId: 'b',
+      worktree: wt.path,
+      base: s.base,
+      files: [{ path: 'src/tools/b.ts', content: 'export {};\n' }],
+      message: 'b',
+      identity: IDENTITY,
+      date: DATE,
+    });
     const results = await Promise.all([a.commit, b.commit].map((tested) => compareAndSwapBranch({ repo: s.repo, branch: 'main', base: s.base, tested })));
     expect(results.map((r) => r.status).sort()).toEqual(['branch-moved', 'merged']);
     const winner = results.find((r) => r.status === 'merged') as { commit: string };
@@ -129,7 +147,11 @@ describe('rebasing the change onto a moved head', () => {
     await sh(s.repo, 'checkout', '-q', '--orphan', 'rewritten');
     await sh(s.repo, 'commit', '-q', '-m', 'a new root');
     const root = await sh(s.repo, 'rev-parse', 'HEAD');
-    expect(await rebaseChange({ repo: s.repo, runId: 'run', onto: root })).toMatchObject({ status: 'conflict', paths: [], reason: expect.stringContaining('rewritten') });
+    expect(await rebaseChange({ repo: s.repo, runId: 'run', onto: root })).toMatchObject({
+      status: 'conflict',
+      paths: [],
+      reason: expect.stringContaining('rewritten'),
+    });
   });
 });
 
@@ -186,7 +208,16 @@ describe('bringing the live checkout forward', () => {
     await sh(s.repo, 'reset', '-q', '--hard');
 
     const wt = await createWorktree({ repo: s.repo, runId: 'new-file', commit: s.base, root: s.root });
-    const added = await commitChange({ repo: s.repo, runId: 'new-file', worktree: wt.path, base: s.base, files: [{ path: 'src/tools/new.ts', content: 'export {};\n' }], message: 'new', identity: IDENTITY, date: DATE });
+    const added = await commitChange({
+      repo: s.repo,
+      runId: 'new-file',
+      worktree: wt.path,
+      base: s.base,
+      files: [{ path: 'src/tools/new.ts', content: 'export {};\n' }],
+      message: 'new',
+      identity: IDENTITY,
+      date: DATE,
+    });
     await writeFile(path.join(s.repo, 'src/tools/new.ts'), '// untracked, mine\n');
     expect(await inspectLiveCheckout({ ...input, tested: added.commit })).toMatchObject({ status: 'refused', paths: ['src/tools/new.ts'] });
   });
@@ -256,7 +287,11 @@ describe('mergeIntoBranch: inspect, compare-and-swap and advance in one call', (
     expect(await readFile(path.join(s.repo, SUM_PATH), 'utf8')).toBe(before);
     await expect(mergeIntoBranch({ repo: s.repo, branch: 'main', base: moved, tested: commit })).rejects.toBeInstanceOf(InvalidInputError);
     await sh(s.repo, 'branch', '-q', 'target', s.base);
-    expect(await mergeIntoBranch({ repo: s.repo, branch: 'target', base: s.base, tested: commit })).toEqual({ status: 'merged', commit, live: { status: 'not-checked-out' } });
+    expect(await mergeIntoBranch({ repo: s.repo, branch: 'target', base: s.base, tested: commit })).toEqual({
+      status: 'merged',
+      commit,
+      live: { status: 'not-checked-out' },
+    });
     expect(await sh(s.repo, 'rev-parse', 'target')).toBe(commit);
   });
 });

@@ -64,7 +64,10 @@ async function verify(runId: string, files: ProposedFile[]): Promise<{ ran: Ran[
 
 it('a good change passes compile, its related tests and the smoke, is merged and reaches the live checkout', async () => {
   const sumPath = 'src/tools/sum.ts';
-  const content = (await readFile(path.join(s.repo, sumPath), 'utf8')).replace('values.reduce((total, v) => total + v, 0)', 'values.reduce((t, v) => t + v, 0)');
+  const content = (await readFile(path.join(s.repo, sumPath), 'utf8')).replace(
+    'values.reduce((total, v) => total + v, 0)',
+    'values.reduce((t, v) => t + v, 0)',
+  );
   const { ran, commit, base } = await verify('good', [{ path: sumPath, content }]);
   expect(ran.map((r) => [r.stage, r.exitCode])).toEqual([
     ['compile', 0],
@@ -89,7 +92,12 @@ it('a change that breaks compile fails the compile stage with file:line:col; one
   expect(broken.ran[0].output).toMatch(/src\/tools\/slugify\.ts\(1,14\): error TS2322/);
 
   const original = await readFile(path.join(s.repo, 'src/tools/truncate.ts'), 'utf8');
-  const wrong = await verify('wrong', [{ path: 'src/tools/truncate.ts', content: original.replace("'…'", "'...'").replace('`${chars.slice(0, max - 1).join(\'\')}…`', '`${chars.slice(0, max - 1).join(\'\')}...`') }]);
+  const wrong = await verify('wrong', [
+    {
+      path: 'src/tools/truncate.ts',
+      content: original.replace("'…'", "'...'").replace("`${chars.slice(0, max - 1).join('')}…`", "`${chars.slice(0, max - 1).join('')}...`"),
+    },
+  ]);
   expect(wrong.ran.map((r) => [r.stage, r.exitCode === 0])).toEqual([
     ['compile', true],
     ['targetedTests', false],

@@ -90,7 +90,15 @@ test('when its parent goes, the helper lets the commands it runs finish (a git k
   const helper = spawn(process.execPath, ['-e', HELPER_SOURCE], { env: {}, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], serialization: 'advanced' });
   const exited = new Promise<number | null>((r) => helper.once('exit', (code) => r(code)));
   // A command that creates the marker after 1 s.
-  helper.send({ id: 1, file: '/bin/sh', args: ['-c', `sleep 1; touch ${marker}`], cwd: dir, env: { PATH: process.env.PATH }, maxBuffer: 1024, timeout: 10_000 });
+  helper.send({
+    id: 1,
+    file: '/bin/sh',
+    args: ['-c', `sleep 1; touch ${marker}`],
+    cwd: dir,
+    env: { PATH: process.env.PATH },
+    maxBuffer: 1024,
+    timeout: 10_000,
+  });
   await new Promise((r) => setTimeout(r, 300));
   const disconnectedAt = Date.now();
   helper.disconnect();

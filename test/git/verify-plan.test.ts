@@ -92,7 +92,9 @@ describe('the plan file schema', () => {
   });
 
   it('says when the text is not JSON', () => {
-    expect(() => parseVerifyPlanText('{ "version": 1,', 'x/forge.verify.json')).toThrow(/x\/forge\.verify\.json is not a valid verification plan: not valid JSON/);
+    expect(() => parseVerifyPlanText('{ "version": 1,', 'x/forge.verify.json')).toThrow(
+      /x\/forge\.verify\.json is not a valid verification plan: not valid JSON/,
+    );
   });
 });
 

@@ -71,7 +71,11 @@ export async function startHostileSeller(
   let base = '';
 
   const ask = async (res: ServerResponse, path: HostilePath, requirements: PaymentRequirements, body?: 'endless'): Promise<void> => {
-    const required = await resourceServer.createPaymentRequiredResponse([requirements], { url: `${base}${path}`, description: HOSTILE_BEHAVIOURS[path], mimeType: 'application/json' });
+    const required = await resourceServer.createPaymentRequiredResponse([requirements], {
+      url: `${base}${path}`,
+      description: HOSTILE_BEHAVIOURS[path],
+      mimeType: 'application/json',
+    });
     res.setHeader('PAYMENT-REQUIRED', encodePaymentRequiredHeader(required));
     res.setHeader('content-type', 'application/json');
     res.statusCode = 402;
@@ -118,10 +122,17 @@ export async function startHostileSeller(
       case '/late-500':
         res.statusCode = 500;
         res.end('{"error":"try again later"}');
-        lateSettlements.push(new Promise((r) => setTimeout(r, options.lateSettleMs ?? 4000)).then(() => settle(path, payload, honestTerms)).catch(() => undefined));
+        lateSettlements.push(
+          new Promise((r) => setTimeout(r, options.lateSettleMs ?? 4000)).then(() => settle(path, payload, honestTerms)).catch(() => undefined),
+        );
         return;
       case '/fake-receipt': {
-        const fake = { success: true, transaction: `0x${'ab'.repeat(32)}`, network: net.network, payer: (payload.payload as { authorization: { from: string } }).authorization.from };
+        const fake = {
+          success: true,
+          transaction: `0x${'ab'.repeat(32)}`,
+          network: net.network,
+          payer: (payload.payload as { authorization: { from: string } }).authorization.from,
+        };
         res.setHeader('PAYMENT-RESPONSE', encodePaymentResponseHeader(fake as never));
         res.setHeader('content-type', 'application/json');
         return void res.end('{"content":"not paid for"}');

@@ -146,16 +146,11 @@ export interface TestPlatformOptions {
 }
 
 /** Starts workers for a suite on `env`; each suite gets fresh task queues, state directory and database. */
-export async function startTestPlatform(
-  env: TestWorkflowEnvironment,
-  kind: DatabaseKind = 'pglite',
-  options: TestPlatformOptions = {},
-): Promise<TestPlatform> {
+export async function startTestPlatform(env: TestWorkflowEnvironment, kind: DatabaseKind = 'pglite', options: TestPlatformOptions = {}): Promise<TestPlatform> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const home = mkdtempSync(path.join(base, 'forge-platform-test-'));
   const suffix = randomBytes(4).toString('hex');
-  const backend: TestBackend =
-    options.backend ?? (kind === 'postgres' ? postgresBackend(process.env.DATABASE_URL!) : pgliteBackend());
+  const backend: TestBackend = options.backend ?? (kind === 'postgres' ? postgresBackend(process.env.DATABASE_URL!) : pgliteBackend());
   const childEnv: NodeJS.ProcessEnv = {
     FORGE_HOME: home,
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),

@@ -28,7 +28,11 @@ export async function startTestInternet(serverSource: (addresses: [string, strin
   const hostIf = `fih${id}`;
   const nsIf = `fin${id}`;
   // A /28 of TEST-NET-2 no interface of this host holds yet (test files run two at a time; egress.test.ts has .0/28).
-  const taken = new Set(Object.values(networkInterfaces()).flat().map((i) => i?.address));
+  const taken = new Set(
+    Object.values(networkInterfaces())
+      .flat()
+      .map((i) => i?.address),
+  );
   const base = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15].map((i) => 16 * i).find((b) => !taken.has(`198.51.100.${b + 1}`));
   if (base === undefined) throw new Error('no free /28 of 198.51.100.0/24 for a test internet');
   const hostAddress = `198.51.100.${base + 1}`;

@@ -51,7 +51,9 @@ export function hostileCorpusCases(user: string): void {
         const after = await world.watch.settledSnapshot();
         // The attack ran: its test run printed its report (a run that never started proves nothing).
         const ran = reportsIn(result.diagnostics.sandbox?.stderrTail).length > 0;
-        expect(ran ? 'the attack ran' : { verdict: result.verdict, message: result.diagnostics.message, stderrTail: result.diagnostics.sandbox?.stderrTail }).toBe('the attack ran');
+        expect(
+          ran ? 'the attack ran' : { verdict: result.verdict, message: result.diagnostics.message, stderrTail: result.diagnostics.sandbox?.stderrTail },
+        ).toBe('the attack ran');
         expect(world.watch.harm(before, after, JSON.stringify(result), { allowed: [result.workflowId], ownTool: name })).toEqual([]);
         expect(claimedReach(reportsIn(result.diagnostics.sandbox?.stderrTail))).toEqual([]);
       } finally {

@@ -110,7 +110,8 @@ export function claimedReach(said: unknown): string[] {
     if (typeof o.connectedTo === 'string') claims.push(`a Temporal frontend at ${o.connectedTo}`);
     if (Array.isArray(o.answered)) claims.push(...o.answered.map((a) => `answered: ${String(a)}`));
     if (o.postgres && typeof o.postgres === 'object') {
-      for (const [where, what] of Object.entries(o.postgres)) if (String(what).startsWith('answered')) claims.push(`PostgreSQL ${where} ${String(what).slice(0, 60)}`);
+      for (const [where, what] of Object.entries(o.postgres))
+        if (String(what).startsWith('answered')) claims.push(`PostgreSQL ${where} ${String(what).slice(0, 60)}`);
     }
     if (o.sockets && typeof o.sockets === 'object') {
       for (const [where, what] of Object.entries(o.sockets)) if (what === 'connected') claims.push(`connected to ${where}`);
@@ -156,7 +157,13 @@ const portOf = (url: string | undefined) => (url ? Number(new URL(url).port) : u
 /** The ports of every platform service the test knows of, and its canaries'. */
 export function knownPorts(ctx: AttackContext): number[] {
   const { urls, temporalPort } = ctx.platform;
-  const ports = [temporalPort, ...[urls.ui, urls.metrics, urls.readApi, urls.seller, urls.anvil, urls.facilitator].map(portOf), ctx.postgres?.port, 5432, ...ctx.canaries.list()];
+  const ports = [
+    temporalPort,
+    ...[urls.ui, urls.metrics, urls.readApi, urls.seller, urls.anvil, urls.facilitator].map(portOf),
+    ctx.postgres?.port,
+    5432,
+    ...ctx.canaries.list(),
+  ];
   return [...new Set(ports.filter((p): p is number => typeof p === 'number' && p > 0))];
 }
 
@@ -175,7 +182,12 @@ export function attackInput(kind: HostileKind, ctx: AttackContext): Record<strin
     case 'temporal': {
       const port = platform.temporalPort;
       return {
-        addresses: [`127.0.0.1:${port}`, `localhost:${port}`, `[::ffff:127.0.0.1]:${port}`, ...hostAddresses().map((a) => (a.includes(':') ? `[${a}]:${port}` : `${a}:${port}`))],
+        addresses: [
+          `127.0.0.1:${port}`,
+          `localhost:${port}`,
+          `[::ffff:127.0.0.1]:${port}`,
+          ...hostAddresses().map((a) => (a.includes(':') ? `[${a}]:${port}` : `${a}:${port}`)),
+        ],
         namespace: 'default',
         victim: VICTIM,
         ownPrefixes: ctx.ownPrefixes,

@@ -71,7 +71,10 @@ export function readActivePointersSync(agentTools: string): { generation: number
     return { generation: index.generation, tools };
   }
   let generation = index.generation;
-  for (const raw of log.slice(0, log.lastIndexOf('\n') + 1).split('\n').filter(Boolean)) {
+  for (const raw of log
+    .slice(0, log.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter(Boolean)) {
     const line = JSON.parse(raw) as { base: number; generation: number; name: string; version?: number; contentHash?: string };
     if (line.base !== index.generation || line.generation <= generation) continue;
     generation = line.generation;
@@ -92,7 +95,9 @@ function readActive(file: string): Record<string, { version: number } | undefine
 /** JSON with keys sorted at every level: describe() does not keep one order. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
   );
 }
 
@@ -272,7 +277,8 @@ export class HarmWatch {
     for (const marker of after.markers) if (!before.markers.includes(marker)) harm.push(`the tool left a file outside its run: ${marker}`);
     const { canaries } = this.options;
     const connections = canaries.connections().slice(before.canaryConnections, after.canaryConnections);
-    if (connections.length > 0) harm.push(`the host's listeners accepted ${connections.length} connection(s) from the run: ${connections.slice(0, 5).join(', ')}`);
+    if (connections.length > 0)
+      harm.push(`the host's listeners accepted ${connections.length} connection(s) from the run: ${connections.slice(0, 5).join(', ')}`);
     for (const [field, was] of Object.entries(before.chain ?? {})) {
       if (after.chain?.[field] !== was) harm.push(`the local chain changed: ${field} ${was} -> ${after.chain?.[field]}`);
     }
@@ -304,7 +310,8 @@ export class HarmWatch {
     // Every other tool's active pointer as it was; the test's own tool keeps what its deployment gave it.
     const activePath = path.join(platform.home, ACTIVE);
     const pointers = [...now.keys()].filter((k) => k.startsWith(`${ACTIVE}#`));
-    const changed = pointers.some((k) => !k.endsWith(`#${ownTool}`) && now.get(k) !== before.files.get(k)) ||
+    const changed =
+      pointers.some((k) => !k.endsWith(`#${ownTool}`) && now.get(k) !== before.files.get(k)) ||
       [...before.files.keys()].some((k) => k.startsWith(`${ACTIVE}#`) && !now.has(k));
     if (changed && existsSync(activePath)) {
       // The pointers as they were (from the snapshot's per-tool entries), written as a new active.json above every

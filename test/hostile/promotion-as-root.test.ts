@@ -9,6 +9,6 @@ const root = process.getuid?.() === 0;
 
 // Root is the case CI runs (.ci/run is root); a non-root checkout cannot start it, and its own user's case is
 // promotion-as-ordinary-user.test.ts.
-describeIf(root, 'needs root (the ordinary user\'s case is promotion-as-ordinary-user.test.ts)')('a hostile promotion, Forge run by root', () => {
+describeIf(root, "needs root (the ordinary user's case is promotion-as-ordinary-user.test.ts)")('a hostile promotion, Forge run by root', () => {
   hostilePromotionCases('root');
 });

@@ -13,9 +13,7 @@ const DIR = 'src/hostile';
  */
 function attackingTest(inputs: Record<HostileKind, Record<string, unknown>>): string {
   const imports = HOSTILE_KINDS.map((k) => `import ${k} from './${k}';`).join('\n');
-  const calls = HOSTILE_KINDS.map(
-    (k) => `  await attack('${k}', () => ${k}.execute(${k}.inputSchema.parse(INPUTS.${k})));`,
-  ).join('\n');
+  const calls = HOSTILE_KINDS.map((k) => `  await attack('${k}', () => ${k}.execute(${k}.inputSchema.parse(INPUTS.${k})));`).join('\n');
   return `${imports}
 
 const INPUTS = ${JSON.stringify(inputs, null, 2)};
@@ -50,7 +48,7 @@ export function hostilePromotionCases(user: string): void {
     await world?.teardown();
   }, 60_000);
 
-  test("a promotion whose test file attacks the platform does no harm", async () => {
+  test('a promotion whose test file attacks the platform does no harm', async () => {
     const ctx = world.context(['builtin-promote/']);
     const inputs = Object.fromEntries(HOSTILE_KINDS.map((k) => [k, attackInput(k, ctx)])) as Record<HostileKind, Record<string, unknown>>;
     const changes = [
@@ -70,9 +68,21 @@ export function hostilePromotionCases(user: string): void {
       expect(
         printed.length === HOSTILE_KINDS.length
           ? 'the attack ran'
-          : { status: result.status, failure: result.diagnostics.failure, stages: result.diagnostics.stages.map((s) => ({ name: s.name, status: s.status, stdout: s.stdoutTail.slice(-1_500), stderr: s.stderrTail.slice(-1_500) })) },
+          : {
+              status: result.status,
+              failure: result.diagnostics.failure,
+              stages: result.diagnostics.stages.map((s) => ({
+                name: s.name,
+                status: s.status,
+                stdout: s.stdoutTail.slice(-1_500),
+                stderr: s.stderrTail.slice(-1_500),
+              })),
+            },
       ).toBe('the attack ran');
-      const harm = world.watch.harm(before, after, JSON.stringify(result), { allowed: [result.workflowId], ownPaths: [`${path.basename(world.platform.agentRepo)}/`] });
+      const harm = world.watch.harm(before, after, JSON.stringify(result), {
+        allowed: [result.workflowId],
+        ownPaths: [`${path.basename(world.platform.agentRepo)}/`],
+      });
       expect(harm).toEqual([]);
       expect(claimedReach(reportsIn(stage?.stderrTail))).toEqual([]);
     } finally {

@@ -177,7 +177,13 @@ describe('forge mcp over stdio', () => {
   beforeAll(async () => {
     client = new Client({ name: 'forge-test', version: '0.0.0' });
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: [FORGE_BIN, 'mcp'], env: cliEnv(platform.childEnv) as Record<string, string>, cwd: ROOT, stderr: 'inherit' }),
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [FORGE_BIN, 'mcp'],
+        env: cliEnv(platform.childEnv) as Record<string, string>,
+        cwd: ROOT,
+        stderr: 'inherit',
+      }),
     );
   }, 60_000);
 
@@ -221,7 +227,10 @@ describe('forge mcp over stdio', () => {
   test('lint_sql judges SQL as forge lint-sql does; list_runs and get_run show the runs', async () => {
     const lint = await client.callTool({ name: 'lint_sql', arguments: { sql: 'DROP TABLE users;' } });
     expect(lint.isError).toBe(true);
-    expect(structured(lint)).toMatchObject({ accepted: false, statements: [expect.objectContaining({ accepted: false, location: expect.objectContaining({ line: 1 }) })] });
+    expect(structured(lint)).toMatchObject({
+      accepted: false,
+      statements: [expect.objectContaining({ accepted: false, location: expect.objectContaining({ line: 1 }) })],
+    });
 
     const runs = structured(await client.callTool({ name: 'list_runs', arguments: { kind: 'deploy' } })).runs as { workflowId: string; outcome: string }[];
     expect(runs.length).toBeGreaterThan(0);
@@ -256,7 +265,11 @@ describe('forge mcp over stdio', () => {
   }, 300_000);
 
   test('the x402 operations answer in structured content: get_pnl before any payment, sell_tool refused (this platform sells nothing) saying why', async () => {
-    expect(structured(await client.callTool({ name: 'get_pnl', arguments: {} }))).toMatchObject({ by: 'tool', rows: [], totals: { income: '0', spend: '0', net: '0' } });
+    expect(structured(await client.callTool({ name: 'get_pnl', arguments: {} }))).toMatchObject({
+      by: 'tool',
+      rows: [],
+      totals: { income: '0', spend: '0', net: '0' },
+    });
     const sell = await client.callTool({ name: 'sell_tool', arguments: { tool: 'adder_stdio', price: '1000' } }, undefined, { timeout: 120_000 });
     expect(sell.isError).toBe(true);
     expect(structured(sell)).toMatchObject({ status: 'refused', reason: expect.stringContaining('does not sell') });
@@ -287,7 +300,9 @@ export default {
   async execute({ n }: { n: number }) { return { value: scale(n) }; },
 };
 `;
-      const deployed = await client.callTool({ name: 'deploy_tool', arguments: { name: 'rots_mcp', source, testInput: { n: 3 } } }, undefined, { timeout: 120_000 });
+      const deployed = await client.callTool({ name: 'deploy_tool', arguments: { name: 'rots_mcp', source, testInput: { n: 3 } } }, undefined, {
+        timeout: 120_000,
+      });
       expect(structured(deployed)).toMatchObject({ status: 'active', version: 1 });
       writeFileSync(lib, 'export function multiply(n, by = 2) { return n * by; }\n');
 
@@ -314,7 +329,13 @@ describe('forge mcp: promote_builtin', () => {
     await seedAgentRepo({ target: platform.config.promotion.repo, identity: platform.config.promotion.identity });
     client = new Client({ name: 'forge-test-promote', version: '0.0.0' });
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: [FORGE_BIN, 'mcp'], env: cliEnv(platform.childEnv) as Record<string, string>, cwd: ROOT, stderr: 'inherit' }),
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [FORGE_BIN, 'mcp'],
+        env: cliEnv(platform.childEnv) as Record<string, string>,
+        cwd: ROOT,
+        stderr: 'inherit',
+      }),
     );
   }, 60_000);
 
@@ -348,13 +369,17 @@ describe('forge mcp with the platform out of reach', () => {
   test('an operation answers a tool error saying the platform cannot be reached; the server stays up', async () => {
     const client = new Client({ name: 'forge-test-offline', version: '0.0.0' });
     const env = cliEnv({ ...platform.childEnv, TEMPORAL_ADDRESS: `127.0.0.1:${await findFreePort()}` });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [FORGE_BIN, 'mcp'], env: env as Record<string, string>, cwd: ROOT, stderr: 'ignore' }));
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [FORGE_BIN, 'mcp'], env: env as Record<string, string>, cwd: ROOT, stderr: 'ignore' }),
+    );
     try {
       const result = await client.callTool({ name: 'list_tools', arguments: {} }, undefined, { timeout: 60_000 });
       expect(result.isError).toBe(true);
       expect(JSON.stringify(result.content)).toMatch(/reach|unreachable/i);
       // Work that needs no Temporal still answers.
-      expect(structured(await client.callTool({ name: 'lint_sql', arguments: { sql: 'CREATE TABLE agent_notes (id int);' } }))).toMatchObject({ accepted: true });
+      expect(structured(await client.callTool({ name: 'lint_sql', arguments: { sql: 'CREATE TABLE agent_notes (id int);' } }))).toMatchObject({
+        accepted: true,
+      });
     } finally {
       await client.close();
     }
@@ -420,7 +445,13 @@ describe('forge mcp --http', () => {
     const { port } = new URL(server.url);
     const status = await new Promise<number | undefined>((resolve, reject) => {
       const req = request(
-        { host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers: { Host: `evil.example:${port}`, Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' } },
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/mcp',
+          method: 'POST',
+          headers: { Host: `evil.example:${port}`, Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode);
@@ -466,11 +497,16 @@ describe('forge mcp with the MCP Inspector as the client', () => {
 
   test('tools/call deploy_tool, then tools/list shows the new tool and tools/call runs it', async () => {
     const deployed = await inspect([
-      '--method', 'tools/call',
-      '--tool-name', 'deploy_tool',
-      '--tool-arg', 'name=adder_inspector',
-      '--tool-arg', `source=${adderTool('inspected', 'adder_inspector')}`,
-      '--tool-arg', 'testInput={"a":1,"b":2}',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'deploy_tool',
+      '--tool-arg',
+      'name=adder_inspector',
+      '--tool-arg',
+      `source=${adderTool('inspected', 'adder_inspector')}`,
+      '--tool-arg',
+      'testInput={"a":1,"b":2}',
     ]);
     if (!deployed) return;
     expect(deployed.structuredContent).toMatchObject({ status: 'active', name: 'adder_inspector', version: 1 });

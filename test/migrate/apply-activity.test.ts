@@ -59,7 +59,9 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
     const failed = await activities.applyMigration(input('typo', 'CREATE TABLE agent_typo (v nope_type);', 'run-4')).catch((e: unknown) => e);
     expect(failed).toMatchObject({ type: FailureType.migrationFailed, nonRetryable: true });
     expect((failed as ApplicationFailure).details?.[0]).toMatchObject({ error: { code: '42704', statementIndex: 0, line: 1, column: 28 } });
-    const refused = await activities.validateMigration({ name: 'p', sql: 'DELETE FROM events;', checksum: migrationChecksum('DELETE FROM events;') }).catch((e: unknown) => e);
+    const refused = await activities
+      .validateMigration({ name: 'p', sql: 'DELETE FROM events;', checksum: migrationChecksum('DELETE FROM events;') })
+      .catch((e: unknown) => e);
     expect(refused).toMatchObject({ type: FailureType.migrationRejected, nonRetryable: true });
   });
 
@@ -67,8 +69,7 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
     await query(database, 'CREATE TABLE caps_core (id int PRIMARY KEY, name text)');
     const columns = (from: number, n: number) =>
       `ALTER TABLE caps_core ${Array.from({ length: n }, (_, i) => `ADD COLUMN agent_c${from + i} int`).join(', ')};`;
-    const indexes = (from: number, n: number) =>
-      Array.from({ length: n }, (_, i) => `CREATE INDEX agent_caps_i${from + i} ON caps_core (id);`).join('\n');
+    const indexes = (from: number, n: number) => Array.from({ length: n }, (_, i) => `CREATE INDEX agent_caps_i${from + i} ON caps_core (id);`).join('\n');
     expect(await applyToTheEnd(activities, input('caps-1', `${columns(0, 30)}\n${indexes(0, 7)}`, 'caps-run-1'))).toMatchObject({ status: 'applied' });
     // Alone, each of these is under the caps; with the 30 columns and 7 indexes already there, they are over.
     for (const [name, sql, rule] of [
@@ -101,7 +102,6 @@ describe.each(backendKinds())('the apply activity on $kind', ({ make }) => {
     for (let i = 0; i < 4; i++) if (await relationExists(database, `agent_variant_${i}`)) created++;
     expect(created).toBe(1);
   });
-
 });
 
 test('connection SQLSTATEs are retried, every other SQLSTATE is a verdict', () => {

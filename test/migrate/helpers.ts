@@ -16,10 +16,7 @@ export async function relationExists(database: ForgeDatabase, name: string): Pro
 }
 
 export async function columnExists(database: ForgeDatabase, table: string, column: string): Promise<boolean> {
-  const rows = await query(
-    database,
-    `SELECT 1 FROM information_schema.columns WHERE table_name = '${table}' AND column_name = '${column}'`,
-  );
+  const rows = await query(database, `SELECT 1 FROM information_schema.columns WHERE table_name = '${table}' AND column_name = '${column}'`);
   return rows.length > 0;
 }
 

@@ -186,7 +186,11 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
       const next = await platform.forge.migrateSchema({ name: `after_slow_${round}`, sql: `CREATE TABLE agent_after_slow_${round} (id int);` });
       expect(next.status).toBe('applied');
       expect(await relationExists(platform.database, `agent_after_slow_${round}`)).toBe(true);
-      const tool = await platform.forge.deployTool({ name: `after_slow_${round}`, source: adderTool(String(round), `after_slow_${round}`), testInput: { a: 1, b: 2 } });
+      const tool = await platform.forge.deployTool({
+        name: `after_slow_${round}`,
+        source: adderTool(String(round), `after_slow_${round}`),
+        testInput: { a: 1, b: 2 },
+      });
       expect(tool).toMatchObject({ status: 'active', version: 1 });
     }
     expect(await query(platform.database, kept)).toEqual(keptBefore);
@@ -198,10 +202,7 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
   test('two migrations of one name at once: one applies, the other SQL is rejected; the same SQL joins', async () => {
     const a = 'CREATE TABLE agent_race_a (id int);';
     const b = 'CREATE TABLE agent_race_b (id int);';
-    const [ra, rb] = await Promise.all([
-      platform.forge.migrateSchema({ name: 'race', sql: a }),
-      platform.forge.migrateSchema({ name: 'race', sql: b }),
-    ]);
+    const [ra, rb] = await Promise.all([platform.forge.migrateSchema({ name: 'race', sql: a }), platform.forge.migrateSchema({ name: 'race', sql: b })]);
     const statuses = [ra.status, rb.status].sort();
     expect(statuses).toEqual(['applied', 'rejected']);
     const winner = ra.status === 'applied' ? 'agent_race_a' : 'agent_race_b';
@@ -236,7 +237,12 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
     const applied = await cli(platform, ['migrate', '--name', 'cli_one', file, '--json']);
     expect(applied.code).toBe(ExitCode.ok);
     expect(applied.stdout.trim().split('\n')).toHaveLength(1);
-    expect(JSON.parse(applied.stdout)).toMatchObject({ status: 'applied', name: 'cli_one', workflowId: 'schema-migrate/cli_one', checksum: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(JSON.parse(applied.stdout)).toMatchObject({
+      status: 'applied',
+      name: 'cli_one',
+      workflowId: 'schema-migrate/cli_one',
+      checksum: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
 
     const again = await cli(platform, ['migrate', '--name', 'cli_one', file, '--json']);
     expect(again.code).toBe(ExitCode.ok);
@@ -295,6 +301,5 @@ CREATE INDEX agent_notes_created_idx ON agent_notes (created_at);
       expect(later.status).toBe('applied');
       expect(await columnExists(platform.database, 'app_busy', 'agent_note')).toBe(true);
     });
-
   }
 });

@@ -83,7 +83,9 @@ describePg('online index builds and short locks on core tables (PostgreSQL)', ()
     });
     app = await connect(backend!.url!);
     other = await connect(backend!.url!);
-    await app.query(`CREATE TABLE orders (id bigserial PRIMARY KEY, customer varchar(80) NOT NULL, total numeric(12, 2) NOT NULL DEFAULT 0, placed_at timestamptz NOT NULL DEFAULT now())`);
+    await app.query(
+      `CREATE TABLE orders (id bigserial PRIMARY KEY, customer varchar(80) NOT NULL, total numeric(12, 2) NOT NULL DEFAULT 0, placed_at timestamptz NOT NULL DEFAULT now())`,
+    );
     await app.query(`INSERT INTO orders (customer, total) SELECT 'c' || (g % 5000), g FROM generate_series(1, 400000) g`);
     await app.query('ANALYZE orders');
   }, 180_000);

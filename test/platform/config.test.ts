@@ -38,7 +38,13 @@ describe('loadConfig', () => {
       userIdBase: 2_100_000_000,
       network: { kind: 'internet' },
     });
-    expect(config.migrations).toEqual({ lockTimeoutMs: 5_000, statementTimeoutMs: 60_000, coreLockTimeoutMs: 1_000, coreLockHoldMs: 2_000, lockWaitMs: 600_000 });
+    expect(config.migrations).toEqual({
+      lockTimeoutMs: 5_000,
+      statementTimeoutMs: 60_000,
+      coreLockTimeoutMs: 1_000,
+      coreLockHoldMs: 2_000,
+      lockWaitMs: 600_000,
+    });
   });
 
   test('DATABASE_URL selects PostgreSQL; values are parsed and paths resolved', () => {

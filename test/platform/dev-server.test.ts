@@ -58,9 +58,7 @@ describe('Temporal dev server', () => {
     await server.stop();
     expect(processGroupAlive(server.pid)).toBe(false);
     await server.stop(); // idempotent
-    await expect(connectClient({ address: server.address, connectTimeoutMs: 1_000 })).rejects.toBeInstanceOf(
-      PlatformUnreachableError,
-    );
+    await expect(connectClient({ address: server.address, connectTimeoutMs: 1_000 })).rejects.toBeInstanceOf(PlatformUnreachableError);
   });
 
   test('a restart on the same FORGE_HOME keeps workflow executions', async () => {

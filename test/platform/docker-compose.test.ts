@@ -109,7 +109,10 @@ describe('docker-compose.yml', () => {
     const script = readFileSync(path.join(root, (mount as string).split(':')[0]), 'utf8');
     // psql meta-commands (\connect) are the entrypoint's; the rest must be SQL PostgreSQL parses.
     await loadModule();
-    const sql = script.split('\n').filter((l) => !l.startsWith('\\')).join('\n');
+    const sql = script
+      .split('\n')
+      .filter((l) => !l.startsWith('\\'))
+      .join('\n');
     const stmts = parseSync(sql).stmts ?? [];
     const create = stmts.map((s) => s.stmt).find((n) => n !== undefined && 'CreateRoleStmt' in n);
     expect(create).toMatchObject({ CreateRoleStmt: { role: url.username } });
@@ -152,9 +155,7 @@ function inVolume(service: Service, containerPath: string | undefined, certs: st
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? filesUnder(path.join(dir, e.name)) : [path.join(dir, e.name)],
-  );
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(path.join(dir, e.name)) : [path.join(dir, e.name)]));
 }
 
 const dependsOn = (service: Service): Record<string, string> =>
@@ -169,17 +170,10 @@ function keyMatchesCert(keyFile: string, certFile: string): boolean {
   return fromKey.equals(fromCert);
 }
 
-const [generatorName, generator] = Object.entries(compose.services).find(([, s]) =>
-  mountsOf(s).some((m) => m.source === CERTS_SCRIPT),
-) ?? ['', {}];
-const [serverName, server] = Object.entries(compose.services).find(([, s]) => s.image?.startsWith('temporalio/server:')) ?? [
-  '',
-  {},
-];
+const [generatorName, generator] = Object.entries(compose.services).find(([, s]) => mountsOf(s).some((m) => m.source === CERTS_SCRIPT)) ?? ['', {}];
+const [serverName, server] = Object.entries(compose.services).find(([, s]) => s.image?.startsWith('temporalio/server:')) ?? ['', {}];
 /** Every service that dials the frontend: its TEMPORAL_ADDRESS names the server's service. */
-const callers = Object.entries(compose.services).filter(
-  ([name, s]) => name !== serverName && environmentOf(s).TEMPORAL_ADDRESS?.split(':')[0] === serverName,
-);
+const callers = Object.entries(compose.services).filter(([name, s]) => name !== serverName && environmentOf(s).TEMPORAL_ADDRESS?.split(':')[0] === serverName);
 // The Web UI's server has its own names for the same settings (its config template); everything else that calls the
 // frontend here (Forge, the temporal CLI of admin-tools) reads envconfig's.
 const UI_TLS = { cert: 'TEMPORAL_TLS_CERT', key: 'TEMPORAL_TLS_KEY', ca: 'TEMPORAL_TLS_CA' };
@@ -197,9 +191,7 @@ describe('docker-compose.yml as a whole', () => {
     type Validate = ((data: unknown) => boolean) & { errors?: unknown[] | null };
     const Ajv = (mcpRequire('ajv') as { default: new (options: object) => { compile(schema: object): Validate } }).default;
     // The schema names draft-07 by an https URL ajv does not know; draft-07 is ajv's default anyway.
-    const { $schema: _draft, ...schema } = JSON.parse(
-      readFileSync(path.join(__dirname, 'fixtures', 'compose-spec.json'), 'utf8'),
-    ) as Record<string, unknown>;
+    const { $schema: _draft, ...schema } = JSON.parse(readFileSync(path.join(__dirname, 'fixtures', 'compose-spec.json'), 'utf8')) as Record<string, unknown>;
     const validate = new Ajv({ strict: false, allErrors: true }).compile(schema);
     const valid = validate(compose);
     expect(validate.errors ?? []).toEqual([]);
@@ -212,7 +204,12 @@ describe('docker-compose.yml as a whole', () => {
     const [, setup] = Object.entries(compose.services).find(([, s]) => [s.command].flat().join('\n').includes('search-attribute create')) ?? [];
     expect(setup).toBeDefined();
     const env = environmentOf(setup as Service);
-    const listed = Object.fromEntries((env.SEARCH_ATTRIBUTES ?? '').split(/\s+/).filter(Boolean).map((p) => p.split(':')));
+    const listed = Object.fromEntries(
+      (env.SEARCH_ATTRIBUTES ?? '')
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((p) => p.split(':')),
+    );
     expect(listed).toEqual(FORGE_SEARCH_ATTRIBUTES);
 
     // And the service's script creates each one that is missing, with that type: run it against a stand-in `temporal`
@@ -234,9 +231,7 @@ describe('docker-compose.yml as a whole', () => {
         .split('\n')
         .filter((l) => l.includes('search-attribute create'));
       expect(creates).toEqual(
-        missing.map(
-          (name) => `operator search-attribute create -n ${env.TEMPORAL_NAMESPACE} --name ${name} --type ${FORGE_SEARCH_ATTRIBUTES[name]}`,
-        ),
+        missing.map((name) => `operator search-attribute create -n ${env.TEMPORAL_NAMESPACE} --name ${name} --type ${FORGE_SEARCH_ATTRIBUTES[name]}`),
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -292,7 +287,11 @@ describe('docker-compose.yml: mTLS between the Temporal frontend and its callers
         expect(statSync(keys[0]).mode & 0o077).toBe(0);
       }
     }
-    expect(filesUnder(path.join(certs, 'ca')).map((f) => path.basename(f)).sort()).toEqual(['ca.key', 'ca.pem']);
+    expect(
+      filesUnder(path.join(certs, 'ca'))
+        .map((f) => path.basename(f))
+        .sort(),
+    ).toEqual(['ca.key', 'ca.pem']);
   });
 
   test('the frontend requires a client certificate of the stack CA and presents one for the name its callers dial', async () => {

@@ -56,14 +56,18 @@ test('the build stage builds from exactly what it copies', async () => {
 }, 180_000);
 
 // Installs every production dependency from the registry (a minute or more): in CI only, where the machine is clean.
-testIf(process.env.CI === 'true', 'CI only (CI=true): installs every production dependency from the registry')("the runtime stage's install command succeeds on this lock file", async () => {
-  const install = instructions(stages[1]).find((l) => l.includes('npm ci'))!;
-  const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : root, 'forge-image-install-'));
-  try {
-    for (const file of ['package.json', 'package-lock.json']) cpSync(path.join(root, file), path.join(dir, file));
-    await run('sh', ['-c', install.replace(/^RUN /, '')], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
-    expect(existsSync(path.join(dir, 'node_modules', '@temporalio', 'worker'))).toBe(true);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}, 600_000);
+testIf(process.env.CI === 'true', 'CI only (CI=true): installs every production dependency from the registry')(
+  "the runtime stage's install command succeeds on this lock file",
+  async () => {
+    const install = instructions(stages[1]).find((l) => l.includes('npm ci'))!;
+    const dir = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : root, 'forge-image-install-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json']) cpSync(path.join(root, file), path.join(dir, file));
+      await run('sh', ['-c', install.replace(/^RUN /, '')], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
+      expect(existsSync(path.join(dir, 'node_modules', '@temporalio', 'worker'))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  600_000,
+);

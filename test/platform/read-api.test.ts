@@ -48,8 +48,12 @@ describe.each([
   afterAll(() => platform?.teardown());
 
   test(`tools and migrations read back; ${runs} query run(s) started`, async () => {
-    await expect(platform.forge.deployTool({ name: 'read_back', source: adderTool('a', 'read_back'), testInput: { a: 1, b: 2 } })).resolves.toMatchObject({ status: 'active' });
-    await expect(platform.forge.migrateSchema({ name: 'agent_read_back', sql: 'CREATE TABLE agent_read_back (id int)' })).resolves.toMatchObject({ status: 'applied' });
+    await expect(platform.forge.deployTool({ name: 'read_back', source: adderTool('a', 'read_back'), testInput: { a: 1, b: 2 } })).resolves.toMatchObject({
+      status: 'active',
+    });
+    await expect(platform.forge.migrateSchema({ name: 'agent_read_back', sql: 'CREATE TABLE agent_read_back (id int)' })).resolves.toMatchObject({
+      status: 'applied',
+    });
     expect((await platform.forge.listTools()).tools).toEqual([expect.objectContaining({ name: 'read_back', activeVersion: 1, status: 'active' })]);
     expect((await platform.forge.listMigrations()).migrations).toEqual([expect.objectContaining({ name: 'agent_read_back' })]);
     expect(await queryRuns(platform)).toHaveLength(runs);

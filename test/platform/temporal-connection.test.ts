@@ -33,10 +33,7 @@ describe('resolveTemporalConnection (envconfig)', () => {
 describe('connecting to a Temporal that is not there', () => {
   test('client and worker connections fail with one clear PlatformUnreachableError', async () => {
     const address = `127.0.0.1:${await findFreePort()}`;
-    for (const attempt of [
-      () => connectClient({ address, connectTimeoutMs: 1_000 }),
-      () => connectWorkerConnection({ address }),
-    ]) {
+    for (const attempt of [() => connectClient({ address, connectTimeoutMs: 1_000 }), () => connectWorkerConnection({ address })]) {
       const err = await attempt().then(
         () => undefined,
         (e: unknown) => e,
@@ -73,13 +70,10 @@ describe('findTemporalBinary', () => {
   // machine that ran npm test), so "nothing found" means "nothing before that fallback".
   const ownFallback = () => findTemporalBinary({ PATH: '', FORGE_HOME: path.join(dir, 'nowhere') });
 
-  test('searches PATH, then $FORGE_HOME/bin, then $FORGE_HOME/venv/bin, then the project\'s own .forge/', () => {
+  test("searches PATH, then $FORGE_HOME/bin, then $FORGE_HOME/venv/bin, then the project's own .forge/", () => {
     const home = path.join(dir, 'home');
     const env = { PATH: path.join(dir, 'path'), FORGE_HOME: home };
-    expect(temporalBinarySearchPath(env).slice(-2)).toEqual([
-      path.join(packageRoot(), '.forge', 'bin'),
-      path.join(packageRoot(), '.forge', 'venv', 'bin'),
-    ]);
+    expect(temporalBinarySearchPath(env).slice(-2)).toEqual([path.join(packageRoot(), '.forge', 'bin'), path.join(packageRoot(), '.forge', 'venv', 'bin')]);
     expect(findTemporalBinary(env)).toBe(ownFallback());
     const venv = fakeBinary(path.join(home, 'venv', 'bin'));
     expect(findTemporalBinary(env)).toBe(venv);

@@ -58,8 +58,7 @@ describe('the compose stack certificates (docker/temporal-certs.sh)', () => {
   });
 
   test('a second run keeps every certificate; a missing one is issued again by the same CA', async () => {
-    const snapshot = () =>
-      Object.fromEntries(STACK_CERT_PARTIES.map((p) => [p, readFileSync(file(p, p === 'ca' ? 'ca.pem' : 'cert.pem'))]));
+    const snapshot = () => Object.fromEntries(STACK_CERT_PARTIES.map((p) => [p, readFileSync(file(p, p === 'ca' ? 'ca.pem' : 'cert.pem'))]));
     const before = snapshot();
     expect(await runStackCertsScript(certs)).toMatch(/already/);
     expect(snapshot()).toEqual(before);
@@ -114,9 +113,7 @@ describe("Forge's connection settings from envconfig's TLS settings", () => {
         },
       },
     };
-    expect(resolveTemporalConnection({ env: { TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'stack' } })).toMatchObject(
-      expected,
-    );
+    expect(resolveTemporalConnection({ env: { TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'stack' } })).toMatchObject(expected);
     expect(resolveTemporalConnection({ env: { TEMPORAL_CONFIG_FILE: toml }, profile: 'stack' })).toMatchObject(expected);
   });
 });
@@ -209,10 +206,7 @@ describe('mTLS against a server that requires client certificates of the stack C
       { ...dial(), ...envconfigTls('forge', other), TEMPORAL_TLS_SERVER_CA_CERT_PATH },
     ];
     for (const env of attempts) {
-      for (const connect of [
-        () => connectClient({ env, connectTimeoutMs: 1_000 }),
-        () => connectWorkerConnection({ env }),
-      ]) {
+      for (const connect of [() => connectClient({ env, connectTimeoutMs: 1_000 }), () => connectWorkerConnection({ env })]) {
         const err = await connect().then(
           () => undefined,
           (e: unknown) => e,

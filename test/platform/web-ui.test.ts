@@ -30,7 +30,10 @@ const UI_TIMEOUT_MS = 20_000;
 
 const goodTool = adderTool('good', 'web_ui_adder');
 // Compiles, then throws in its sandbox test: rejected at the `test` stage, after `validate` and `compile` passed.
-const rejectedTool = adderTool('bad', 'web_ui_divider').replace('async execute({ a, b }: { a: number; b: number }) {', '$& throw new Error(`division by zero`);');
+const rejectedTool = adderTool('bad', 'web_ui_divider').replace(
+  'async execute({ a, b }: { a: number; b: number }) {',
+  '$& throw new Error(`division by zero`);',
+);
 
 /** Polls the visible text of `scope` until every pattern matches; the error names what is missing and shows the text. */
 async function expectText(scope: Locator, patterns: (string | RegExp)[], what: string): Promise<string> {
@@ -78,13 +81,21 @@ async function openList(page: Page, ui: string, expected: string[], query?: stri
       expected.map((id) =>
         rowOf(page, id)
           .waitFor({ timeout: 2_000 })
-          .then(() => true, () => false),
+          .then(
+            () => true,
+            () => false,
+          ),
       ),
     );
     if (found.every(Boolean)) return;
     if (Date.now() > deadline) {
       const missing = expected.filter((_, i) => !found[i]);
-      throw new Error(`the list at ${url} did not show ${missing.join(', ')}; it showed:\n${await page.locator('main').innerText().catch(() => '')}`);
+      throw new Error(
+        `the list at ${url} did not show ${missing.join(', ')}; it showed:\n${await page
+          .locator('main')
+          .innerText()
+          .catch(() => '')}`,
+      );
     }
     await page.reload();
   }
@@ -167,7 +178,12 @@ describeIf(executable, reason ?? 'no Chromium')('the Web UI shows Forge runs to 
       expect(await statusOf(rowOf(page, runs.rejected))).toBe('failed');
       // Rendered from the same answer as the two rows above, so its absence is not a matter of timing.
       expect(await rowOf(page, runs.migration).count()).toBe(0);
-      expect(await page.getByRole('row').filter({ hasText: /schema-migrate\// }).count()).toBe(0);
+      expect(
+        await page
+          .getByRole('row')
+          .filter({ hasText: /schema-migrate\// })
+          .count(),
+      ).toBe(0);
     });
   });
 

@@ -107,7 +107,10 @@ describe.each(backendKinds())('on $kind', ({ make }) => {
   beforeAll(async () => {
     backend = make();
     database = await backend.open();
-    for (const statement of readFixture().split(/;\s*\n/).filter((t) => t.replace(/--[^\n]*/g, '').trim())) await query(database, statement);
+    for (const statement of readFixture()
+      .split(/;\s*\n/)
+      .filter((t) => t.replace(/--[^\n]*/g, '').trim()))
+      await query(database, statement);
     activities = createMigrationActivities({ database, schema: 'public', limits });
   });
   afterAll(async () => {
@@ -115,7 +118,7 @@ describe.each(backendKinds())('on $kind', ({ make }) => {
     await backend?.dispose();
   });
 
-  test("the catalog read gives the facts the corpus tests judge with (core-fixture.ts)", async () => {
+  test('the catalog read gives the facts the corpus tests judge with (core-fixture.ts)', async () => {
     const usage = await readCoreTableUsage(database, 'public');
     expect({ users: usage.users, orders: usage.orders, products: usage.products }).toEqual(FIXTURE_CORE_TABLES);
   });
@@ -137,7 +140,10 @@ describe.each(backendKinds())('on $kind', ({ make }) => {
   });
 
   test('the bounded form applies, and a long title still fits', async () => {
-    const applied = await applyToTheEnd(activities, input('title-prefix', 'CREATE INDEX agent_products_title_idx ON products ((left(title, 200))) INCLUDE (price)'));
+    const applied = await applyToTheEnd(
+      activities,
+      input('title-prefix', 'CREATE INDEX agent_products_title_idx ON products ((left(title, 200))) INCLUDE (price)'),
+    );
     expect(applied.status).toBe('applied');
     expect(await query(database, "SELECT 1 FROM pg_indexes WHERE indexname = 'agent_products_title_idx'")).toHaveLength(1);
     await query(database, `INSERT INTO products (sku, title, price) VALUES ('long-2', '${incompressible(6_000)}', 1)`);

@@ -23,7 +23,10 @@ test.each([
   ['CREATE INDEX agent_a ON orders (user_id)', 'CREATE INDEX CONCURRENTLY agent_a ON orders (user_id)'],
   ['create /* why */ index agent_a on orders (user_id)', 'create /* why */ index CONCURRENTLY agent_a on orders (user_id)'],
   ['CREATE INDEX IF NOT EXISTS agent_a ON orders (a DESC NULLS LAST)', 'CREATE INDEX CONCURRENTLY IF NOT EXISTS agent_a ON orders (a DESC NULLS LAST)'],
-  ["CREATE INDEX \"agent_é\" ON orders (lower(x)) WHERE s IN ('a', 'b') AND t >= 0", "CREATE INDEX CONCURRENTLY \"agent_é\" ON orders (lower(x)) WHERE s IN ('a', 'b') AND t >= 0"],
+  [
+    "CREATE INDEX \"agent_é\" ON orders (lower(x)) WHERE s IN ('a', 'b') AND t >= 0",
+    "CREATE INDEX CONCURRENTLY \"agent_é\" ON orders (lower(x)) WHERE s IN ('a', 'b') AND t >= 0",
+  ],
 ])('%s is rewritten CONCURRENTLY', (text, expected) => {
   expect(concurrentIndexSql(text)).toBe(expected);
 });

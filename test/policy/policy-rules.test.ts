@@ -38,7 +38,10 @@ const accepted: Case[] = [
     sql: 'ALTER TABLE agent_notes ALTER COLUMN body TYPE varchar(200), ALTER body SET DEFAULT $$x$$, ALTER body DROP DEFAULT, ALTER body SET NOT NULL, ALTER body DROP NOT NULL',
     rule: 'alter-agent-table',
   },
-  { sql: 'ALTER TABLE agent_notes ADD CONSTRAINT agent_notes_fk FOREIGN KEY (uid) REFERENCES users (id), DROP CONSTRAINT agent_old', rule: 'alter-agent-table' },
+  {
+    sql: 'ALTER TABLE agent_notes ADD CONSTRAINT agent_notes_fk FOREIGN KEY (uid) REFERENCES users (id), DROP CONSTRAINT agent_old',
+    rule: 'alter-agent-table',
+  },
   { sql: 'ALTER TABLE agent_notes ADD UNIQUE (body)', rule: 'alter-agent-table' },
   { sql: 'ALTER TABLE agent_notes RENAME COLUMN body TO content', rule: 'rename-agent-column', kind: 'RenameStmt' },
   { sql: 'ALTER TABLE agent_notes RENAME TO agent_memos', rule: 'rename-agent-object' },
@@ -287,18 +290,12 @@ describe('migrations of several statements', () => {
     const sql = [
       "CREATE TABLE agent_a (note text DEFAULT $x$;DROP TABLE users;$x$, e text DEFAULT E'\\';', \"a;b\" int);",
       '/* outer /* inner; */ still; */ selec 1;',
-      "CREATE RULE r AS ON INSERT TO users DO ALSO (NOTIFY a; NOTIFY b);",
+      'CREATE RULE r AS ON INSERT TO users DO ALSO (NOTIFY a; NOTIFY b);',
       'CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT CASE WHEN true THEN 1 END; END;',
       'ALTER TABLE users ADD COLUMN agent_x int',
     ].join('\n');
     const report = await checkMigration(sql);
-    expect(report.statements.map((s) => s.rule)).toEqual([
-      'create-agent-table',
-      'parse-error',
-      'code-forbidden',
-      'code-forbidden',
-      'core-add-column',
-    ]);
+    expect(report.statements.map((s) => s.rule)).toEqual(['create-agent-table', 'parse-error', 'code-forbidden', 'code-forbidden', 'core-add-column']);
     expect(report.statements[1].text).toBe('selec 1');
   });
 
@@ -309,7 +306,7 @@ describe('migrations of several statements', () => {
   });
 
   it('recovers past a grammar error that precedes a lexer error', async () => {
-    const report = await checkMigration("selec 1; CREATE TABLE agent_a (id int); select 1 /* never closed");
+    const report = await checkMigration('selec 1; CREATE TABLE agent_a (id int); select 1 /* never closed');
     expect(report.statements.map((s) => s.rule)).toEqual(['parse-error', 'create-agent-table', 'parse-error']);
   });
 

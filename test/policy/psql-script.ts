@@ -52,9 +52,7 @@ function isCopyFromStdin(line: string): boolean {
   } catch {
     return false;
   }
-  const words = tokens
-    .filter((t) => t.tokenName !== 'C_COMMENT' && t.tokenName !== 'SQL_COMMENT')
-    .map((t) => t.text.toLowerCase());
+  const words = tokens.filter((t) => t.tokenName !== 'C_COMMENT' && t.tokenName !== 'SQL_COMMENT').map((t) => t.text.toLowerCase());
   if (words[0] !== 'copy' || words[words.length - 1] !== ';') return false;
   return words.some((w, k) => w === 'from' && words[k + 1] === 'stdin');
 }

@@ -21,7 +21,7 @@ const ATTACK_CLASSES: Record<AttackClass, true> = {
   classic: true,
   'raises-later': true,
   'write-cost': true,
-  'exhaustion': true,
+  exhaustion: true,
   'core-lock': true,
   'catalog-reader': true,
 };

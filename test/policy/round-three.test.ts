@@ -58,7 +58,7 @@ describe('core column DEFAULTs: a literal, cast to the column type if you like, 
     expect(refusedRules(report)).toEqual(['core-default']);
     const message = report.statements[0].message ?? '';
     expect(message).toContain(says);
-    expect(message).toContain("'{\"beta\":false}'::jsonb");
+    expect(message).toContain('\'{"beta":false}\'::jsonb');
     expect(message).toContain('agent_ side table keyed by the core row');
   });
 
@@ -114,15 +114,17 @@ describe('core index expressions and predicates: only total, linear-time functio
     expect(report.statements[0].message).toContain(says);
   });
 
-  test('an agent table\'s indexes may use any allowed function', async () => {
-    expect(await rules("CREATE TABLE agent_t (a int, b text); CREATE INDEX agent_t_i ON agent_t ((a / 2), (b::int), md5(b)) WHERE length(b) > 2")).toEqual([]);
+  test("an agent table's indexes may use any allowed function", async () => {
+    expect(await rules('CREATE TABLE agent_t (a int, b text); CREATE INDEX agent_t_i ON agent_t ((a / 2), (b::int), md5(b)) WHERE length(b) > 2')).toEqual([]);
   });
 });
 
 describe('CHECKs on agent columns of core tables', () => {
   test('accepts comparisons, BETWEEN and IS NULL on the added columns with literal defaults', async () => {
     expect(
-      await rules('ALTER TABLE orders ADD COLUMN agent_p smallint NOT NULL DEFAULT 3 CHECK (agent_p BETWEEN 1 AND 5), ADD agent_q text CHECK (agent_q IS NULL OR char_length(agent_q) < 100)'),
+      await rules(
+        'ALTER TABLE orders ADD COLUMN agent_p smallint NOT NULL DEFAULT 3 CHECK (agent_p BETWEEN 1 AND 5), ADD agent_q text CHECK (agent_q IS NULL OR char_length(agent_q) < 100)',
+      ),
     ).toEqual([]);
   });
 
@@ -142,8 +144,7 @@ describe('CHECKs on agent columns of core tables', () => {
 describe('caps on agent columns and indexes per core table, counted with what the table has', () => {
   const columns = (n: number, table = 'users', from = 0): string =>
     `ALTER TABLE ${table} ${Array.from({ length: n }, (_, i) => `ADD COLUMN agent_c${from + i} int`).join(', ')}`;
-  const indexes = (n: number, table = 'users'): string =>
-    Array.from({ length: n }, (_, i) => `CREATE INDEX agent_${table}_i${i} ON ${table} (id)`).join(';\n');
+  const indexes = (n: number, table = 'users'): string => Array.from({ length: n }, (_, i) => `CREATE INDEX agent_${table}_i${i} ON ${table} (id)`).join(';\n');
 
   test(`${MAX_AGENT_COLUMNS_PER_CORE_TABLE} columns and ${MAX_AGENT_INDEXES_PER_CORE_TABLE} indexes pass; one more of each is refused`, async () => {
     expect(await rules(columns(MAX_AGENT_COLUMNS_PER_CORE_TABLE))).toEqual([]);
@@ -153,7 +154,9 @@ describe('caps on agent columns and indexes per core table, counted with what th
   });
 
   test('tables are counted apart, agent tables not at all', async () => {
-    const sql = [columns(20, 'users'), columns(20, 'orders'), columns(40, 'agent_t'), indexes(8, 'users'), indexes(8, 'orders'), indexes(12, 'agent_t')].join(';\n');
+    const sql = [columns(20, 'users'), columns(20, 'orders'), columns(40, 'agent_t'), indexes(8, 'users'), indexes(8, 'orders'), indexes(12, 'agent_t')].join(
+      ';\n',
+    );
     expect(await rules(sql)).toEqual([]);
   });
 

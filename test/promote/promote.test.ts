@@ -232,8 +232,12 @@ describe('built-in promotion', () => {
   test('a test whose jest worker eats memory is cut at the memory bound of the whole tree', async () => {
     const s = await repo();
     await planByHand(s, (plan) => plan.stages.targetedTests.forEach((c) => (c.memoryMb = 768)));
-    const config = (await readFile(path.join(s.repo, 'jest.config.js'), 'utf8')).replace("testEnvironment: 'node',", "testEnvironment: 'node',\n  maxWorkers: 2,");
-    const hog = "it('eats memory', async () => {\n  const kept: Buffer[] = [];\n  for (let i = 0; i < 128; i++) {\n    kept.push(Buffer.alloc(32 * 1024 * 1024, 1));\n    await new Promise((r) => setTimeout(r, 5));\n  }\n  expect(kept.length).toBe(128);\n});\n";
+    const config = (await readFile(path.join(s.repo, 'jest.config.js'), 'utf8')).replace(
+      "testEnvironment: 'node',",
+      "testEnvironment: 'node',\n  maxWorkers: 2,",
+    );
+    const hog =
+      "it('eats memory', async () => {\n  const kept: Buffer[] = [];\n  for (let i = 0; i < 128; i++) {\n    kept.push(Buffer.alloc(32 * 1024 * 1024, 1));\n    await new Promise((r) => setTimeout(r, 5));\n  }\n  expect(kept.length).toBe(128);\n});\n";
     const result = await platform.forge.promoteBuiltin({
       repo: s.repo,
       changes: [
@@ -251,7 +255,8 @@ describe('built-in promotion', () => {
 
   test('a test that floods its output is cut at the output limit, with a bounded tail', async () => {
     const s = await repo();
-    const flood = "import { writeSync } from 'node:fs';\n\nit('floods', () => {\n  const line = Buffer.from('flood '.repeat(170) + '\\n');\n  for (let i = 0; i < 1_000_000; i++) {\n    for (let done = 0; done < line.length; ) {\n      try {\n        done += writeSync(1, line, done);\n      } catch (err) {\n        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;\n      }\n    }\n  }\n}, 1_000_000);\n";
+    const flood =
+      "import { writeSync } from 'node:fs';\n\nit('floods', () => {\n  const line = Buffer.from('flood '.repeat(170) + '\\n');\n  for (let i = 0; i < 1_000_000; i++) {\n    for (let done = 0; done < line.length; ) {\n      try {\n        done += writeSync(1, line, done);\n      } catch (err) {\n        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;\n      }\n    }\n  }\n}, 1_000_000);\n";
     const result = await platform.forge.promoteBuiltin({ repo: s.repo, changes: [{ path: 'src/tools/flood.test.ts', content: flood }] });
     expect(result.status).toBe('rejected');
     expect(result.diagnostics.failure).toMatchObject({ category: 'test', stage: 'targetedTests' });
@@ -265,7 +270,7 @@ describe('built-in promotion', () => {
     const s = await repo();
     const mine = (await readFile(path.join(s.repo, SUM), 'utf8')) + '\n// my local edit\n';
     await writeFile(path.join(s.repo, SUM), mine);
-    const theirs = (await readFile(path.join(s.repo, SUM), 'utf8')).replace('// my local edit', '// the agent\'s change');
+    const theirs = (await readFile(path.join(s.repo, SUM), 'utf8')).replace('// my local edit', "// the agent's change");
     const result = await platform.forge.promoteBuiltin({ repo: s.repo, changes: [{ path: SUM, content: theirs }] });
     expect(result.status).toBe('rejected');
     expect(result.diagnostics.failure).toMatchObject({ category: 'refused', stage: 'merge' });

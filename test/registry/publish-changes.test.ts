@@ -101,7 +101,12 @@ describe('publishing one change to agent-tools/', () => {
     const dir = scratchDir('forge-publish-changes-');
     try {
       await materializeActiveTools(store, dir);
-      const registry = await ToolRegistry.open({ dir, fsWatch: false, pollIntervalMs: 60_000, invoker: { invoke: () => Promise.reject(new Error('not called')) } });
+      const registry = await ToolRegistry.open({
+        dir,
+        fsWatch: false,
+        pollIntervalMs: 60_000,
+        invoker: { invoke: () => Promise.reject(new Error('not called')) },
+      });
       try {
         expect(registry.list()).toHaveLength(total);
         const results = [];

@@ -185,11 +185,19 @@ describe('ToolRegistry', () => {
       createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line)));
       try {
         const current = (await store.getActive('greeter'))!.version;
-        await waitUntil(() => lines.length > 0, 20_000, () => `child said nothing; stderr: ${stderr}`);
+        await waitUntil(
+          () => lines.length > 0,
+          20_000,
+          () => `child said nothing; stderr: ${stderr}`,
+        );
         expect(lines[0]).toMatchObject({ version: current, result: { ok: true } });
 
         const next = await deploy('greeter', 'bonjour');
-        await waitUntil(() => lines.some((l) => l.version === next), 10_000, () => `child saw ${JSON.stringify(lines)}; stderr: ${stderr}`);
+        await waitUntil(
+          () => lines.some((l) => l.version === next),
+          10_000,
+          () => `child saw ${JSON.stringify(lines)}; stderr: ${stderr}`,
+        );
         expect(lines.find((l) => l.version === next)?.result).toMatchObject({ ok: true, output: { greeting: 'bonjour child' } });
       } finally {
         child.stdin.end();

@@ -128,7 +128,8 @@ afterAll(async () => {
   await platform?.teardown();
   await builtinRepo?.dispose();
   await env?.teardown();
-  if (recorded.length > 0) process.stdout.write(`\nrecorded ${recorded.length} histories in ${path.relative(process.cwd(), dir)}/:\n  ${recorded.join('\n  ')}\n`);
+  if (recorded.length > 0)
+    process.stdout.write(`\nrecorded ${recorded.length} histories in ${path.relative(process.cwd(), dir)}/:\n  ${recorded.join('\n  ')}\n`);
 });
 
 /**
@@ -233,7 +234,9 @@ test('records one history of each released workflow shape', async () => {
   {
     const other = 'replayed_cancel';
     for (const variant of ['a', 'b']) {
-      await expect(forge.deployTool({ name: other, source: adderTool(variant, other), testInput: { a: 1, b: 2 } })).resolves.toMatchObject({ status: 'active' });
+      await expect(forge.deployTool({ name: other, source: adderTool(variant, other), testInput: { a: 1, b: 2 } })).resolves.toMatchObject({
+        status: 'active',
+      });
     }
     const rollback = await start('rollbackToolWorkflow', `tool-rollback/${other}/replay`, [{ name: other }]);
     await rollback.cancel();
@@ -398,7 +401,11 @@ test('records the x402 shapes (sell: refused, which makes the ledger through its
       await silent.close();
     }
 
-    const pnl = await x402.env.client.workflow.start('readPnlWorkflow', { taskQueue: x402.config.taskQueues.control, workflowId: 'forge-query/pnl/replay', args: [{ by: 'tool' }] });
+    const pnl = await x402.env.client.workflow.start('readPnlWorkflow', {
+      taskQueue: x402.config.taskQueues.control,
+      workflowId: 'forge-query/pnl/replay',
+      args: [{ by: 'tool' }],
+    });
     expect(JSON.stringify(await pnl.result())).toContain('"sold"');
     await save('read-pnl', pnl.workflowId, pnl.firstExecutionRunId);
   } finally {

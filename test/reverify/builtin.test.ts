@@ -23,7 +23,9 @@ describe('re-verification of the built-in branch', () => {
 
   beforeAll(async () => {
     await seedRepository(repo);
-    platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_BUILTIN_REPO: repo, FORGE_PROMOTE_WORKTREE_ROOT: worktreeRoot, FORGE_REVERIFY_INTERVAL: '2h' } });
+    platform = await startTestPlatform(temporal(), 'pglite', {
+      env: { FORGE_BUILTIN_REPO: repo, FORGE_PROMOTE_WORKTREE_ROOT: worktreeRoot, FORGE_REVERIFY_INTERVAL: '2h' },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -94,7 +96,12 @@ describe('re-verification of the built-in branch', () => {
     await git(repo, 'commit', '-q', '-am', 'by hand: a broken plan');
     const before = await repositoryState();
     const broken = (await reverify('plan')).builtin!;
-    expect(broken).toMatchObject({ status: 'failed', commit: before.head, stages: [], failure: { category: 'refused', stage: 'plan', command: [], exitCode: null } });
+    expect(broken).toMatchObject({
+      status: 'failed',
+      commit: before.head,
+      stages: [],
+      failure: { category: 'refused', stage: 'plan', command: [], exitCode: null },
+    });
     expect(broken.reason).toMatch(/forge\.verify\.json/);
     expect(await repositoryState()).toEqual({ ...before, leftovers: [], rootEntries: [] });
 

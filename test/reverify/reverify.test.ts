@@ -97,171 +97,183 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
 }
 
 // (Root only: the test's own internet is a network namespace with a veth. CI runs as root.)
-describeIf(process.getuid?.() === 0, "needs root: the test's own internet is a network namespace with a veth")('scheduled re-verification with quarantine', () => {
-  let platform: TestPlatform;
-  let registry: ToolRegistry;
-  let internet: TestInternet;
+describeIf(process.getuid?.() === 0, "needs root: the test's own internet is a network namespace with a veth")(
+  'scheduled re-verification with quarantine',
+  () => {
+    let platform: TestPlatform;
+    let registry: ToolRegistry;
+    let internet: TestInternet;
 
-  beforeAll(async () => {
-    writeFileSync(lib, LIB_V1);
-    writeFileSync(runLog, '');
-    // The sandbox runs each test as a user of its own: the package must be readable by it.
-    chmodSync(pkgDir, 0o755);
-    chmodSync(lib, 0o644);
-    internet = await startTestInternet(serverSource);
-    SERVER_HOST = internet.addresses[0];
-    platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_REVERIFY_INTERVAL: '2h' } });
-    registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100 });
-  }, 120_000);
+    beforeAll(async () => {
+      writeFileSync(lib, LIB_V1);
+      writeFileSync(runLog, '');
+      // The sandbox runs each test as a user of its own: the package must be readable by it.
+      chmodSync(pkgDir, 0o755);
+      chmodSync(lib, 0o644);
+      internet = await startTestInternet(serverSource);
+      SERVER_HOST = internet.addresses[0];
+      platform = await startTestPlatform(temporal(), 'pglite', { env: { FORGE_REVERIFY_INTERVAL: '2h' } });
+      registry = await ToolRegistry.open({ dir: platform.config.agentToolsDir, pollIntervalMs: 100 });
+    }, 120_000);
 
-  afterAll(async () => {
-    await registry?.close();
-    await platform?.teardown();
-    await internet?.stop();
-    rmSync(pkgDir, { recursive: true, force: true });
-  });
-
-  test('the schedule exists once after two platform starts, as configured, and pause/resume work', async () => {
-    const { client } = temporal();
-    await platform.stopWorkers();
-    await platform.startWorkers();
-    const ids: string[] = [];
-    for await (const s of client.schedule.list()) ids.push(s.scheduleId);
-    expect(ids.filter((id) => id === REVERIFY_SCHEDULE_ID)).toHaveLength(1);
-    const described = await client.schedule.getHandle(REVERIFY_SCHEDULE_ID).describe();
-    expect(described.spec.intervals).toEqual([expect.objectContaining({ every: 2 * 3_600_000 })]);
-    expect(described.policies.overlap).toBe('SKIP');
-    expect(described.action).toMatchObject({ workflowType: 'reverifyToolsWorkflow', taskQueue: platform.config.taskQueues.control });
-
-    // A start with another interval updates the one schedule; a pause outlives it.
-    const paused = await platform.forge.pauseReverify('maintenance');
-    expect(paused).toMatchObject({ paused: true, note: 'maintenance', intervalMs: 2 * 3_600_000 });
-    expect(await ensureReverifySchedule(client, { ...platform.config, reverify: { ...platform.config.reverify, intervalMs: 30 * 60_000 } })).toBe('updated');
-    const after = await platform.forge.reverifySchedule();
-    expect(after).toMatchObject({ paused: true, note: 'maintenance' });
-    expect((await client.schedule.getHandle(REVERIFY_SCHEDULE_ID).describe()).spec.intervals).toEqual([expect.objectContaining({ every: 30 * 60_000 })]);
-    const resumed = await platform.forge.resumeReverify();
-    expect(resumed.paused).toBe(false);
-    expect(resumed.nextRuns.length).toBeGreaterThan(0);
-    await ensureReverifySchedule(client, platform.config);
-  }, 60_000);
-
-  test('a package that renames an export: exactly its users are quarantined or degraded, a flaky tool is reported', async () => {
-    const { forge } = platform;
-    const deploy = async (name: string, variant: string, uses?: 'scale' | 'offset', extra?: string) => {
-      const r = await forge.deployTool({ name, source: tool(name, variant, uses, extra), testInput: { n: 3 } });
-      expect({ status: r.status, why: r.status === 'active' ? undefined : JSON.stringify(r).slice(0, 600) }).toEqual({ status: 'active', why: undefined });
-      return r.version!;
-    };
-    await inBatches(PLAIN, 4, (n) => deploy(n, 'v1'));
-    await inBatches(STABLE_PKG, 4, (n) => deploy(n, 'v1', 'offset'));
-    await inBatches(QUARANTINED, 4, async (n) => {
-      await deploy(n, 'v1', 'scale');
-      await deploy(n, 'v2', 'scale');
+    afterAll(async () => {
+      await registry?.close();
+      await platform?.teardown();
+      await internet?.stop();
+      rmSync(pkgDir, { recursive: true, force: true });
     });
-    await inBatches(DEGRADED, 4, async (n) => {
-      await deploy(n, 'v1');
-      await deploy(n, 'v2', 'scale');
-      if (n === 'rot_two_newer') await deploy(n, 'v3', 'scale');
-    });
-    await deploy(FLAKY, 'v1', undefined, flakyExtra);
-    const total = PLAIN.length + STABLE_PKG.length + QUARANTINED.length + DEGRADED.length + 1;
-    expect(total).toBe(30);
-    await registry.waitFor('rot_two_newer', 3, 10_000);
 
-    // The package's 2.0 lands; the flaky tool's upstream hiccups once.
-    writeFileSync(lib, LIB_V2);
-    writeFileSync(flakyMarker, '');
-    chmodSync(flakyMarker, 0o666);
-    writeFileSync(runLog, '');
+    test('the schedule exists once after two platform starts, as configured, and pause/resume work', async () => {
+      const { client } = temporal();
+      await platform.stopWorkers();
+      await platform.startWorkers();
+      const ids: string[] = [];
+      for await (const s of client.schedule.list()) ids.push(s.scheduleId);
+      expect(ids.filter((id) => id === REVERIFY_SCHEDULE_ID)).toHaveLength(1);
+      const described = await client.schedule.getHandle(REVERIFY_SCHEDULE_ID).describe();
+      expect(described.spec.intervals).toEqual([expect.objectContaining({ every: 2 * 3_600_000 })]);
+      expect(described.policies.overlap).toBe('SKIP');
+      expect(described.action).toMatchObject({ workflowType: 'reverifyToolsWorkflow', taskQueue: platform.config.taskQueues.control });
 
-    const summary: ReverifySummary = await forge.reverifyNow();
-    expect(summary.counts).toMatchObject({ tested: 30, passed: 30 - QUARANTINED.length - DEGRADED.length - 1 });
-    expect(summary.quarantined.sort()).toEqual(QUARANTINED);
-    expect(summary.degraded.sort()).toEqual(DEGRADED);
-    expect(summary.flaky).toEqual([FLAKY]);
-    const byName = new Map(summary.tools.map((t) => [t.name, t]));
-    expect(byName.size).toBe(30);
-    for (const n of [...PLAIN, ...STABLE_PKG]) expect(byName.get(n)).toMatchObject({ verdict: 'passed', action: 'none', version: 1 });
-    expect(byName.get('rot_both_1')).toMatchObject({ version: 2, verdict: 'failed', action: 'quarantined' });
-    expect(byName.get('rot_both_1')?.error).toMatch(/scale/);
-    expect(byName.get('rot_new_1')).toMatchObject({ version: 2, verdict: 'failed', action: 'degraded', activeVersion: 1 });
-    expect(byName.get('rot_two_newer')).toMatchObject({ version: 3, action: 'degraded', activeVersion: 1 });
-    expect(byName.get(FLAKY)).toMatchObject({ verdict: 'failed', action: 'flaky' });
+      // A start with another interval updates the one schedule; a pause outlives it.
+      const paused = await platform.forge.pauseReverify('maintenance');
+      expect(paused).toMatchObject({ paused: true, note: 'maintenance', intervalMs: 2 * 3_600_000 });
+      expect(await ensureReverifySchedule(client, { ...platform.config, reverify: { ...platform.config.reverify, intervalMs: 30 * 60_000 } })).toBe('updated');
+      const after = await platform.forge.reverifySchedule();
+      expect(after).toMatchObject({ paused: true, note: 'maintenance' });
+      expect((await client.schedule.getHandle(REVERIFY_SCHEDULE_ID).describe()).spec.intervals).toEqual([expect.objectContaining({ every: 30 * 60_000 })]);
+      const resumed = await platform.forge.resumeReverify();
+      expect(resumed.paused).toBe(false);
+      expect(resumed.nextRuns.length).toBeGreaterThan(0);
+      await ensureReverifySchedule(client, platform.config);
+    }, 60_000);
 
-    // Each passing tool was tested once; a failing one twice, then its earlier versions newest first.
-    for (const n of [...PLAIN, ...STABLE_PKG]) expect(runsOf(n)).toBe(1);
-    expect(runsOf(FLAKY)).toBe(2);
-    // (The renamed import loads as undefined and fails when called, so every test of a broken version ran.)
-    expect(variantsRun('rot_new_1')).toEqual(['v2', 'v2', 'v1']);
-    expect(variantsRun('rot_two_newer')).toEqual(['v3', 'v3', 'v2', 'v1']);
-    expect(variantsRun('rot_both_1')).toEqual(['v2', 'v2', 'v1']);
+    test('a package that renames an export: exactly its users are quarantined or degraded, a flaky tool is reported', async () => {
+      const { forge } = platform;
+      const deploy = async (name: string, variant: string, uses?: 'scale' | 'offset', extra?: string) => {
+        const r = await forge.deployTool({ name, source: tool(name, variant, uses, extra), testInput: { n: 3 } });
+        expect({ status: r.status, why: r.status === 'active' ? undefined : JSON.stringify(r).slice(0, 600) }).toEqual({ status: 'active', why: undefined });
+        return r.version!;
+      };
+      await inBatches(PLAIN, 4, (n) => deploy(n, 'v1'));
+      await inBatches(STABLE_PKG, 4, (n) => deploy(n, 'v1', 'offset'));
+      await inBatches(QUARANTINED, 4, async (n) => {
+        await deploy(n, 'v1', 'scale');
+        await deploy(n, 'v2', 'scale');
+      });
+      await inBatches(DEGRADED, 4, async (n) => {
+        await deploy(n, 'v1');
+        await deploy(n, 'v2', 'scale');
+        if (n === 'rot_two_newer') await deploy(n, 'v3', 'scale');
+      });
+      await deploy(FLAKY, 'v1', undefined, flakyExtra);
+      const total = PLAIN.length + STABLE_PKG.length + QUARANTINED.length + DEGRADED.length + 1;
+      expect(total).toBe(30);
+      await registry.waitFor('rot_two_newer', 3, 10_000);
 
-    // The state, through the store, forge tools and the registry.
-    const listed = new Map((await forge.listTools()).tools.map((t) => [t.name, t]));
-    for (const n of QUARANTINED) expect(listed.get(n)).toMatchObject({ status: 'quarantined', activeVersion: null, reverification: { failedVersion: 2 } });
-    for (const n of DEGRADED) expect(listed.get(n)).toMatchObject({ status: 'degraded', activeVersion: 1 });
-    for (const n of [...PLAIN, ...STABLE_PKG, FLAKY]) expect(listed.get(n)).toMatchObject({ status: 'active', activeVersion: 1 });
-    await until(() => QUARANTINED.every((n) => registry.get(n) === undefined), 10_000, 'the registry to drop the quarantined tools');
-    for (const n of DEGRADED) await registry.waitFor(n, 1, 10_000);
-    expect(await registry.invoke('rot_new_2', { n: 3 })).toMatchObject({ ok: true, version: 1, output: { value: 4, variant: 'v1' } });
+      // The package's 2.0 lands; the flaky tool's upstream hiccups once.
+      writeFileSync(lib, LIB_V2);
+      writeFileSync(flakyMarker, '');
+      chmodSync(flakyMarker, 0o666);
+      writeFileSync(runLog, '');
 
-    const events = await platform.workers.store.listEvents({ subject: 'rot_both_2' });
-    const quarantined = events.find((e) => e.kind === 'tool.quarantined');
-    expect(quarantined?.workflowId).toBe(summary.workflowId);
-    expect(quarantined?.detail).toMatchObject({ failedVersion: 2, verdict: 'failed', retestVerdict: 'failed', earlierTried: [{ version: 1, verdict: 'failed' }] });
-    expect(events.map((e) => e.kind)).toContain('tool.deactivated');
-    expect((await platform.workers.store.listEvents({ subject: 'rot_new_3' })).find((e) => e.kind === 'tool.degraded')?.detail).toMatchObject({
-      failedVersion: 2,
-      activeVersion: 1,
-    });
-    expect((await platform.workers.store.listEvents({ subject: FLAKY })).map((e) => e.kind)).toContain('tool.reverify_flaky');
+      const summary: ReverifySummary = await forge.reverifyNow();
+      expect(summary.counts).toMatchObject({ tested: 30, passed: 30 - QUARANTINED.length - DEGRADED.length - 1 });
+      expect(summary.quarantined.sort()).toEqual(QUARANTINED);
+      expect(summary.degraded.sort()).toEqual(DEGRADED);
+      expect(summary.flaky).toEqual([FLAKY]);
+      const byName = new Map(summary.tools.map((t) => [t.name, t]));
+      expect(byName.size).toBe(30);
+      for (const n of [...PLAIN, ...STABLE_PKG]) expect(byName.get(n)).toMatchObject({ verdict: 'passed', action: 'none', version: 1 });
+      expect(byName.get('rot_both_1')).toMatchObject({ version: 2, verdict: 'failed', action: 'quarantined' });
+      expect(byName.get('rot_both_1')?.error).toMatch(/scale/);
+      expect(byName.get('rot_new_1')).toMatchObject({ version: 2, verdict: 'failed', action: 'degraded', activeVersion: 1 });
+      expect(byName.get('rot_two_newer')).toMatchObject({ version: 3, action: 'degraded', activeVersion: 1 });
+      expect(byName.get(FLAKY)).toMatchObject({ verdict: 'failed', action: 'flaky' });
 
-    // A recovered package does not bring anything back by itself: the next run tests only what is active.
-    writeFileSync(lib, LIB_V1);
-    writeFileSync(runLog, '');
-    const next = await forge.reverifyNow();
-    expect(next.counts.tested).toBe(30 - QUARANTINED.length);
-    expect(next.quarantined).toEqual([]);
-    expect(next.degraded).toEqual([]);
-    expect((await forge.listTools()).tools.filter((t) => t.status !== 'active').map((t) => t.name).sort()).toEqual([...DEGRADED, ...QUARANTINED].sort());
-    for (const n of QUARANTINED) expect(runsOf(n)).toBe(0);
+      // Each passing tool was tested once; a failing one twice, then its earlier versions newest first.
+      for (const n of [...PLAIN, ...STABLE_PKG]) expect(runsOf(n)).toBe(1);
+      expect(runsOf(FLAKY)).toBe(2);
+      // (The renamed import loads as undefined and fails when called, so every test of a broken version ran.)
+      expect(variantsRun('rot_new_1')).toEqual(['v2', 'v2', 'v1']);
+      expect(variantsRun('rot_two_newer')).toEqual(['v3', 'v3', 'v2', 'v1']);
+      expect(variantsRun('rot_both_1')).toEqual(['v2', 'v2', 'v1']);
 
-    // A deployment ends the quarantine.
-    await deploy('rot_both_3', 'v3', 'offset');
-    expect((await forge.listTools()).tools.find((t) => t.name === 'rot_both_3')).toMatchObject({ status: 'active', activeVersion: 3 });
+      // The state, through the store, forge tools and the registry.
+      const listed = new Map((await forge.listTools()).tools.map((t) => [t.name, t]));
+      for (const n of QUARANTINED) expect(listed.get(n)).toMatchObject({ status: 'quarantined', activeVersion: null, reverification: { failedVersion: 2 } });
+      for (const n of DEGRADED) expect(listed.get(n)).toMatchObject({ status: 'degraded', activeVersion: 1 });
+      for (const n of [...PLAIN, ...STABLE_PKG, FLAKY]) expect(listed.get(n)).toMatchObject({ status: 'active', activeVersion: 1 });
+      await until(() => QUARANTINED.every((n) => registry.get(n) === undefined), 10_000, 'the registry to drop the quarantined tools');
+      for (const n of DEGRADED) await registry.waitFor(n, 1, 10_000);
+      expect(await registry.invoke('rot_new_2', { n: 3 })).toMatchObject({ ok: true, version: 1, output: { value: 4, variant: 'v1' } });
 
-    const schedule = await forge.reverifySchedule();
-    expect(schedule.lastRun).toMatchObject({ workflowId: next.workflowId, status: 'COMPLETED', summary: { counts: next.counts } });
-  }, 300_000);
+      const events = await platform.workers.store.listEvents({ subject: 'rot_both_2' });
+      const quarantined = events.find((e) => e.kind === 'tool.quarantined');
+      expect(quarantined?.workflowId).toBe(summary.workflowId);
+      expect(quarantined?.detail).toMatchObject({
+        failedVersion: 2,
+        verdict: 'failed',
+        retestVerdict: 'failed',
+        earlierTried: [{ version: 1, verdict: 'failed' }],
+      });
+      expect(events.map((e) => e.kind)).toContain('tool.deactivated');
+      expect((await platform.workers.store.listEvents({ subject: 'rot_new_3' })).find((e) => e.kind === 'tool.degraded')?.detail).toMatchObject({
+        failedVersion: 2,
+        activeVersion: 1,
+      });
+      expect((await platform.workers.store.listEvents({ subject: FLAKY })).map((e) => e.kind)).toContain('tool.reverify_flaky');
 
-  test('a run whose workers stop mid-batch resumes on new workers without re-testing what it recorded', async () => {
-    const { client } = temporal();
-    writeFileSync(runLog, '');
-    const handle = await client.workflow.start('reverifyToolsWorkflow', {
-      taskQueue: platform.config.taskQueues.control,
-      workflowId: `tool-reverify/killed-${Date.now()}`,
-      args: [{ batchSize: 4 }],
-    });
-    const runKey = handle.firstExecutionRunId;
-    const recorded = () => createReverifyStore(platform.database).rowsOfRun(runKey);
-    await until(async () => (await recorded()).length >= 8, 60_000, 'eight recorded tests');
-    const recordedBefore = (await recorded()).map((r) => r.name);
-    await platform.stopWorkers();
-    await sleep(1_000);
-    await platform.startWorkers();
-    const summary = (await handle.result()) as ReverifySummary;
-    const active = (await platform.workers.store.listActive()).length;
-    expect(summary.counts.tested).toBe(active);
-    expect(summary.counts.batches).toBeGreaterThan(2);
-    expect(summary.quarantined).toEqual([]);
-    const rows = await recorded();
-    expect(new Set(rows.filter((r) => r.role === 'active').map((r) => r.name)).size).toBe(active);
-    // What was recorded before the stop was not tested again after it; everything else was tested.
-    expect(recordedBefore.length).toBeGreaterThanOrEqual(8);
-    expect(recordedBefore.length).toBeLessThan(active);
-    for (const n of recordedBefore) expect(runsOf(n)).toBe(1);
-    for (const r of rows) expect(runsOf(r.name)).toBeGreaterThanOrEqual(1);
-  }, 180_000);
-});
+      // A recovered package does not bring anything back by itself: the next run tests only what is active.
+      writeFileSync(lib, LIB_V1);
+      writeFileSync(runLog, '');
+      const next = await forge.reverifyNow();
+      expect(next.counts.tested).toBe(30 - QUARANTINED.length);
+      expect(next.quarantined).toEqual([]);
+      expect(next.degraded).toEqual([]);
+      expect(
+        (await forge.listTools()).tools
+          .filter((t) => t.status !== 'active')
+          .map((t) => t.name)
+          .sort(),
+      ).toEqual([...DEGRADED, ...QUARANTINED].sort());
+      for (const n of QUARANTINED) expect(runsOf(n)).toBe(0);
 
+      // A deployment ends the quarantine.
+      await deploy('rot_both_3', 'v3', 'offset');
+      expect((await forge.listTools()).tools.find((t) => t.name === 'rot_both_3')).toMatchObject({ status: 'active', activeVersion: 3 });
+
+      const schedule = await forge.reverifySchedule();
+      expect(schedule.lastRun).toMatchObject({ workflowId: next.workflowId, status: 'COMPLETED', summary: { counts: next.counts } });
+    }, 300_000);
+
+    test('a run whose workers stop mid-batch resumes on new workers without re-testing what it recorded', async () => {
+      const { client } = temporal();
+      writeFileSync(runLog, '');
+      const handle = await client.workflow.start('reverifyToolsWorkflow', {
+        taskQueue: platform.config.taskQueues.control,
+        workflowId: `tool-reverify/killed-${Date.now()}`,
+        args: [{ batchSize: 4 }],
+      });
+      const runKey = handle.firstExecutionRunId;
+      const recorded = () => createReverifyStore(platform.database).rowsOfRun(runKey);
+      await until(async () => (await recorded()).length >= 8, 60_000, 'eight recorded tests');
+      const recordedBefore = (await recorded()).map((r) => r.name);
+      await platform.stopWorkers();
+      await sleep(1_000);
+      await platform.startWorkers();
+      const summary = (await handle.result()) as ReverifySummary;
+      const active = (await platform.workers.store.listActive()).length;
+      expect(summary.counts.tested).toBe(active);
+      expect(summary.counts.batches).toBeGreaterThan(2);
+      expect(summary.quarantined).toEqual([]);
+      const rows = await recorded();
+      expect(new Set(rows.filter((r) => r.role === 'active').map((r) => r.name)).size).toBe(active);
+      // What was recorded before the stop was not tested again after it; everything else was tested.
+      expect(recordedBefore.length).toBeGreaterThanOrEqual(8);
+      expect(recordedBefore.length).toBeLessThan(active);
+      for (const n of recordedBefore) expect(runsOf(n)).toBe(1);
+      for (const r of rows) expect(runsOf(r.name)).toBeGreaterThanOrEqual(1);
+    }, 180_000);
+  },
+);

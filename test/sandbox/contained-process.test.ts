@@ -108,17 +108,20 @@ test('the same tree in the process-group fallback: timeout, and every pid of it 
 
 // With a cgroup the kernel enforces the bound; without one (cgroup: false, or a host where Forge cannot make one)
 // the tree's resident memory is sampled.
-test.each([{ cgroup: true }, { cgroup: false }])('a child process (not the top one) that allocates past the limit: oom, and the tree is dead (cgroup: $cgroup)', async ({ cgroup }) => {
-  const top = `const { spawn } = require('node:child_process');
+test.each([{ cgroup: true }, { cgroup: false }])(
+  'a child process (not the top one) that allocates past the limit: oom, and the tree is dead (cgroup: $cgroup)',
+  async ({ cgroup }) => {
+    const top = `const { spawn } = require('node:child_process');
 spawn(process.execPath, ['-e', 'const b = Buffer.alloc(400 * 1024 * 1024, 1); console.log("held"); setInterval(() => b[0]++, 1000)', process.argv[1]], { stdio: 'inherit' });
 setInterval(() => {}, 1000);`;
-  const started = Date.now();
-  const { result } = await run((m) => [node, '-e', top, m], { memoryBytes: 200 * MiB, wallClockMs: 20_000 }, { cgroup });
-  expect(result.outcome).toBe('oom');
-  expect(result.error).toMatch(/limit of 200 MiB/);
-  expect(result.containment.memoryBound).toBe(cgroup && runCgroupSupport().base ? 'cgroup' : 'sampled');
-  expect(Date.now() - started).toBeLessThan(10_000);
-});
+    const started = Date.now();
+    const { result } = await run((m) => [node, '-e', top, m], { memoryBytes: 200 * MiB, wallClockMs: 20_000 }, { cgroup });
+    expect(result.outcome).toBe('oom');
+    expect(result.error).toMatch(/limit of 200 MiB/);
+    expect(result.containment.memoryBound).toBe(cgroup && runCgroupSupport().base ? 'cgroup' : 'sampled');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  },
+);
 
 // The limit sits on the run's cgroup and the tree one level below it, so Node reads no limit of its own and sizes V8's
 // heap as outside (run-cgroup.ts says why); the kernel still bounds the tree (the test above).

@@ -153,7 +153,12 @@ export default {
   test('an allowlist: the listed host and port only; listing the host itself allows nothing of it', async () => {
     const before = accepted();
     const loop = hostServers[0].port;
-    const out = await probe(`${PUBLIC_A}:${PORT},127.0.0.1:${loop},localhost`, [`${PUBLIC_A}:${PORT}`, `${PUBLIC_A}:${OTHER_PORT}`, `${PUBLIC_B}:${PORT}`, ...hostTargets(loop)]);
+    const out = await probe(`${PUBLIC_A}:${PORT},127.0.0.1:${loop},localhost`, [
+      `${PUBLIC_A}:${PORT}`,
+      `${PUBLIC_A}:${OTHER_PORT}`,
+      `${PUBLIC_B}:${PORT}`,
+      ...hostTargets(loop),
+    ]);
     expect(out[`${PUBLIC_A}:${PORT}`]).toBe(`public ${PUBLIC_A}:${PORT}`);
     expect(out[`${PUBLIC_A}:${OTHER_PORT}`]).not.toMatch(/public/);
     expect(out[`${PUBLIC_B}:${PORT}`]).not.toMatch(/public/);
@@ -179,7 +184,12 @@ export default {
       env: { PATH: '/usr/bin:/bin' },
       limits: { wallClockMs: 20_000, memoryBytes: 512 * 1024 * 1024, outputBytes: 1024 * 1024 },
     });
-    expect({ outcome: r.outcome, error: r.error, exitCode: r.exitCode, stderr: r.stderr.head }).toEqual({ outcome: 'exited', error: undefined, exitCode: 0, stderr: '' });
+    expect({ outcome: r.outcome, error: r.error, exitCode: r.exitCode, stderr: r.stderr.head }).toEqual({
+      outcome: 'exited',
+      error: undefined,
+      exitCode: 0,
+      stderr: '',
+    });
     const out = JSON.parse((r.stdout.head + r.stdout.tail).trim()) as Record<string, string>;
     expect(out[`${PUBLIC_A}:${PORT}`]).toBe(`public ${PUBLIC_A}:${PORT}`);
     expect(accepted()).toBe(before);

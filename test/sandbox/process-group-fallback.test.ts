@@ -49,7 +49,12 @@ const cases: { name: string; src: string; input: (marker: string) => unknown; st
 test.each(cases)('$name ends $status and leaves nothing behind', async ({ name, src, input, status }) => {
   const marker = `forge-test-${randomBytes(6).toString('hex')}`;
   process.env.FORGE_TEST_MARKER = marker;
-  const verdict = await runSandbox({ name, source: src, input: input(marker), limits: { envPassthrough: ['FORGE_TEST_MARKER'], containment: 'process-group', tmpDir: tempRoot } });
+  const verdict = await runSandbox({
+    name,
+    source: src,
+    input: input(marker),
+    limits: { envPassthrough: ['FORGE_TEST_MARKER'], containment: 'process-group', tmpDir: tempRoot },
+  });
   expect(verdict.status).toBe(status);
   expect(processesMarkedWith(marker)).toEqual([]);
   expect(readdirSync(tempRoot)).toEqual([]);

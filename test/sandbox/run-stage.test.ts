@@ -55,7 +55,10 @@ async function run(stage: PlannedStage, worktree: string, extra: Partial<RunStag
 }
 
 test('a good change passes compile, targeted tests and the startup smoke, with the plan commands, exit codes and resources', async () => {
-  const changed = exampleFile('src/tools/sum.ts').replace('/** Adds finite numbers; the sum of nothing is 0. */', '/** Adds finite numbers (the sum of nothing is 0). */');
+  const changed = exampleFile('src/tools/sum.ts').replace(
+    '/** Adds finite numbers; the sum of nothing is 0. */',
+    '/** Adds finite numbers (the sum of nothing is 0). */',
+  );
   const { worktree, stages } = await propose([{ path: 'src/tools/sum.ts', content: changed }]);
   const beats: number[] = [];
   const reports: StageReport[] = [];
@@ -156,7 +159,7 @@ it('never ends', () => {
   expect(report.reason).toMatch(/still running at its time limit of 8000 ms \(timeoutMs\)/);
 });
 
-test("a test whose jest worker eats memory past memoryMb fails with a memory reason, the whole tree counted", async () => {
+test('a test whose jest worker eats memory past memoryMb fails with a memory reason, the whole tree counted', async () => {
   // Two test files and two workers: jest runs them in worker processes, not in its own.
   const config = exampleFile('jest.config.js').replace("testEnvironment: 'node',", "testEnvironment: 'node',\n  maxWorkers: 2,");
   const hog = `import { writeFileSync } from 'node:fs';
@@ -281,7 +284,7 @@ describe('locations out of tool output', () => {
   it('reads both tsc formats, colours stripped', () => {
     const out = [
       "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.",
-      '\u001b[96msrc/b.ts\u001b[0m:\u001b[93m10\u001b[0m:\u001b[93m2\u001b[0m - \u001b[91merror\u001b[0m\u001b[90m TS2304: \u001b[0mCannot find name \'x\'.',
+      "\u001b[96msrc/b.ts\u001b[0m:\u001b[93m10\u001b[0m:\u001b[93m2\u001b[0m - \u001b[91merror\u001b[0m\u001b[90m TS2304: \u001b[0mCannot find name 'x'.",
       '../outside.ts(1,1): error TS1000: outside the worktree',
       'node_modules/@types/x/index.d.ts(1,1): error TS1000: a dependency',
     ].join('\n');
@@ -293,7 +296,16 @@ describe('locations out of tool output', () => {
 
   it("reads jest's blocks: the first frame in the worktree, absolute or relative, each place once", () => {
     const block = (title: string, frame: string) =>
-      [`  ● ${title}`, '', '    TypeError: boom', '', '      at fn (/dev/shm/wt/node_modules/lib/index.js:1:1)', `      at Object.<anonymous> (${frame})`, '      at next (src/later.ts:9:9)', ''].join('\n');
+      [
+        `  ● ${title}`,
+        '',
+        '    TypeError: boom',
+        '',
+        '      at fn (/dev/shm/wt/node_modules/lib/index.js:1:1)',
+        `      at Object.<anonymous> (${frame})`,
+        '      at next (src/later.ts:9:9)',
+        '',
+      ].join('\n');
     const out = [
       block('a › one', '/dev/shm/wt/src/a.test.ts:4:5'),
       block('a › two', 'src/a.test.ts:8:3'),
@@ -307,7 +319,14 @@ describe('locations out of tool output', () => {
   });
 
   it("reads an uncaught error's first frame in the worktree (a crashed startup smoke), and keeps at most the first 20", () => {
-    const crash = ['/dev/shm/wt/src/main.ts:3', '    throw new Error("no")', '', 'Error: no', '    at Object.<anonymous> (/dev/shm/wt/src/main.ts:3:11)', '    at Module._compile (node:internal/modules/cjs/loader:1554:14)'].join('\n');
+    const crash = [
+      '/dev/shm/wt/src/main.ts:3',
+      '    throw new Error("no")',
+      '',
+      'Error: no',
+      '    at Object.<anonymous> (/dev/shm/wt/src/main.ts:3:11)',
+      '    at Module._compile (node:internal/modules/cjs/loader:1554:14)',
+    ].join('\n');
     expect(parseLocations(crash, wt)).toEqual([{ file: 'src/main.ts', line: 3, column: 11, message: 'Error: no' }]);
     const many = Array.from({ length: 50 }, (_, i) => `src/a.ts(${i + 1},1): error TS1: e${i}`).join('\n');
     expect(parseLocations(many, wt)).toHaveLength(MAX_STAGE_LOCATIONS);

@@ -58,7 +58,10 @@ async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   const pool = pooled ? new SandboxPool(limits, 1, { preload: new PreloadSet(['zod'], 8) }) : undefined;
   if (pool) await until(() => pool.ready === 1);
   const started = Date.now();
-  const verdict = await runSandbox({ name: c.name ?? c.fixture, source: c.sourceText?.() ?? source(c.fixture), input: c.input ? c.input(marker) : {}, limits }, { pool });
+  const verdict = await runSandbox(
+    { name: c.name ?? c.fixture, source: c.sourceText?.() ?? source(c.fixture), input: c.input ? c.input(marker) : {}, limits },
+    { pool },
+  );
   const wall = Date.now() - started;
   // A run refused before any process (compile error, request checks) leaves the spare unused.
   if (pool) expect(pool.served).toBe(verdict.diagnostics?.phase === 'compile' || verdict.diagnostics?.phase === 'request' ? 0 : 1);
@@ -100,8 +103,20 @@ export default {
 const fiveMegabyteSource = () => source('celsius_to_fahrenheit') + `\n// ${'p'.repeat(100)}`.repeat(50_000);
 
 const cases: Case[] = [
-  { fixture: 'celsius_to_fahrenheit', status: 'passed', maxMs: 5000, input: () => ({ celsius: 100 }), check: (v) => expect(v.output).toEqual({ fahrenheit: 212 }) },
-  { fixture: 'uses_node_crypto', status: 'passed', maxMs: 5000, input: () => ({ text: 'abc' }), check: (v) => expect(v.output).toEqual({ sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' }) },
+  {
+    fixture: 'celsius_to_fahrenheit',
+    status: 'passed',
+    maxMs: 5000,
+    input: () => ({ celsius: 100 }),
+    check: (v) => expect(v.output).toEqual({ fahrenheit: 212 }),
+  },
+  {
+    fixture: 'uses_node_crypto',
+    status: 'passed',
+    maxMs: 5000,
+    input: () => ({ text: 'abc' }),
+    check: (v) => expect(v.output).toEqual({ sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad' }),
+  },
   { fixture: 'sync_loop', status: 'timeout', maxMs: 4000, check: (v) => expect(v.error).toMatch(/timeoutMs of 1000 ms/) },
   { fixture: 'never_settles', status: 'timeout', maxMs: 4000 },
   // The module never finishes loading, so the tool's own timeoutMs is never read: the platform maximum applies.
@@ -219,7 +234,13 @@ const cases: Case[] = [
       expect(out.end).toBe('END');
     },
   },
-  { fixture: 'big_result', status: 'failed', maxMs: 5000, input: () => ({ bytes: 5 * 1024 * 1024 }), check: (v) => expect(v.error).toMatch(/over the 4194304-byte limit/) },
+  {
+    fixture: 'big_result',
+    status: 'failed',
+    maxMs: 5000,
+    input: () => ({ bytes: 5 * 1024 * 1024 }),
+    check: (v) => expect(v.error).toMatch(/over the 4194304-byte limit/),
+  },
   {
     fixture: 'celsius_to_fahrenheit',
     title: 'a 5 MB source → passed',
@@ -321,7 +342,10 @@ export default {
     process.env.FORGE_TEST_MARKER = 'pool-close';
     const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 2);
     await until(() => pool.ready === 2);
-    const other = await runSandbox({ name: 'uptime', source: uptimeTool, input: { waitMs: 0 }, limits: inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'], memoryMb: 256 }) }, { pool });
+    const other = await runSandbox(
+      { name: 'uptime', source: uptimeTool, input: { waitMs: 0 }, limits: inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'], memoryMb: 256 }) },
+      { pool },
+    );
     expect(other.status).toBe('passed');
     expect(pool.served).toBe(0);
     expect(pool.ready).toBe(2);
@@ -383,22 +407,34 @@ export default {
 };`;
 
   // Without root there is no other user to switch to: the tool keeps Forge's (and the test says so, not skips).
-  test(asRoot ? 'the tool runs as a user of its own: Forge\'s environment, the harness and its own memory are closed to it' : 'without root, the tool runs as Forge\'s own user', async () => {
-    const harness = join(__dirname, '..', '..', 'src', 'sandbox', 'harness.cjs');
-    const [a, b] = await Promise.all([0, 1].map(() => runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: inTempRoot() })));
-    expect(a.status).toBe('passed');
-    const out = a.output as { uid: number; forgeEnvironment: string; writeHarness: string; ownMemory: string };
-    if (!asRoot) {
-      expect(out.uid).toBe(process.getuid?.());
-      return;
-    }
-    expect(out.uid).toBeGreaterThanOrEqual(2_100_000_000);
-    expect((b.output as { uid: number }).uid).not.toBe(out.uid); // two runs at once, two users
-    expect(out).toMatchObject({ forgeEnvironment: expect.stringMatching(/^(EACCES|ENOENT)$/), writeHarness: 'EACCES', ownMemory: 'EACCES' });
-    if (containment().privateProc) expect((a.output as { seesForge: string }).seesForge).toBe('ENOENT');
-    const same = await runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: inTempRoot({ userIdBase: 0 }) });
-    expect((same.output as { uid: number }).uid).toBe(0);
-  });
+  test(
+    asRoot
+      ? "the tool runs as a user of its own: Forge's environment, the harness and its own memory are closed to it"
+      : "without root, the tool runs as Forge's own user",
+    async () => {
+      const harness = join(__dirname, '..', '..', 'src', 'sandbox', 'harness.cjs');
+      const [a, b] = await Promise.all(
+        [0, 1].map(() => runSandbox({ name: 'privileges', source: privileges, input: { forgePid: process.pid, harness }, limits: inTempRoot() })),
+      );
+      expect(a.status).toBe('passed');
+      const out = a.output as { uid: number; forgeEnvironment: string; writeHarness: string; ownMemory: string };
+      if (!asRoot) {
+        expect(out.uid).toBe(process.getuid?.());
+        return;
+      }
+      expect(out.uid).toBeGreaterThanOrEqual(2_100_000_000);
+      expect((b.output as { uid: number }).uid).not.toBe(out.uid); // two runs at once, two users
+      expect(out).toMatchObject({ forgeEnvironment: expect.stringMatching(/^(EACCES|ENOENT)$/), writeHarness: 'EACCES', ownMemory: 'EACCES' });
+      if (containment().privateProc) expect((a.output as { seesForge: string }).seesForge).toBe('ENOENT');
+      const same = await runSandbox({
+        name: 'privileges',
+        source: privileges,
+        input: { forgePid: process.pid, harness },
+        limits: inTempRoot({ userIdBase: 0 }),
+      });
+      expect((same.output as { uid: number }).uid).toBe(0);
+    },
+  );
 
   test('a sandbox directory under directories its own user could not traverse on the host still works: the view holds only the run directory', async () => {
     const closed = mkdtempSync(join(tmpdir(), 'forge-sandbox-closed-')); // 0700, Forge's
@@ -411,7 +447,7 @@ export default {
     }
   });
 
-  test("what another run plants above the run directories is never loaded: a package.json naming itself zod, a node_modules", async () => {
+  test('what another run plants above the run directories is never loaded: a package.json naming itself zod, a node_modules', async () => {
     // Any run can write to the directory the run directories live in (/dev/shm by default): stand in for one.
     writeFileSync(join(tempRoot, 'package.json'), JSON.stringify({ name: 'zod', exports: { '.': './planted.cjs' } }));
     writeFileSync(join(tempRoot, 'planted.cjs'), 'throw new Error("planted code ran");');
@@ -437,7 +473,13 @@ export default {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = Date.now();
-    const v = await runSandbox({ name: 'never_settles', source: source('never_settles'), input: {}, signal: controller.signal, limits: inTempRoot({ maxTimeoutMs: 20_000 }) });
+    const v = await runSandbox({
+      name: 'never_settles',
+      source: source('never_settles'),
+      input: {},
+      signal: controller.signal,
+      limits: inTempRoot({ maxTimeoutMs: 20_000 }),
+    });
     expect(v.status).toBe('timeout');
     expect(Date.now() - started).toBeLessThan(3000);
     expect(readdirSync(tempRoot)).toEqual([]);
@@ -448,7 +490,9 @@ export default {
     process.env.FORGE_TEST_MARKER = marker;
     const limits = inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] });
     const runs = await Promise.all([
-      ...[0, 10, 20, 30, 40, 50].map((c) => runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: c }, limits })),
+      ...[0, 10, 20, 30, 40, 50].map((c) =>
+        runSandbox({ name: 'celsius_to_fahrenheit', source: source('celsius_to_fahrenheit'), input: { celsius: c }, limits }),
+      ),
       runSandbox({ name: 'throws', source: source('throws'), input: {}, limits }),
       runSandbox({ name: 'many_children', source: source('many_children'), input: { marker, count: 20 }, limits }),
       runSandbox({ name: 'sync_loop', source: source('sync_loop'), input: {}, limits }),

@@ -64,7 +64,10 @@ export default {
 };
 `;
     expect((await checker.check(node, 'hasher')).errors).toEqual([]);
-    const missing = await checker.check(`import nothing from 'forge-no-such-package-anywhere';\nexport default { name: 'm', execute: async () => nothing };\n`, 'm');
+    const missing = await checker.check(
+      `import nothing from 'forge-no-such-package-anywhere';\nexport default { name: 'm', execute: async () => nothing };\n`,
+      'm',
+    );
     expect(missing.errors).toEqual([expect.objectContaining({ code: 'TS2307', location: expect.objectContaining({ line: 1, column: 21 }) })]);
   });
 
@@ -78,8 +81,12 @@ export default { name: 'lenient', async execute(input) { return { base, got: inp
 
   test('every example and fixture tool that is meant to be valid type-checks', async () => {
     const files = [
-      ...readdirSync(examples).filter((f) => f.endsWith('.ts')).map((f) => path.join(examples, f)),
-      ...readdirSync(fixtures).filter((f) => f.endsWith('.ts')).map((f) => path.join(fixtures, f)),
+      ...readdirSync(examples)
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => path.join(examples, f)),
+      ...readdirSync(fixtures)
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => path.join(fixtures, f)),
     ];
     const failing: string[] = [];
     for (const file of files) {

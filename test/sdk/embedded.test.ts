@@ -213,7 +213,11 @@ describe('startForge with a Temporal that is already running', () => {
     const { env } = await embeddedEnv();
     const suffix = randomBytes(4).toString('hex');
     // Queues of its own: the server may be one other suites share (TEMPORAL_ADDRESS).
-    Object.assign(env, { FORGE_TASK_QUEUE_CONTROL: `forge-control-${suffix}`, FORGE_TASK_QUEUE_SANDBOX: `forge-sandbox-${suffix}`, FORGE_TASK_QUEUE_PROMOTE: `forge-promote-${suffix}` });
+    Object.assign(env, {
+      FORGE_TASK_QUEUE_CONTROL: `forge-control-${suffix}`,
+      FORGE_TASK_QUEUE_SANDBOX: `forge-sandbox-${suffix}`,
+      FORGE_TASK_QUEUE_PROMOTE: `forge-promote-${suffix}`,
+    });
     const address = temporal!.connection.options.address;
     const forge = await startForge({ home, agentToolsDir: path.join(home, 'agent-tools'), env, temporal: { address }, log: () => undefined });
     try {

@@ -93,7 +93,9 @@ describe('agent-forge installed from a git URL', () => {
     expect(run('npx', ['forge', '--version'], { cwd: consumer }).trim()).toBe(version);
     const cjs = run(process.execPath, ['-e', "console.log(typeof require('agent-forge').startForge)"], { cwd: consumer });
     expect(cjs.trim()).toBe('function');
-    const esm = run(process.execPath, ['--input-type=module', '-e', "const m = await import('agent-forge'); console.log(typeof m.ForgeClient)"], { cwd: consumer });
+    const esm = run(process.execPath, ['--input-type=module', '-e', "const m = await import('agent-forge'); console.log(typeof m.ForgeClient)"], {
+      cwd: consumer,
+    });
     expect(esm.trim()).toBe('function');
   });
 
@@ -146,7 +148,10 @@ describe('agent-forge installed from a git URL', () => {
       if (!existsSync(path.join(bin, tool))) symlinkSync(found, path.join(bin, tool));
     }
     const home = freshHome();
-    writeFileSync(path.join(consumer, 'embedded-only.mjs'), "import { startForge } from 'agent-forge';\nconst forge = await startForge();\nawait forge.close();\n");
+    writeFileSync(
+      path.join(consumer, 'embedded-only.mjs'),
+      "import { startForge } from 'agent-forge';\nconst forge = await startForge();\nawait forge.close();\n",
+    );
     const env = await programEnv(home, bin);
     const failed = spawnSync(process.execPath, [path.join(consumer, 'embedded-only.mjs')], { cwd: consumer, env, encoding: 'utf8', timeout: 120_000 });
     expect(failed.status).not.toBe(0);
@@ -156,7 +161,12 @@ describe('agent-forge installed from a git URL', () => {
     expect(failed.stderr).toContain(`\`${command}\``);
 
     // The command, from the project, with a PATH that has python3: installs it where that Forge looks.
-    const setup = spawnSync('sh', ['-c', `${command} --json`], { cwd: consumer, env: { ...env, PATH: pathWithoutTemporal() }, encoding: 'utf8', timeout: 600_000 });
+    const setup = spawnSync('sh', ['-c', `${command} --json`], {
+      cwd: consumer,
+      env: { ...env, PATH: pathWithoutTemporal() },
+      encoding: 'utf8',
+      timeout: 600_000,
+    });
     expect({ status: setup.status, stderr: setup.status === 0 ? '' : setup.stderr }).toEqual({ status: 0, stderr: '' });
     expect(JSON.parse(setup.stdout)).toEqual({ temporal: path.join(home, 'venv', 'bin', 'temporal') });
   }, 720_000);

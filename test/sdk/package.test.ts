@@ -59,7 +59,9 @@ const m = require(${JSON.stringify(specifier)});
 ${report}`;
   const probed = JSON.parse(runInConsumer(`probe-${specifier.replace(/\W/g, '_')}.${kind}`, text)) as LoadProbe;
   // Forge's files relative to the installed package, its dependencies by the path under node_modules they came from.
-  probed.loaded = probed.loaded.map((f) => (f.startsWith(project.packageDir + path.sep) ? path.relative(project.packageDir, f) : f.replace(/^.*\/node_modules\//, 'node_modules/')));
+  probed.loaded = probed.loaded.map((f) =>
+    f.startsWith(project.packageDir + path.sep) ? path.relative(project.packageDir, f) : f.replace(/^.*\/node_modules\//, 'node_modules/'),
+  );
   return probed;
 }
 
@@ -73,7 +75,9 @@ describe('the packed agent-forge package', () => {
     expect(manifest.private).toBeUndefined();
     expect(manifest.bin).toEqual({ forge: 'bin/forge.js' });
 
-    const migrations = readdirSync(path.join(ROOT, 'drizzle')).filter((f) => f.endsWith('.sql')).map((f) => `drizzle/${f}`);
+    const migrations = readdirSync(path.join(ROOT, 'drizzle'))
+      .filter((f) => f.endsWith('.sql'))
+      .map((f) => `drizzle/${f}`);
     expect(shipped).toEqual(
       expect.arrayContaining([
         'bin/forge.js',
@@ -102,9 +106,7 @@ describe('the packed agent-forge package', () => {
     );
     const stray = shipped.filter(
       (f) =>
-        /^(test|bench|dist\/bench|docker|\.ci)\//.test(f) ||
-        f.endsWith('.map') ||
-        (f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('examples/')),
+        /^(test|bench|dist\/bench|docker|\.ci)\//.test(f) || f.endsWith('.map') || (f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('examples/')),
     );
     expect(stray).toEqual([]);
   });

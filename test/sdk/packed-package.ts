@@ -22,7 +22,9 @@ export interface ConsumerProject {
 export function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): string {
   const res = spawnSync(command, args, { cwd: options.cwd, env: options.env ?? process.env, encoding: 'utf8', timeout: options.timeoutMs ?? 120_000 });
   if (res.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} exited ${res.status ?? res.signal}${res.error ? ` (${res.error.message})` : ''}:\n${res.stdout}\n${res.stderr}`);
+    throw new Error(
+      `${command} ${args.join(' ')} exited ${res.status ?? res.signal}${res.error ? ` (${res.error.message})` : ''}:\n${res.stdout}\n${res.stderr}`,
+    );
   }
   return res.stdout;
 }
@@ -94,7 +96,9 @@ function hoistedDependencies(manifestPath: string): string[] {
  * declare as `dependencies`, as `file: specifier` lines. Node's built-ins and the package's own name are allowed.
  */
 export function declaredDependencyViolations(packageDir: string, files: string[]): string[] {
-  const declared = new Set(Object.keys((JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { dependencies?: object }).dependencies ?? {}));
+  const declared = new Set(
+    Object.keys((JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { dependencies?: object }).dependencies ?? {}),
+  );
   const violations: string[] = [];
   for (const file of files) {
     const text = readFileSync(path.join(packageDir, file), 'utf8');

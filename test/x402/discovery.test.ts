@@ -68,10 +68,7 @@ beforeAll(async () => {
   net = await startLocalX402Network();
   payee = await net.newWallet();
   facilitator = await startFacilitatorServer({ facilitator: net.facilitator });
-  offers = [
-    offer('sum', 10_000n, 'Adds two numbers', SUM_SCHEMA),
-    offer('forecast', 250_000n, 'Weather forecast for a city', FORECAST_SCHEMA),
-  ];
+  offers = [offer('sum', 10_000n, 'Adds two numbers', SUM_SCHEMA), offer('forecast', 250_000n, 'Weather forecast for a city', FORECAST_SCHEMA)];
   seller = await startToolSeller({ offers: async () => offers, discoveryUrl: facilitator.url });
 });
 
@@ -119,10 +116,7 @@ test('a query filters: words of the description or the input schema, all of them
   expect(await urls({ query: 'ADDS numbers' })).toEqual([`${seller.url}/tools/sum`]);
   expect(await urls({ query: 'adds weather' })).toEqual([]);
   expect(await urls({ network: 'eip155:8453' })).toEqual([]);
-  expect((await urls({ payTo: payee.address.toLowerCase() })).sort()).toEqual([
-    `${seller.url}/tools/forecast`,
-    `${seller.url}/tools/sum`,
-  ]);
+  expect((await urls({ payTo: payee.address.toLowerCase() })).sort()).toEqual([`${seller.url}/tools/forecast`, `${seller.url}/tools/sum`]);
   expect(await urls({ query: 'forecast', network: net.network })).toEqual([`${seller.url}/tools/forecast`]);
 });
 
@@ -162,9 +156,7 @@ test('a seller that does not register is listed from its first paid call, as x40
     expect(await net.balanceOf(buyer.address)).toBe(995_000n);
     expect(sales.at(-1)).toMatchObject({ tool: 'forecast', status: 'settled', payer: buyer.address, amount: 5_000n });
 
-    expect(await listed()).toEqual([
-      expect.objectContaining({ url: `${quiet.url}/tools/forecast`, price: '5000', inputSchema: FORECAST_SCHEMA }),
-    ]);
+    expect(await listed()).toEqual([expect.objectContaining({ url: `${quiet.url}/tools/forecast`, price: '5000', inputSchema: FORECAST_SCHEMA })]);
   } finally {
     await quiet.close();
   }

@@ -93,7 +93,12 @@ describe('on the local chain', () => {
     const authNonce = nonce();
     const cancelSignature = await payer.account.signTypedData({
       domain: domain(),
-      types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+      types: {
+        CancelAuthorization: [
+          { name: 'authorizer', type: 'address' },
+          { name: 'nonce', type: 'bytes32' },
+        ],
+      },
       primaryType: 'CancelAuthorization',
       message: { authorizer: payer.address, nonce: authNonce },
     });

@@ -4,14 +4,7 @@ import { createMigrationActivities } from '../../src/activities/migration-activi
 import { postgresErrorOf, type ForgeDatabase } from '../../src/db';
 import { checkMigration, migrationChecksum } from '../../src/policy';
 import { MIGRATION_NAME_PATTERN } from '../../src/contract/migration-runs';
-import {
-  createLedger,
-  LEDGER_MIGRATION_NAME,
-  LEDGER_MIGRATION_SQL,
-  PNL_NO_TOOL,
-  type Ledger,
-  type ReserveOutInput,
-} from '../../src/x402/ledger';
+import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, PNL_NO_TOOL, type Ledger, type ReserveOutInput } from '../../src/x402/ledger';
 import { LedgerConflictError, LedgerInputError, LedgerNotReadyError, LedgerRowNotFoundError } from '../../src/x402/errors';
 import { backendKinds, type TestBackend } from '../db/backends';
 
@@ -60,7 +53,16 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
   });
 
   const out = (asset: string, workflowId: string, amount: bigint, dailyBudget: bigint, extra: Partial<ReserveOutInput> = {}) =>
-    ({ workflowId, counterparty: PAYEE, resource: 'http://127.0.0.1:1/report', amount, asset, network: NETWORK, dailyBudget, ...extra }) satisfies ReserveOutInput;
+    ({
+      workflowId,
+      counterparty: PAYEE,
+      resource: 'http://127.0.0.1:1/report',
+      amount,
+      asset,
+      network: NETWORK,
+      dailyBudget,
+      ...extra,
+    }) satisfies ReserveOutInput;
 
   test('the schema policy accepts the migration, and the migration activities create the ledger once', async () => {
     expect(MIGRATION_NAME_PATTERN.test(LEDGER_MIGRATION_NAME)).toBe(true);
@@ -83,9 +85,7 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
   test('20 concurrent reservations against a budget that fits 7: exactly 7, never overspent', async () => {
     await ready();
     const asset = freshAsset();
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => ledger.reserveOut(out(asset, `pay/concurrent/${i}`, 100n, 700n))),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.reserveOut(out(asset, `pay/concurrent/${i}`, 100n, 700n))));
     const reserved = results.filter((r) => r.ok);
     const refused = results.filter((r) => !r.ok);
     expect(reserved).toHaveLength(7);
@@ -184,11 +184,23 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
     await ready();
     const asset = freshAsset();
     const n = nonce();
-    const sale = { nonce: n, counterparty: BUYER, resource: 'http://127.0.0.1:1/tools/sum', tool: 'sum', amount: 25n, asset, network: NETWORK, txHash: '0xdef' } as const;
+    const sale = {
+      nonce: n,
+      counterparty: BUYER,
+      resource: 'http://127.0.0.1:1/tools/sum',
+      tool: 'sum',
+      amount: 25n,
+      asset,
+      network: NETWORK,
+      txHash: '0xdef',
+    } as const;
     const first = await ledger.recordIn({ ...sale, status: 'settled' });
     expect(first).toMatchObject({ outcome: 'recorded', row: { direction: 'in', status: 'settled', amount: '25', tool: 'sum', payer: BUYER, paymentNonce: n } });
     expect(await ledger.recordIn({ ...sale, status: 'settled' })).toEqual({ outcome: 'unchanged', row: first.row });
-    expect(await ledger.recordIn({ ...sale, status: 'failed', reason: 'replayed' })).toMatchObject({ outcome: 'conflict', row: { id: first.row.id, status: 'settled' } });
+    expect(await ledger.recordIn({ ...sale, status: 'failed', reason: 'replayed' })).toMatchObject({
+      outcome: 'conflict',
+      row: { id: first.row.id, status: 'settled' },
+    });
     const [count] = await rows<{ n: string }>(database, sql`SELECT count(*)::text AS n FROM agent_x402_transactions WHERE payment_nonce = ${n}`);
     expect(count.n).toBe('1');
 
@@ -214,7 +226,15 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
   test('a sale is reserved before it is settled: reserved → settled (or failed) on the same row; a final row never changes', async () => {
     await ready();
     const asset = freshAsset();
-    const sale = (n: string) => ({ nonce: n, counterparty: BUYER, resource: 'http://127.0.0.1:1/tools/sum', tool: 'sum', amount: 25n, asset, network: NETWORK });
+    const sale = (n: string) => ({
+      nonce: n,
+      counterparty: BUYER,
+      resource: 'http://127.0.0.1:1/tools/sum',
+      tool: 'sum',
+      amount: 25n,
+      asset,
+      network: NETWORK,
+    });
     const [paid, refused] = [nonce(), nonce()];
     const reserved = await ledger.recordIn({ ...sale(paid), status: 'reserved' });
     expect(reserved).toMatchObject({ outcome: 'recorded', row: { direction: 'in', status: 'reserved', settledAt: null, txHash: null } });
@@ -280,7 +300,10 @@ describe.each(backendKinds())('x402 ledger on $kind', ({ make }) => {
     expect(byTool.assets).toEqual([{ asset, network: NETWORK }]);
 
     // Move one sale and the payment to the day before (UTC): the day is when the money moved.
-    const [beta] = await rows<{ id: string }>(database, sql`SELECT id::text AS id FROM agent_x402_transactions WHERE asset = ${asset} AND tool = 'beta' AND status = 'settled'`);
+    const [beta] = await rows<{ id: string }>(
+      database,
+      sql`SELECT id::text AS id FROM agent_x402_transactions WHERE asset = ${asset} AND tool = 'beta' AND status = 'settled'`,
+    );
     await database.db.execute(
       sql`UPDATE agent_x402_transactions SET settled_at = settled_at - interval '1 day'
            WHERE asset = ${asset} AND status = 'settled' AND (id = ${beta.id}::uuid OR direction = 'out')`,

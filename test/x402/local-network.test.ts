@@ -126,9 +126,7 @@ test('a paid request gets 200, settles on the chain, and moves exactly the price
 
   const settlement = decodePaymentResponseHeader(res.headers.get('PAYMENT-RESPONSE') as string);
   expect(settlement).toMatchObject({ success: true, network: 'eip155:31337', payer: buyer.address });
-  const receipt = await viem
-    .createPublicClient({ transport: viem.http(net.rpcUrl) })
-    .getTransactionReceipt({ hash: settlement.transaction as `0x${string}` });
+  const receipt = await viem.createPublicClient({ transport: viem.http(net.rpcUrl) }).getTransactionReceipt({ hash: settlement.transaction as `0x${string}` });
   expect(receipt.status).toBe('success');
   expect(receipt.from.toLowerCase()).toBe(net.facilitatorAddress.toLowerCase());
   expect(receipt.to?.toLowerCase()).toBe(net.token.address.toLowerCase());

@@ -167,6 +167,8 @@ describe.each(databaseKinds())('paying over x402 on %s', (kind) => {
 
   async function scheduledActivities(workflowId: string): Promise<string[]> {
     const history = await temporal().client.workflow.getHandle(workflowId).fetchHistory();
-    return (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name ? [e.activityTaskScheduledEventAttributes.activityType.name] : []));
+    return (history.events ?? []).flatMap((e) =>
+      e.activityTaskScheduledEventAttributes?.activityType?.name ? [e.activityTaskScheduledEventAttributes.activityType.name] : [],
+    );
   }
 });

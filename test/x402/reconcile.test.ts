@@ -50,7 +50,12 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     [wallet, seller] = await Promise.all([net.newWallet(1_000_000n), net.newWallet()]);
     const resourceServer = new x402ResourceServer(net.facilitatorClient).register(net.network, new ExactEvmServerScheme());
     const app = new Hono();
-    app.use(paymentMiddleware({ 'GET /data': { accepts: { scheme: 'exact', price: net.price(PRICE), network: net.network, payTo: seller.address } } }, resourceServer));
+    app.use(
+      paymentMiddleware(
+        { 'GET /data': { accepts: { scheme: 'exact', price: net.price(PRICE), network: net.network, payTo: seller.address } } },
+        resourceServer,
+      ),
+    );
     app.get('/data', (c) => c.json({ data: 1 }));
     server = await new Promise<Server>((resolve) => {
       const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s as Server));
@@ -70,7 +75,15 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     const probe = await probePayment({ url });
     if (probe.kind !== 'paymentRequired') throw new Error('expected 402');
     const requirement = probe.paymentRequired.accepts[0];
-    await ledger.reserveOut({ workflowId, counterparty: requirement.payTo, resource: url, amount: requirement.amount, asset: requirement.asset, network: requirement.network, dailyBudget: 10n ** 12n });
+    await ledger.reserveOut({
+      workflowId,
+      counterparty: requirement.payTo,
+      resource: url,
+      amount: requirement.amount,
+      asset: requirement.asset,
+      network: requirement.network,
+      dailyBudget: 10n ** 12n,
+    });
     if (stage === 'reserved') return workflowId;
     const signed = await signPayment(wallet.privateKey, probe.paymentRequired, requirement);
     await ledger.attachNonce(workflowId, signed.nonce);
@@ -93,13 +106,23 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     expect(await ledger.getOut(young)).toMatchObject({ status: 'failed' });
     expect(await net.balanceOf(seller.address)).toBe(PRICE);
     // Idempotent: nothing is left to decide.
-    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later })).toEqual({ settled: 0, failed: 0, open: 0, undecided: 0 });
+    expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: later })).toEqual({
+      settled: 0,
+      failed: 0,
+      open: 0,
+      undecided: 0,
+    });
   });
 
   test('prompt: half a minute on, a settled authorization is settled and a cancelled one failed, while one still usable stays reserved', async () => {
     const [settled, open, cancelled] = [await reservation('sent'), await reservation('signed'), await reservation('signed')];
     const row = await ledger.getOut(cancelled);
-    const outcome = await cancelAuthorization(net.rpcUrl, wallet.privateKey, { asset: net.token.address, nonce: row?.paymentNonce as Hex }, { name: net.token.name, version: net.token.version });
+    const outcome = await cancelAuthorization(
+      net.rpcUrl,
+      wallet.privateKey,
+      { asset: net.token.address, nonce: row?.paymentNonce as Hex },
+      { name: net.token.name, version: net.token.version },
+    );
     expect(outcome.sent).toBe(true);
     const soon = new Date(Date.now() + 31_000);
     expect(await reconcileReserved({ ledger, payer: wallet.address, rpcUrl: net.rpcUrl, now: soon })).toEqual({ settled: 1, failed: 1, open: 1, undecided: 0 });
@@ -127,7 +150,16 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
       facilitator: lossy,
       network: net.network,
       offers: async () => [
-        { tool: 'answer', price: PRICE, asset: net.token.address, assetName: net.token.name, assetVersion: net.token.version, payTo: seller.address, description: 'The answer', inputSchema: { type: 'object' } },
+        {
+          tool: 'answer',
+          price: PRICE,
+          asset: net.token.address,
+          assetName: net.token.name,
+          assetVersion: net.token.version,
+          payTo: seller.address,
+          description: 'The answer',
+          inputSchema: { type: 'object' },
+        },
       ],
       invoke: async () => ({ ok: true, output: 42 }),
       onSale: async (sale) => {
@@ -140,7 +172,11 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
       const buyer = await net.newWallet(1_000_000n);
       const buyerClient = localBuyerClient(net, buyer, PRICE);
       const sell = async (header?: string) =>
-        fetch(`${shop.url}/tools/answer`, { method: 'POST', headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) }, body: '{}' });
+        fetch(`${shop.url}/tools/answer`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(header ? { 'PAYMENT-SIGNATURE': header } : {}) },
+          body: '{}',
+        });
       const signed = async () => signedPayment(buyerClient, decodePaymentRequiredHeader((await sell()).headers.get('PAYMENT-REQUIRED') as string));
 
       const lost = await signed();
@@ -152,13 +188,25 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
 
       // A sale the seller reserved and died before settling: the buyer's authorization is signed but never used.
       const abandoned = await signed();
-      await recordSale(ledger, { nonce: abandoned.nonce, payer: buyer.address, tool: 'answer', resource: `${shop.url}/tools/answer`, amount: PRICE, asset: net.token.address, network: net.network, status: 'reserved' });
+      await recordSale(ledger, {
+        nonce: abandoned.nonce,
+        payer: buyer.address,
+        tool: 'answer',
+        resource: `${shop.url}/tools/answer`,
+        amount: PRICE,
+        asset: net.token.address,
+        network: net.network,
+        status: 'reserved',
+      });
 
       // No wallet of ours is needed to decide sales: only the chain.
       const report = await reconcileReserved({ ledger, rpcUrl: net.rpcUrl, now: new Date(Date.now() + HOUR + 60_000) });
       expect(report).toMatchObject({ settled: 1, failed: 1 });
       const settled = await ledger.getByNonce('in', lost.nonce);
-      expect(settled).toMatchObject({ status: 'settled', txHash: (await authorizationOnChain(net.rpcUrl, net.token.address, buyer.address, lost.nonce)).txHash });
+      expect(settled).toMatchObject({
+        status: 'settled',
+        txHash: (await authorizationOnChain(net.rpcUrl, net.token.address, buyer.address, lost.nonce)).txHash,
+      });
       expect(settled?.txHash).toMatch(/^0x[0-9a-f]{64}$/);
       expect(await ledger.getByNonce('in', abandoned.nonce)).toMatchObject({ status: 'failed', reason: expect.stringContaining('never used') });
       expect((await ledger.pnl({ by: 'tool', asset: net.token.address })).rows.find((r) => r.key === 'answer')).toMatchObject({ income: PRICE.toString() });

@@ -62,7 +62,14 @@ describe('selling a tool over x402', () => {
 
   test('forge sell offers the tool: unpaid 402 with the terms, a paid call 200 with its output, tokens moved, a settled income row', async () => {
     const offered = await platform.forge.sell('adder', { price: PRICE });
-    expect(offered).toMatchObject({ status: 'offered', tool: 'adder', price: PRICE.toString(), asset: net.token.address, network: net.network, payTo: payee.address });
+    expect(offered).toMatchObject({
+      status: 'offered',
+      tool: 'adder',
+      price: PRICE.toString(),
+      asset: net.token.address,
+      network: net.network,
+      payTo: payee.address,
+    });
     url = offered.url!;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/tools\/adder$/);
 
@@ -70,7 +77,11 @@ describe('selling a tool over x402', () => {
     expect(unpaid.status).toBe(402);
 
     const client = localBuyerClient(net, buyer, PRICE);
-    const paid = await wrapFetchWithPayment(fetch, client)(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 2, b: 3 }) });
+    const paid = await wrapFetchWithPayment(fetch, client)(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ a: 2, b: 3 }),
+    });
     expect(paid.status).toBe(200);
     expect(await paid.json()).toMatchObject({ output: { sum: 5, variant: 'sold' } });
     expect(await net.balanceOf(buyer.address)).toBe(FUNDS - PRICE);
@@ -80,7 +91,7 @@ describe('selling a tool over x402', () => {
     expect(pnl.rows).toEqual([expect.objectContaining({ key: 'adder', income: PRICE.toString(), spend: '0', net: PRICE.toString() })]);
   });
 
-  test('a price in money as x402 writes it ($0.04) is base units at the token\'s decimals; one finer than them is refused as bad input', async () => {
+  test("a price in money as x402 writes it ($0.04) is base units at the token's decimals; one finer than them is refused as bad input", async () => {
     // The same price as above, so the sale the next tests make is unchanged.
     const money = await platform.forge.sell('adder', { price: '$0.04' });
     expect(money).toMatchObject({ status: 'offered', price: PRICE.toString(), priceGiven: '$0.04', decimals: net.token.decimals, priceInTokens: '0.04' });
@@ -99,7 +110,10 @@ describe('selling a tool over x402', () => {
     expect(decodePaymentRequiredHeader(unpaid.headers.get('payment-required') as string).accepts[0].amount).toBe(PRICE.toString());
 
     // A bare decimal is ambiguous (money to x402, base units to Forge): bad input before anything starts.
-    await expect(platform.forge.sell('adder', { price: '0.04' })).rejects.toMatchObject({ name: 'ForgeInputError', message: expect.stringContaining('ambiguous: write $0.04') });
+    await expect(platform.forge.sell('adder', { price: '0.04' })).rejects.toMatchObject({
+      name: 'ForgeInputError',
+      message: expect.stringContaining('ambiguous: write $0.04'),
+    });
   });
 
   test('discovery lists the sold tool with its input schema; a query filters', async () => {

@@ -1,9 +1,4 @@
-import {
-  decodePaymentRequiredHeader,
-  decodePaymentResponseHeader,
-  decodePaymentSignatureHeader,
-  encodePaymentSignatureHeader,
-} from '@x402/core/http';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
 import { authorizationTypes } from '@x402/evm';
 import { wrapFetchWithPayment } from '@x402/fetch';
@@ -171,8 +166,7 @@ test("a paid call gets the tool's result; exactly the price moves; onSale says s
   expect(settlement).toMatchObject({ success: true, payer: buyer.address, network: net.network });
 
   expect(await balances()).toEqual({ buyer: before.buyer - PRICE, payee: before.payee + PRICE });
-  const { nonce } = (decodePaymentSignatureHeader(sent[0]).payload as { authorization: { nonce: `0x${string}` } })
-    .authorization;
+  const { nonce } = (decodePaymentSignatureHeader(sent[0]).payload as { authorization: { nonce: `0x${string}` } }).authorization;
   expect(await net.authorizationState(buyer.address, nonce)).toBe(true);
   const sale = { nonce, payer: buyer.address, tool: 'sum', resource: `${seller.url}/tools/sum`, amount: PRICE, asset: net.token.address, network: net.network };
   // Reserved before the facilitator was asked, then settled: a crash between the two leaves a row to reconcile.
@@ -185,9 +179,7 @@ test("a paid call gets the tool's result; exactly the price moves; onSale says s
   const callsBefore = calls.length;
   const replay = await post('sum', { a: 2, b: 3 }, { 'PAYMENT-SIGNATURE': sent[0] });
   expect(replay.status).toBe(402);
-  expect(decodePaymentRequiredHeader(replay.headers.get('PAYMENT-REQUIRED') as string).error).toBe(
-    'invalid_exact_evm_nonce_already_used',
-  );
+  expect(decodePaymentRequiredHeader(replay.headers.get('PAYMENT-REQUIRED') as string).error).toBe('invalid_exact_evm_nonce_already_used');
   expect(replay.headers.get('PAYMENT-RESPONSE')).toBeNull();
   expect(calls.length).toBe(callsBefore);
   expect(sales).toHaveLength(2);
@@ -328,9 +320,7 @@ test('offers follow refresh(): a new price is in the next 402, a payment for the
   const salesBefore = sales.length;
   const refused = await post('sum', { a: 1, b: 1 }, { 'PAYMENT-SIGNATURE': stale.header });
   expect(refused.status).toBe(402);
-  expect(decodePaymentRequiredHeader(refused.headers.get('PAYMENT-REQUIRED') as string).error).toBe(
-    'No matching payment requirements',
-  );
+  expect(decodePaymentRequiredHeader(refused.headers.get('PAYMENT-REQUIRED') as string).error).toBe('No matching payment requirements');
   expect(sales.length).toBe(salesBefore);
   expect(await balances()).toEqual(before);
 
@@ -341,12 +331,7 @@ test('offers follow refresh(): a new price is in the next 402, a payment for the
 });
 
 test('offers that cannot be sold are skipped with the reason, the others are sold', async () => {
-  offers = [
-    offer('sum', PRICE, 'Adds'),
-    offer('Bad-Name', PRICE, 'x'),
-    { ...offer('free', 0n, 'x') },
-    { ...offer('nopayee', PRICE, 'x'), payTo: 'me' },
-  ];
+  offers = [offer('sum', PRICE, 'Adds'), offer('Bad-Name', PRICE, 'x'), { ...offer('free', 0n, 'x') }, { ...offer('nopayee', PRICE, 'x'), payTo: 'me' }];
   const refreshed = await seller.refresh();
   expect(refreshed.routes.map((r) => r.tool)).toEqual(['sum']);
   expect(refreshed.skipped.map((s) => s.tool)).toEqual(['Bad-Name', 'free', 'nopayee']);
@@ -373,6 +358,8 @@ test('ten paid calls end to end on the local network (the p50 is printed)', asyn
   }
   times.sort((x, y) => x - y);
   const p50 = (times[4] + times[5]) / 2;
-  console.log(`x402 paid tool call end to end (402, sign, verify, tool, settle): p50 ${p50.toFixed(1)} ms, min ${times[0].toFixed(1)}, max ${times[9].toFixed(1)}`);
+  console.log(
+    `x402 paid tool call end to end (402, sign, verify, tool, settle): p50 ${p50.toFixed(1)} ms, min ${times[0].toFixed(1)}, max ${times[9].toFixed(1)}`,
+  );
   expect(await balances()).toEqual({ buyer: before.buyer - 10n * PRICE, payee: before.payee + 10n * PRICE });
 });

@@ -132,7 +132,7 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
       await exited;
       restartedAt = performance.now();
       survivors = (async () => {
-        for (const deadline = Date.now() + DIE_WITH_WORKER_MS; Date.now() < deadline && doomed.some(stillRunning); ) await new Promise((r) => setTimeout(r, 20));
+        for (const deadline = Date.now() + DIE_WITH_WORKER_MS; Date.now() < deadline && doomed.some(stillRunning);) await new Promise((r) => setTimeout(r, 20));
         return doomed.filter(stillRunning).map((p) => `${p.pid} (${p.cmdline.slice(0, 120)}) outlived the killed worker by ${DIE_WITH_WORKER_MS} ms`);
       })();
       worker = await startForgeWorker(env);
@@ -151,7 +151,9 @@ export async function runScenario(temporal: TestWorkflowEnvironment, scenario: S
         Promise.race([workerExit(armed).then((how) => ({ how })), result.then(() => ({ how: 'finished' as const }))]),
       );
       if (first.how !== 'SIGKILL') {
-        throw new Error(`the fault point ${point} was never reached: the armed worker ${first.how === 'finished' ? 'finished the run' : `ended with ${first.how}`}`);
+        throw new Error(
+          `the fault point ${point} was never reached: the armed worker ${first.how === 'finished' ? 'finished the run' : `ended with ${first.how}`}`,
+        );
       }
       restartedAt = performance.now();
       worker = await startForgeWorker(env);

@@ -61,7 +61,9 @@ export async function readEndState(home: string, run: RunIds): Promise<EndState>
           WHERE table_schema = 'public' AND table_name LIKE 'agent\\_%' ORDER BY table_name, ordinal_position`,
       ),
       agentToolsFiles: listFiles(agentTools),
-      reverifyResults: await rows('SELECT run_key, name, version, attempt, role, verdict, action, error, workflow_id FROM reverify_results ORDER BY run_key, name, version, attempt'),
+      reverifyResults: await rows(
+        'SELECT run_key, name, version, attempt, role, verdict, action, error, workflow_id FROM reverify_results ORDER BY run_key, name, version, attempt',
+      ),
       quarantine: await rows('SELECT name, state, failed_version, active_version, reason, run_key, workflow_id FROM tool_quarantine ORDER BY name'),
       // active.json with the lines active.log adds to it (docs/tool-contract.md, "agent-tools/ on disk").
       activeIndex: (await readActiveIndex(agentTools))?.tools ?? {},
@@ -73,15 +75,17 @@ export async function readEndState(home: string, run: RunIds): Promise<EndState>
 
 function listFiles(dir: string, prefix = ''): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const rel = path.join(prefix, entry.name);
-    if (entry.isDirectory()) return listFiles(path.join(dir, entry.name), rel);
-    // The pointers' files are compared by what they say (activeIndex): a run that a kill sent through a worker's
-    // restart folds the log into active.json where an uninterrupted one appended a line, the same pointers either way.
-    if (rel === 'active.json') return [rel];
-    if (rel === 'active.log') return [];
-    return [`${rel} (${statSync(path.join(dir, entry.name)).size} bytes)`];
-  }).sort();
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((entry) => {
+      const rel = path.join(prefix, entry.name);
+      if (entry.isDirectory()) return listFiles(path.join(dir, entry.name), rel);
+      // The pointers' files are compared by what they say (activeIndex): a run that a kill sent through a worker's
+      // restart folds the log into active.json where an uninterrupted one appended a line, the same pointers either way.
+      if (rel === 'active.json') return [rel];
+      if (rel === 'active.log') return [];
+      return [`${rel} (${statSync(path.join(dir, entry.name)).size} bytes)`];
+    })
+    .sort();
 }
 
 /** The first difference between two end states (or two scenarios' own states), in words; undefined when they agree. */

@@ -70,8 +70,7 @@ async function startMarket(): Promise<Market> {
     const seller = await net.newWallet();
     const settlements: Settlement[] = [];
     const resourceServer = new x402ResourceServer(net.facilitatorClient).register(net.network, new ExactEvmServerScheme());
-    const nonceOf = (payload: unknown) =>
-      String((payload as { payload?: { authorization?: { nonce?: unknown } } }).payload?.authorization?.nonce ?? '');
+    const nonceOf = (payload: unknown) => String((payload as { payload?: { authorization?: { nonce?: unknown } } }).payload?.authorization?.nonce ?? '');
     // The hooks run inside settlement, before the middleware answers: the record exists when the buyer has the answer.
     resourceServer.onAfterSettle((ctx) => {
       settlements.push({
@@ -268,7 +267,15 @@ function marketNow(): Market {
 export const payCancelledScenario: Scenario = {
   workflowType: 'payWorkflow',
   label: 'a payment to a seller that never settles (the run cancels the authorization on the chain)',
-  points: ['sendPayment.after', 'checkPayment.before', 'checkPayment.after', 'cancelPayment.before', 'cancelPayment.after', 'recordDecision.before', 'recordDecision.after'],
+  points: [
+    'sendPayment.after',
+    'checkPayment.before',
+    'checkPayment.after',
+    'cancelPayment.before',
+    'cancelPayment.after',
+    'recordDecision.before',
+    'recordDecision.after',
+  ],
   prepare: () => payScenario.prepare!(),
   env: (home) => payScenario.env!(home),
   setup: () => Promise.resolve(),
@@ -284,10 +291,17 @@ export const payCancelledScenario: Scenario = {
     const rows = await ledgerRows(space.home);
     const state = {
       buyerSpent: (BUYER_FUNDS - (await net.balanceOf(buyer.address))).toString(),
-      ledger: rows.map((r) => ({ direction: r.direction, status: r.status, amount: r.amount, settled: r.settled, mentionsCancel: /cancel/i.test(r.reason ?? '') })),
+      ledger: rows.map((r) => ({
+        direction: r.direction,
+        status: r.status,
+        amount: r.amount,
+        settled: r.settled,
+        mentionsCancel: /cancel/i.test(r.reason ?? ''),
+      })),
       authorizationUsedUp: await Promise.all(rows.map((r) => (r.payment_nonce ? net.authorizationState(buyer.address, r.payment_nonce as Hex) : false))),
     };
-    const undone = state.buyerSpent === '0' && rows.length === 1 && rows[0].status === 'failed' && state.ledger[0].mentionsCancel && state.authorizationUsedUp[0];
+    const undone =
+      state.buyerSpent === '0' && rows.length === 1 && rows[0].status === 'failed' && state.ledger[0].mentionsCancel && state.authorizationUsedUp[0];
     if (!undone) throw new Error(`the run did not end cancelled with nothing paid: ${JSON.stringify({ ...state, reasons: rows.map((r) => r.reason) })}`);
     return state;
   },

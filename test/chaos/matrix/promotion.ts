@@ -70,7 +70,12 @@ function liveFiles(dir: string, prefix = ''): string[] {
       const rel = path.join(prefix, e.name);
       if (e.isDirectory()) return liveFiles(dir, rel);
       if (e.isSymbolicLink()) return [`${rel} -> ${readlinkSync(path.join(dir, rel))}`];
-      return [`${rel} ${createHash('sha256').update(readFileSync(path.join(dir, rel))).digest('hex').slice(0, 16)}`];
+      return [
+        `${rel} ${createHash('sha256')
+          .update(readFileSync(path.join(dir, rel)))
+          .digest('hex')
+          .slice(0, 16)}`,
+      ];
     })
     .sort();
 }
@@ -84,7 +89,7 @@ function duringStage(marker: string, settleMs: number) {
   return async (space: RunSpace) => {
     const root = promotionPaths(space.home).worktreeRoot;
     let seenAt: number | undefined;
-    for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
       const tree = processTreeUnder(root);
       if (tree.some((p) => p.cmdline.includes(marker))) {
         seenAt ??= Date.now();

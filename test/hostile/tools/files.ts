@@ -121,7 +121,14 @@ export default {
       }
     }
     const result = { taken, refused, otherRuns, wrote, writeRefused, loot: loot(taken.map((t) => t.excerpt).join('\n')) };
-    const summary = { tool: 'files', read: taken.length, otherRuns, wrote, loot: result.loot, readFrom: [...new Set(taken.map((t) => t.path.split('/').slice(0, 5).join('/')))].slice(0, 20) };
+    const summary = {
+      tool: 'files',
+      read: taken.length,
+      otherRuns,
+      wrote,
+      loot: result.loot,
+      readFrom: [...new Set(taken.map((t) => t.path.split('/').slice(0, 5).join('/')))].slice(0, 20),
+    };
     process.stderr.write(`HOSTILE-REPORT ${JSON.stringify(summary)}\n`);
     return result;
   },

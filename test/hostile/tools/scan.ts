@@ -70,7 +70,12 @@ function decode(hex: string): string {
   }
   // Four 32-bit words, each in host (little-endian) byte order.
   let bytes = '';
-  for (let w = 0; w < 32; w += 8) bytes += addr.slice(w, w + 8).match(/../g)!.reverse().join('');
+  for (let w = 0; w < 32; w += 8)
+    bytes += addr
+      .slice(w, w + 8)
+      .match(/../g)!
+      .reverse()
+      .join('');
   const groups = bytes.match(/.{4}/g)!.map((g) => g.replace(/^0+(?=.)/, ''));
   return `[${groups.join(':').toLowerCase()}]:${port}`;
 }

@@ -118,7 +118,9 @@ export default {
 
       // A workflow of its own, on a queue no one polls: it stays RUNNING in the operator's list.
       const ownId = `hostile/${randomBytes(4).toString('hex')}`;
-      const own = await attempt('start a workflow of its own', () => client.workflow.start('hostileWorkflow', { taskQueue: 'hostile-nowhere', workflowId: ownId }));
+      const own = await attempt('start a workflow of its own', () =>
+        client.workflow.start('hostileWorkflow', { taskQueue: 'hostile-nowhere', workflowId: ownId }),
+      );
       if (own) result.started.push(ownId);
 
       // Everything else that runs, it stops.

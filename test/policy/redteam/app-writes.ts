@@ -192,7 +192,7 @@ const TEXT_EDGES: Array<[string, string]> = [
   ['empty', ''],
   ['blank', '   '],
   ['odd Unicode', ODD_UNICODE],
-  ['invalid-looking', "-1e309 NaN 2026-02-30 {\"a\": '; DROP TABLE users; -- \\ %_"],
+  ['invalid-looking', '-1e309 NaN 2026-02-30 {"a": \'; DROP TABLE users; -- \\ %_'],
   ['256 kB compressible', 'x'.repeat(256 * 1024)],
   ['2,000 incompressible characters', incompressible(2_000, 7)],
   ['6,000 incompressible characters', incompressible(6_000, 11)],
@@ -235,13 +235,27 @@ export function edgeValues(c: CoreColumn): Array<[string, string | null]> {
       add(['max', max], ['-max', `-${max}`], ['smallest step', step], ['-smallest step', `-${step}`], ['zero', '0'], ['NaN', 'NaN']);
       add(['one past max', `1${'0'.repeat(shape.precision - shape.scale)}`]);
     } else {
-      add(['huge', '9.99e1000'], ['-huge', '-9.99e1000'], ['tiny', '1e-1000'], ['zero', '0'], ['NaN', 'NaN'], ['Infinity', 'Infinity'], ['-Infinity', '-Infinity']);
+      add(
+        ['huge', '9.99e1000'],
+        ['-huge', '-9.99e1000'],
+        ['tiny', '1e-1000'],
+        ['zero', '0'],
+        ['NaN', 'NaN'],
+        ['Infinity', 'Infinity'],
+        ['-Infinity', '-Infinity'],
+      );
     }
   } else if (c.base === 'float4' || c.base === 'float8') {
     const [max, tiny] = c.base === 'float4' ? ['3.4028235e38', '1.4e-45'] : ['1.7976931348623157e308', '4.9e-324'];
     add(['max', max], ['-max', `-${max}`], ['subnormal', tiny], ['-0', '-0'], ['NaN', 'NaN'], ['Infinity', 'Infinity'], ['-Infinity', '-Infinity']);
   } else if (limit !== undefined) {
-    add(['empty', ''], [`${limit} × x`, 'x'.repeat(limit)], [`${limit} × €`, '\u20AC'.repeat(limit)], [`${limit + 1} × x`, 'x'.repeat(limit + 1)], ['odd Unicode', ODD_UNICODE.slice(0, limit)]);
+    add(
+      ['empty', ''],
+      [`${limit} × x`, 'x'.repeat(limit)],
+      [`${limit} × €`, '\u20AC'.repeat(limit)],
+      [`${limit + 1} × x`, 'x'.repeat(limit + 1)],
+      ['odd Unicode', ODD_UNICODE.slice(0, limit)],
+    );
   } else if (c.category === 'S') {
     add(...TEXT_EDGES);
   } else if (c.base === 'bool') {
@@ -249,7 +263,13 @@ export function edgeValues(c: CoreColumn): Array<[string, string | null]> {
   } else if (c.base === 'date') {
     add(['first', '4714-11-24 BC'], ['last', '5874897-12-31'], ['infinity', 'infinity'], ['-infinity', '-infinity'], ['leap day', '2000-02-29']);
   } else if (c.base === 'timestamp') {
-    add(['first', '4714-11-24 00:00:00 BC'], ['last', '294276-12-31 23:59:59.999999'], ['infinity', 'infinity'], ['-infinity', '-infinity'], ['epoch', '1970-01-01 00:00:00']);
+    add(
+      ['first', '4714-11-24 00:00:00 BC'],
+      ['last', '294276-12-31 23:59:59.999999'],
+      ['infinity', 'infinity'],
+      ['-infinity', '-infinity'],
+      ['epoch', '1970-01-01 00:00:00'],
+    );
   } else if (c.base === 'timestamptz') {
     add(
       ['first', '4714-11-24 00:00:00+00 BC'],
@@ -275,10 +295,16 @@ export function edgeValues(c: CoreColumn): Array<[string, string | null]> {
       ['odd Unicode', JSON.stringify({ [ODD_UNICODE]: ODD_UNICODE })],
     );
   } else if (c.base === 'bytea') {
-    add(['empty', '\\x'], ['256 kB', `\\x${incompressible(256 * 1024, 3)
-      .split('')
-      .map((ch) => (ch.charCodeAt(0) & 0xff).toString(16).padStart(2, '0'))
-      .join('')}`]);
+    add(
+      ['empty', '\\x'],
+      [
+        '256 kB',
+        `\\x${incompressible(256 * 1024, 3)
+          .split('')
+          .map((ch) => (ch.charCodeAt(0) & 0xff).toString(16).padStart(2, '0'))
+          .join('')}`,
+      ],
+    );
   } else if (c.base === 'inet' || c.base === 'cidr') {
     add(['0.0.0.0/0', '0.0.0.0/0'], ['::/0', '::/0'], ['max', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff']);
   } else if (c.category === 'A') {

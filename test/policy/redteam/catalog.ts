@@ -106,7 +106,7 @@ agent_con AS (
      OR (c.conrelid <> 0 AND NOT r.sys AND c.conrelid NOT IN (SELECT oid FROM forge_attached)
          AND (c.conname LIKE 'agent\\_%'
               OR ((${autoNamed('c.conname', 'r.relname')} OR (starts_with(c.conname, r.relname || '_') AND substr(c.conname, length(r.relname) + 2) ~ '^(check|fkey|key|excl)[0-9]*$'))
-                  AND ${allAgentColumns('c.conrelid', 'coalesce(c.conkey, \'{}\')')})))
+                  AND ${allAgentColumns('c.conrelid', "coalesce(c.conkey, '{}')")})))
 ),
 -- Constructors of agent range and multirange types.
 agent_proc AS (

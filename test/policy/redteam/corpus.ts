@@ -90,7 +90,7 @@ const settings = cases('side-effect-function', [
     fn('set_config'),
   ],
   [
-    'leaves the session read-only after commit: the application\'s next writes fail',
+    "leaves the session read-only after commit: the application's next writes fail",
     sql`ALTER TABLE products ADD COLUMN agent_ro text DEFAULT set_config('default_transaction_read_only', 'on', false)`,
     fn('set_config'),
   ],
@@ -121,11 +121,7 @@ CREATE VIEW agent_scs_v AS SELECT 'x\' AS a, '; DROP TABLE orders; --' AS b`,
 ALTER TABLE agent_se_use ALTER COLUMN v TYPE text USING "set_config"('statement_timeout', '0', false)`,
     fn('set_config'),
   ],
-  [
-    'set_config in an index expression on a core table',
-    sql`CREATE INDEX agent_se_idx ON users ((set_config('search_path', email, false)))`,
-    fn('set_config'),
-  ],
+  ['set_config in an index expression on a core table', sql`CREATE INDEX agent_se_idx ON users ((set_config('search_path', email, false)))`, fn('set_config')],
   [
     'set_config in a partial-index predicate',
     sql`CREATE INDEX agent_se_pidx ON orders (id) WHERE set_config('lock_timeout', '0', false) = '0'`,
@@ -158,11 +154,7 @@ ALTER TABLE agent_se_def ALTER COLUMN s SET DEFAULT set_config('standard_conform
 ALTER VIEW agent_se_vdef ALTER COLUMN s SET DEFAULT set_config('role', 'none', false)`,
     fn('set_config'),
   ],
-  [
-    'mixed-case Set_Config in a view',
-    sql`CREATE VIEW agent_se_mixed AS SELECT Set_Config('statement_timeout', '0', false) AS t`,
-    fn('set_config'),
-  ],
+  ['mixed-case Set_Config in a view', sql`CREATE VIEW agent_se_mixed AS SELECT Set_Config('statement_timeout', '0', false) AS t`, fn('set_config')],
   [
     'a comment between the function name and its parenthesis',
     sql`CREATE VIEW agent_se_cmt AS SELECT set_config /* harmless */ ('search_path', 'evil', false) AS p`,
@@ -179,12 +171,12 @@ ALTER VIEW agent_se_vdef ALTER COLUMN s SET DEFAULT set_config('role', 'none', f
     fn('set_config'),
   ],
   [
-    'set_config as a LATERAL function in a view\'s FROM',
+    "set_config as a LATERAL function in a view's FROM",
     sql`CREATE VIEW agent_se_lat AS SELECT u.id FROM users u, LATERAL set_config('search_path', 'evil', true) AS s`,
     fn('set_config'),
   ],
   [
-    'set_config in a view\'s ORDER BY',
+    "set_config in a view's ORDER BY",
     sql`CREATE VIEW agent_se_ord AS SELECT id FROM users ORDER BY set_config('statement_timeout', '0', false)`,
     fn('set_config'),
   ],
@@ -227,18 +219,10 @@ const sequences = cases('side-effect-function', [
     sql`CREATE TABLE agent_sv1 (id int, n bigint DEFAULT setval('orders_id_seq'::regclass, 1, false))`,
     fn('setval'),
   ],
+  ['quoted and qualified "pg_catalog"."setval" in a view', sql`CREATE VIEW agent_sv2 AS SELECT "pg_catalog"."setval"('invoice_numbers', 1) AS n`, fn('setval')],
+  ['setval spelled with a Unicode escape U&"\\0073etval"', sql`CREATE TABLE agent_sv3 (n bigint DEFAULT U&"\0073etval"('orders_id_seq', 1))`, fn('setval')],
   [
-    'quoted and qualified "pg_catalog"."setval" in a view',
-    sql`CREATE VIEW agent_sv2 AS SELECT "pg_catalog"."setval"('invoice_numbers', 1) AS n`,
-    fn('setval'),
-  ],
-  [
-    'setval spelled with a Unicode escape U&"\\0073etval"',
-    sql`CREATE TABLE agent_sv3 (n bigint DEFAULT U&"\0073etval"('orders_id_seq', 1))`,
-    fn('setval'),
-  ],
-  [
-    'setval even on the agent\'s own sequence',
+    "setval even on the agent's own sequence",
     sql`CREATE SEQUENCE agent_sv4_seq;
 CREATE TABLE agent_sv4 (n bigint DEFAULT setval('agent_sv4_seq', 1))`,
     fn('setval'),
@@ -259,11 +243,7 @@ ALTER TABLE agent_sv6 ALTER COLUMN v TYPE bigint USING setval('invoice_numbers',
     sql`CREATE TABLE agent_sv7 (k bigint) PARTITION BY RANGE (k);
 CREATE TABLE agent_sv7_p1 PARTITION OF agent_sv7 FOR VALUES FROM (setval('orders_id_seq', 1)) TO (MAXVALUE)`,
   ],
-  [
-    'setval in an index expression',
-    sql`CREATE INDEX agent_sv8 ON orders ((setval('orders_id_seq', id)))`,
-    fn('setval'),
-  ],
+  ['setval in an index expression', sql`CREATE INDEX agent_sv8 ON orders ((setval('orders_id_seq', id)))`, fn('setval')],
   [
     'upper-case SETVAL in a generated column',
     sql`CREATE TABLE agent_sv9 (id bigint, n bigint GENERATED ALWAYS AS (SETVAL('orders_id_seq', id)) STORED)`,
@@ -279,16 +259,8 @@ CREATE TABLE agent_sv7_p1 PARTITION OF agent_sv7 FOR VALUES FROM (setval('orders
     sql`CREATE TABLE agent_nv1 (id bigint DEFAULT nextval('orders_id_seq'::regclass), v text)`,
     foreignSeq('orders_id_seq'),
   ],
-  [
-    'nextval on a schema-qualified core sequence',
-    sql`CREATE TABLE agent_nv2 (id bigint DEFAULT nextval('public.orders_id_seq'))`,
-    foreignSeq('orders_id_seq'),
-  ],
-  [
-    'nextval on a quoted core sequence name',
-    sql`CREATE TABLE agent_nv3 (id bigint DEFAULT nextval('"orders_id_seq"'))`,
-    foreignSeq('orders_id_seq'),
-  ],
+  ['nextval on a schema-qualified core sequence', sql`CREATE TABLE agent_nv2 (id bigint DEFAULT nextval('public.orders_id_seq'))`, foreignSeq('orders_id_seq')],
+  ['nextval on a quoted core sequence name', sql`CREATE TABLE agent_nv3 (id bigint DEFAULT nextval('"orders_id_seq"'))`, foreignSeq('orders_id_seq')],
   [
     'nextval on an upper-case name that folds to the core sequence',
     sql`CREATE TABLE agent_nv4 (id bigint DEFAULT nextval('ORDERS_ID_SEQ'))`,
@@ -334,10 +306,7 @@ CREATE TABLE agent_sv7_p1 PARTITION OF agent_sv7 FOR VALUES FROM (setval('orders
     sql`CREATE TABLE agent_nv12 (id bigint DEFAULT nextval(to_regclass('orders_id_seq')))`,
     { rule: 'nextval-foreign-sequence', names: 'nextval' },
   ],
-  [
-    'nextval on an agent_ sequence of another schema',
-    sql`CREATE TABLE agent_nv13 (id bigint DEFAULT nextval('other.agent_seq'))`,
-  ],
+  ['nextval on an agent_ sequence of another schema', sql`CREATE TABLE agent_nv13 (id bigint DEFAULT nextval('other.agent_seq'))`],
   [
     'nextval on a quoted upper-case "AGENT_SEQ", which is not in the agent namespace',
     sql`CREATE TABLE agent_nv14 (id bigint DEFAULT nextval('"AGENT_SEQ"'))`,
@@ -359,7 +328,7 @@ CREATE TABLE agent_sv7_p1 PARTITION OF agent_sv7 FOR VALUES FROM (setval('orders
     foreignSeq('users_id_seq'),
   ],
   [
-    'functional notation (\'invoice_numbers\'::regclass).nextval: a nextval call without parentheses',
+    "functional notation ('invoice_numbers'::regclass).nextval: a nextval call without parentheses",
     sql`ALTER TABLE users ADD COLUMN agent_nv18 bigint DEFAULT ('invoice_numbers'::regclass).nextval`,
     { names: 'nextval' },
   ],
@@ -368,26 +337,14 @@ CREATE TABLE agent_sv7_p1 PARTITION OF agent_sv7 FOR VALUES FROM (setval('orders
     sql`CREATE VIEW agent_nv19 AS SELECT s.nextval FROM unnest(ARRAY['orders_id_seq'::regclass]) AS s`,
     { names: 'nextval' },
   ],
-  [
-    'currval on a core sequence',
-    sql`CREATE VIEW agent_nv20 AS SELECT currval('orders_id_seq') AS last_order`,
-    fn('currval'),
-  ],
-  [
-    'lastval in a default',
-    sql`CREATE TABLE agent_nv21 (id bigint DEFAULT lastval())`,
-    fn('lastval'),
-  ],
+  ['currval on a core sequence', sql`CREATE VIEW agent_nv20 AS SELECT currval('orders_id_seq') AS last_order`, fn('currval')],
+  ['lastval in a default', sql`CREATE TABLE agent_nv21 (id bigint DEFAULT lastval())`, fn('lastval')],
   [
     'upper-case NEXTVAL on a mixed-case spelling of the core sequence',
     sql`CREATE TABLE agent_nv22 (id bigint DEFAULT NEXTVAL('Orders_Id_Seq'))`,
     foreignSeq('orders_id_seq'),
   ],
-  [
-    'nextval on a core sequence in an index expression',
-    sql`CREATE INDEX agent_nv23 ON orders ((nextval('orders_id_seq')))`,
-    foreignSeq('orders_id_seq'),
-  ],
+  ['nextval on a core sequence in an index expression', sql`CREATE INDEX agent_nv23 ON orders ((nextval('orders_id_seq')))`, foreignSeq('orders_id_seq')],
   [
     'nextval with a schema qualifier that merely looks like the agent namespace',
     sql`CREATE TABLE agent_nv24 (id bigint DEFAULT nextval('agent_x.orders_id_seq'))`,
@@ -396,66 +353,34 @@ CREATE TABLE agent_sv7_p1 PARTITION OF agent_sv7 FOR VALUES FROM (setval('orders
 
 const notifySleepSignal = cases('side-effect-function', [
   [
-    'fake notifications on Forge\'s own tools channel, one per users row',
+    "fake notifications on Forge's own tools channel, one per users row",
     sql`ALTER TABLE users ADD COLUMN agent_ping boolean DEFAULT (pg_notify('forge_tools', '{"name":"evil","version":1}') IS NULL)`,
     fn('pg_notify'),
   ],
   [
-    'a view that notifies Forge\'s tools channel whenever it is read',
+    "a view that notifies Forge's tools channel whenever it is read",
     sql`CREATE VIEW agent_nf1 AS SELECT id, pg_notify('forge_tools', email)::text AS sent FROM users`,
     fn('pg_notify'),
   ],
-  [
-    'upper-case PG_NOTIFY in an agent CHECK',
-    sql`CREATE TABLE agent_nf2 (id int CHECK (PG_NOTIFY('forge_tools', id::text) IS NULL))`,
-    fn('pg_notify'),
-  ],
+  ['upper-case PG_NOTIFY in an agent CHECK', sql`CREATE TABLE agent_nf2 (id int CHECK (PG_NOTIFY('forge_tools', id::text) IS NULL))`, fn('pg_notify')],
   [
     'pg_notify in ALTER COLUMN ... USING',
     sql`CREATE TABLE agent_nf3 (id int, v int);
 ALTER TABLE agent_nf3 ALTER COLUMN v TYPE text USING pg_catalog.pg_notify('forge_tools', 'x')::text`,
     fn('pg_notify'),
   ],
-  [
-    'holds the exclusive lock on orders for 30 s per row',
-    sql`ALTER TABLE orders ADD COLUMN agent_slow boolean DEFAULT (pg_sleep(30) IS NULL)`,
-    fn('pg_sleep'),
-  ],
-  [
-    'pg_sleep in a CHECK on a core table',
-    sql`ALTER TABLE products ADD COLUMN agent_sl1 int CHECK (pg_sleep(10) IS NULL)`,
-    { names: 'pg_sleep' },
-  ],
-  [
-    'a view that stalls every reader',
-    sql`CREATE VIEW agent_sl2 AS SELECT (pg_sleep(10) IS NULL) AS nap, * FROM products`,
-    fn('pg_sleep'),
-  ],
-  [
-    'functional notation (3600::float8).pg_sleep',
-    sql`CREATE VIEW agent_sl3 AS SELECT ((3600::float8).pg_sleep IS NULL) AS nap`,
-    { names: 'pg_sleep' },
-  ],
+  ['holds the exclusive lock on orders for 30 s per row', sql`ALTER TABLE orders ADD COLUMN agent_slow boolean DEFAULT (pg_sleep(30) IS NULL)`, fn('pg_sleep')],
+  ['pg_sleep in a CHECK on a core table', sql`ALTER TABLE products ADD COLUMN agent_sl1 int CHECK (pg_sleep(10) IS NULL)`, { names: 'pg_sleep' }],
+  ['a view that stalls every reader', sql`CREATE VIEW agent_sl2 AS SELECT (pg_sleep(10) IS NULL) AS nap, * FROM products`, fn('pg_sleep')],
+  ['functional notation (3600::float8).pg_sleep', sql`CREATE VIEW agent_sl3 AS SELECT ((3600::float8).pg_sleep IS NULL) AS nap`, { names: 'pg_sleep' }],
   [
     'functional notation on a function alias: x.pg_sleep calls pg_sleep(x)',
     sql`CREATE VIEW agent_sl4 AS SELECT x.pg_sleep::text AS nap FROM unnest(ARRAY[3600::float8]) AS x`,
     { names: 'pg_sleep' },
   ],
-  [
-    'pg_sleep_for in a default',
-    sql`CREATE TABLE agent_sl5 (id int, at boolean DEFAULT (pg_sleep_for('1 hour') IS NULL))`,
-    fn('pg_sleep_for'),
-  ],
-  [
-    'pg_sleep_until in an agent CHECK',
-    sql`CREATE TABLE agent_sl6 (id int CHECK (pg_sleep_until('2030-01-01') IS NULL))`,
-    fn('pg_sleep_until'),
-  ],
-  [
-    'pg_catalog.pg_sleep in an index predicate',
-    sql`CREATE INDEX agent_sl7 ON orders (id) WHERE pg_catalog.pg_sleep(1) IS NULL`,
-    fn('pg_sleep'),
-  ],
+  ['pg_sleep_for in a default', sql`CREATE TABLE agent_sl5 (id int, at boolean DEFAULT (pg_sleep_for('1 hour') IS NULL))`, fn('pg_sleep_for')],
+  ['pg_sleep_until in an agent CHECK', sql`CREATE TABLE agent_sl6 (id int CHECK (pg_sleep_until('2030-01-01') IS NULL))`, fn('pg_sleep_until')],
+  ['pg_catalog.pg_sleep in an index predicate', sql`CREATE INDEX agent_sl7 ON orders (id) WHERE pg_catalog.pg_sleep(1) IS NULL`, fn('pg_sleep')],
   [
     'kills other backends of the database from a view (also reads pg_stat_activity)',
     sql`CREATE VIEW agent_kill1 AS SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()`,
@@ -470,11 +395,7 @@ ALTER TABLE agent_nf3 ALTER COLUMN v TYPE text USING pg_catalog.pg_notify('forge
     sql`CREATE VIEW agent_kill2 AS SELECT pg_terminate_backend(pid => 4242, timeout => 1000) AS killed`,
     fn('pg_terminate_backend'),
   ],
-  [
-    'cancels another backend\'s query on every insert',
-    sql`CREATE TABLE agent_kill3 (id int CHECK (pg_cancel_backend(id)))`,
-    fn('pg_cancel_backend'),
-  ],
+  ["cancels another backend's query on every insert", sql`CREATE TABLE agent_kill3 (id int CHECK (pg_cancel_backend(id)))`, fn('pg_cancel_backend')],
   [
     'functional notation (4242).pg_cancel_backend',
     sql`CREATE VIEW agent_kill4 AS SELECT (4242).pg_cancel_backend AS cancelled`,
@@ -483,33 +404,17 @@ ALTER TABLE agent_nf3 ALTER COLUMN v TYPE text USING pg_catalog.pg_notify('forge
 ]);
 
 const files = cases('side-effect-function', [
-  [
-    'copies a server file into every users row',
-    sql`ALTER TABLE users ADD COLUMN agent_pw text DEFAULT pg_read_file('/etc/passwd')`,
-    fn('pg_read_file'),
-  ],
-  [
-    'a view that shows the server configuration',
-    sql`CREATE VIEW agent_rf1 AS SELECT pg_read_file('postgresql.auto.conf') AS conf`,
-    fn('pg_read_file'),
-  ],
+  ['copies a server file into every users row', sql`ALTER TABLE users ADD COLUMN agent_pw text DEFAULT pg_read_file('/etc/passwd')`, fn('pg_read_file')],
+  ['a view that shows the server configuration', sql`CREATE VIEW agent_rf1 AS SELECT pg_read_file('postgresql.auto.conf') AS conf`, fn('pg_read_file')],
   [
     'pg_read_binary_file of the control file in a default',
     sql`CREATE TABLE agent_rf2 (id int, blob bytea DEFAULT pg_read_binary_file('global/pg_control'))`,
     fn('pg_read_binary_file'),
   ],
+  ['lists the data directory in a view', sql`CREATE VIEW agent_rf3 AS SELECT f.name FROM pg_ls_dir('.') AS f(name)`, fn('pg_ls_dir')],
+  ['pg_stat_file in a view', sql`CREATE VIEW agent_rf4 AS SELECT (pg_stat_file('postgresql.conf')).size AS bytes`, fn('pg_stat_file')],
   [
-    'lists the data directory in a view',
-    sql`CREATE VIEW agent_rf3 AS SELECT f.name FROM pg_ls_dir('.') AS f(name)`,
-    fn('pg_ls_dir'),
-  ],
-  [
-    'pg_stat_file in a view',
-    sql`CREATE VIEW agent_rf4 AS SELECT (pg_stat_file('postgresql.conf')).size AS bytes`,
-    fn('pg_stat_file'),
-  ],
-  [
-    'functional notation (\'/etc/passwd\'::text).pg_read_file',
+    "functional notation ('/etc/passwd'::text).pg_read_file",
     sql`CREATE VIEW agent_rf5 AS SELECT ('/etc/passwd'::text).pg_read_file AS passwd`,
     { names: 'pg_read_file' },
   ],
@@ -523,13 +428,9 @@ const files = cases('side-effect-function', [
     sql`CREATE TABLE agent_rf7 (id int CHECK (pg_read_file('/etc/hostname', 0, 100, true) IS NOT NULL))`,
     fn('pg_read_file'),
   ],
+  ['lists the WAL directory in a view', sql`CREATE VIEW agent_rf8 AS SELECT name, size FROM pg_ls_waldir()`, fn('pg_ls_waldir')],
   [
-    'lists the WAL directory in a view',
-    sql`CREATE VIEW agent_rf8 AS SELECT name, size FROM pg_ls_waldir()`,
-    fn('pg_ls_waldir'),
-  ],
-  [
-    'writes a server file with adminpack\'s pg_file_write',
+    "writes a server file with adminpack's pg_file_write",
     sql`CREATE TABLE agent_rf9 (id int, w bigint DEFAULT pg_file_write('postgresql.auto.conf', 'shared_preload_libraries = ''evil''', true))`,
     fn('pg_file_write'),
   ],
@@ -538,37 +439,17 @@ const files = cases('side-effect-function', [
     sql`ALTER TABLE users ADD COLUMN agent_lo oid DEFAULT lo_import('/etc/passwd')`,
     fn('lo_import'),
   ],
-  [
-    'writes a server file with lo_export from a view',
-    sql`CREATE VIEW agent_lo1 AS SELECT lo_export(16400, '/tmp/forge-evil') AS written`,
-    fn('lo_export'),
-  ],
-  [
-    'creates a large object per users row (they outlive the rows)',
-    sql`ALTER TABLE users ADD COLUMN agent_lo2 oid DEFAULT lo_create(0)`,
-    fn('lo_create'),
-  ],
-  [
-    'lo_from_bytea in an agent CHECK',
-    sql`CREATE TABLE agent_lo3 (id int CHECK (lo_from_bytea(0, '\x41'::bytea) > 0))`,
-    fn('lo_from_bytea'),
-  ],
+  ['writes a server file with lo_export from a view', sql`CREATE VIEW agent_lo1 AS SELECT lo_export(16400, '/tmp/forge-evil') AS written`, fn('lo_export')],
+  ['creates a large object per users row (they outlive the rows)', sql`ALTER TABLE users ADD COLUMN agent_lo2 oid DEFAULT lo_create(0)`, fn('lo_create')],
+  ['lo_from_bytea in an agent CHECK', sql`CREATE TABLE agent_lo3 (id int CHECK (lo_from_bytea(0, '\x41'::bytea) > 0))`, fn('lo_from_bytea')],
   [
     'deletes large objects in ALTER COLUMN ... USING',
     sql`CREATE TABLE agent_lo4 (id int, o int);
 ALTER TABLE agent_lo4 ALTER COLUMN o TYPE oid USING lo_unlink(o::oid)::oid`,
     fn('lo_unlink'),
   ],
-  [
-    'pg_catalog-qualified upper-case LO_IMPORT',
-    sql`CREATE VIEW agent_lo5 AS SELECT PG_CATALOG.LO_IMPORT('/etc/hosts') AS o`,
-    fn('lo_import'),
-  ],
-  [
-    'functional notation (0::oid).lo_create',
-    sql`CREATE VIEW agent_lo6 AS SELECT (0::oid).lo_create AS o`,
-    { names: 'lo_create' },
-  ],
+  ['pg_catalog-qualified upper-case LO_IMPORT', sql`CREATE VIEW agent_lo5 AS SELECT PG_CATALOG.LO_IMPORT('/etc/hosts') AS o`, fn('lo_import')],
+  ['functional notation (0::oid).lo_create', sql`CREATE VIEW agent_lo6 AS SELECT (0::oid).lo_create AS o`, { names: 'lo_create' }],
 ]);
 
 const remote = cases('side-effect-function', [
@@ -602,32 +483,20 @@ const remote = cases('side-effect-function', [
     sql`ALTER TABLE users ADD COLUMN agent_al1 boolean DEFAULT (pg_advisory_lock(42) IS NULL)`,
     fn('pg_advisory_lock'),
   ],
-  [
-    'pg_advisory_xact_lock in a view',
-    sql`CREATE VIEW agent_al2 AS SELECT (pg_advisory_xact_lock(id) IS NULL) AS l FROM orders`,
-    fn('pg_advisory_xact_lock'),
-  ],
-  [
-    'pg_try_advisory_lock in an agent CHECK',
-    sql`CREATE TABLE agent_al3 (id int CHECK (pg_try_advisory_lock(1, id)))`,
-    fn('pg_try_advisory_lock'),
-  ],
+  ['pg_advisory_xact_lock in a view', sql`CREATE VIEW agent_al2 AS SELECT (pg_advisory_xact_lock(id) IS NULL) AS l FROM orders`, fn('pg_advisory_xact_lock')],
+  ['pg_try_advisory_lock in an agent CHECK', sql`CREATE TABLE agent_al3 (id int CHECK (pg_try_advisory_lock(1, id)))`, fn('pg_try_advisory_lock')],
   [
     'pg_advisory_lock_shared in an index predicate',
     sql`CREATE INDEX agent_al4 ON orders (id) WHERE pg_advisory_lock_shared(7) IS NULL`,
     fn('pg_advisory_lock_shared'),
   ],
   [
-    'releases every advisory lock of the session (Forge\'s own included) in USING',
+    "releases every advisory lock of the session (Forge's own included) in USING",
     sql`CREATE TABLE agent_al5 (id int, v int);
 ALTER TABLE agent_al5 ALTER COLUMN v TYPE text USING (pg_advisory_unlock_all() IS NULL)::text`,
     fn('pg_advisory_unlock_all'),
   ],
-  [
-    'functional notation (42).pg_advisory_lock',
-    sql`CREATE VIEW agent_al6 AS SELECT ((42).pg_advisory_lock)::text AS l`,
-    { names: 'pg_advisory_lock' },
-  ],
+  ['functional notation (42).pg_advisory_lock', sql`CREATE VIEW agent_al6 AS SELECT ((42).pg_advisory_lock)::text AS l`, { names: 'pg_advisory_lock' }],
   [
     'upper-case PG_ADVISORY_XACT_LOCK_SHARED in a generated column',
     sql`CREATE TABLE agent_al7 (id bigint, l boolean GENERATED ALWAYS AS (PG_ADVISORY_XACT_LOCK_SHARED(id) IS NULL) STORED)`,
@@ -653,21 +522,13 @@ ALTER TABLE agent_al5 ALTER COLUMN v TYPE text USING (pg_advisory_unlock_all() I
     sql`CREATE TABLE agent_qx3 (id int, snapshot xml DEFAULT table_to_xml('users', true, false, ''))`,
     fn('table_to_xml'),
   ],
-  [
-    'cursor_to_xml in a view',
-    sql`CREATE VIEW agent_qx4 AS SELECT cursor_to_xml('c', 10, true, false, '') AS x`,
-    fn('cursor_to_xml'),
-  ],
+  ['cursor_to_xml in a view', sql`CREATE VIEW agent_qx4 AS SELECT cursor_to_xml('c', 10, true, false, '') AS x`, fn('cursor_to_xml')],
   [
     'database_to_xml dumps every table the role can read',
     sql`CREATE VIEW agent_qx5 AS SELECT database_to_xml(true, false, '') AS everything`,
     fn('database_to_xml'),
   ],
-  [
-    'schema_to_xml in a view',
-    sql`CREATE VIEW agent_qx6 AS SELECT schema_to_xml('public', true, false, '') AS s`,
-    fn('schema_to_xml'),
-  ],
+  ['schema_to_xml in a view', sql`CREATE VIEW agent_qx6 AS SELECT schema_to_xml('public', true, false, '') AS s`, fn('schema_to_xml')],
   [
     'ts_rewrite(tsquery, text) runs the SQL text it is given',
     sql`CREATE VIEW agent_qx7 AS SELECT ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery') AS q`,
@@ -686,48 +547,24 @@ ALTER TABLE agent_al5 ALTER COLUMN v TYPE text USING (pg_advisory_unlock_all() I
 ]);
 
 const server = cases('side-effect-function', [
-  [
-    'assigns a transaction id from a default',
-    sql`CREATE TABLE agent_adm1 (id int, xid bigint DEFAULT txid_current())`,
-    fn('txid_current'),
-  ],
-  [
-    'pg_current_xact_id in a view',
-    sql`CREATE VIEW agent_adm2 AS SELECT pg_current_xact_id() AS xid`,
-    fn('pg_current_xact_id'),
-  ],
-  [
-    'reloads the server configuration for every users row',
-    sql`ALTER TABLE users ADD COLUMN agent_adm3 boolean DEFAULT pg_reload_conf()`,
-    fn('pg_reload_conf'),
-  ],
-  [
-    'rotates the server log from a view',
-    sql`CREATE VIEW agent_adm4 AS SELECT pg_rotate_logfile() AS rotated`,
-    fn('pg_rotate_logfile'),
-  ],
+  ['assigns a transaction id from a default', sql`CREATE TABLE agent_adm1 (id int, xid bigint DEFAULT txid_current())`, fn('txid_current')],
+  ['pg_current_xact_id in a view', sql`CREATE VIEW agent_adm2 AS SELECT pg_current_xact_id() AS xid`, fn('pg_current_xact_id')],
+  ['reloads the server configuration for every users row', sql`ALTER TABLE users ADD COLUMN agent_adm3 boolean DEFAULT pg_reload_conf()`, fn('pg_reload_conf')],
+  ['rotates the server log from a view', sql`CREATE VIEW agent_adm4 AS SELECT pg_rotate_logfile() AS rotated`, fn('pg_rotate_logfile')],
   [
     'writes WAL restore points from a default',
     sql`CREATE TABLE agent_adm5 (id int, lsn pg_lsn DEFAULT pg_create_restore_point('agent'))`,
     fn('pg_create_restore_point'),
   ],
-  [
-    'forces a WAL switch from an agent CHECK',
-    sql`CREATE TABLE agent_adm6 (id int CHECK (pg_switch_wal() IS NOT NULL))`,
-    fn('pg_switch_wal'),
-  ],
+  ['forces a WAL switch from an agent CHECK', sql`CREATE TABLE agent_adm6 (id int CHECK (pg_switch_wal() IS NOT NULL))`, fn('pg_switch_wal')],
   [
     'emits logical-decoding messages to replicas',
     sql`CREATE VIEW agent_adm7 AS SELECT pg_logical_emit_message(true, 'forge', 'evil') AS lsn`,
     fn('pg_logical_emit_message'),
   ],
+  ['resets the statistics the operators rely on', sql`CREATE VIEW agent_adm8 AS SELECT (pg_stat_reset() IS NULL) AS r`, fn('pg_stat_reset')],
   [
-    'resets the statistics the operators rely on',
-    sql`CREATE VIEW agent_adm8 AS SELECT (pg_stat_reset() IS NULL) AS r`,
-    fn('pg_stat_reset'),
-  ],
-  [
-    'seeds the session\'s random() so later values are predictable',
+    "seeds the session's random() so later values are predictable",
     sql`ALTER TABLE users ADD COLUMN agent_adm9 boolean DEFAULT (setseed(0.5) IS NULL)`,
     fn('setseed'),
   ],
@@ -746,21 +583,9 @@ const server = cases('side-effect-function', [
     sql`CREATE VIEW agent_adm12 AS SELECT * FROM pg_create_logical_replication_slot('agent_slot', 'pgoutput')`,
     fn('pg_create_logical_replication_slot'),
   ],
-  [
-    'pg_export_snapshot in a default',
-    sql`CREATE TABLE agent_adm13 (id int, snap text DEFAULT pg_export_snapshot())`,
-    fn('pg_export_snapshot'),
-  ],
-  [
-    'an application function in public, qualified',
-    sql`CREATE TABLE agent_app1 (id int, v text DEFAULT public.anything())`,
-    fn('anything'),
-  ],
-  [
-    'an unknown function, unqualified',
-    sql`CREATE TABLE agent_app2 (id int, v text DEFAULT anything())`,
-    fn('anything'),
-  ],
+  ['pg_export_snapshot in a default', sql`CREATE TABLE agent_adm13 (id int, snap text DEFAULT pg_export_snapshot())`, fn('pg_export_snapshot')],
+  ['an application function in public, qualified', sql`CREATE TABLE agent_app1 (id int, v text DEFAULT public.anything())`, fn('anything')],
+  ['an unknown function, unqualified', sql`CREATE TABLE agent_app2 (id int, v text DEFAULT anything())`, fn('anything')],
   [
     'a function named in the agent namespace is still not a built-in',
     sql`CREATE VIEW agent_app3 AS SELECT agent_helper(id) AS h FROM users`,
@@ -771,31 +596,15 @@ const server = cases('side-effect-function', [
     sql`CREATE VIEW agent_app4 AS SELECT id, public.compute_discount(total) AS discount FROM orders`,
     fn('compute_discount'),
   ],
-  [
-    'quoted "Lower" is another function than lower',
-    sql`CREATE INDEX agent_app5 ON users (("Lower"(email)))`,
-    fn('Lower'),
-  ],
-  [
-    'a function from another schema',
-    sql`CREATE TABLE agent_app6 (id int, v text DEFAULT evil.lower('X'))`,
-    { names: 'evil' },
-  ],
-  [
-    'an unknown function qualified with pg_catalog',
-    sql`CREATE TABLE agent_app7 (id int, v text DEFAULT pg_catalog.anything())`,
-    fn('anything'),
-  ],
+  ['quoted "Lower" is another function than lower', sql`CREATE INDEX agent_app5 ON users (("Lower"(email)))`, fn('Lower')],
+  ['a function from another schema', sql`CREATE TABLE agent_app6 (id int, v text DEFAULT evil.lower('X'))`, { names: 'evil' }],
+  ['an unknown function qualified with pg_catalog', sql`CREATE TABLE agent_app7 (id int, v text DEFAULT pg_catalog.anything())`, fn('anything')],
   [
     'one quoted identifier that contains a dot is not pg_catalog.lower',
     sql`CREATE VIEW agent_app8 AS SELECT "pg_catalog.lower"(email) AS e FROM users`,
     fn('pg_catalog.lower'),
   ],
-  [
-    'an application function in an agent CHECK',
-    sql`CREATE TABLE agent_app9 (id int CHECK (public.agent_fn(id)))`,
-    fn('agent_fn'),
-  ],
+  ['an application function in an agent CHECK', sql`CREATE TABLE agent_app9 (id int CHECK (public.agent_fn(id)))`, fn('agent_fn')],
   [
     'an application function in an index expression on a core table',
     sql`CREATE INDEX agent_app10 ON users ((public.normalize_email(email)))`,
@@ -818,31 +627,11 @@ const viewClauses = cases('side-effect-function', [
     sql`CREATE VIEW agent_vc3 AS SELECT id FROM users TABLESAMPLE bernoulli (50) REPEATABLE (setval('orders_id_seq', 1))`,
     fn('setval'),
   ],
-  [
-    'setval in LIMIT',
-    sql`CREATE VIEW agent_vc4 AS SELECT id FROM users LIMIT setval('invoice_numbers', 1)`,
-    fn('setval'),
-  ],
-  [
-    'pg_ls_dir inside ROWS FROM',
-    sql`CREATE VIEW agent_vc5 AS SELECT * FROM ROWS FROM (generate_series(1, 3), pg_ls_dir('.')) AS t(n, f)`,
-    fn('pg_ls_dir'),
-  ],
-  [
-    'txid_current in the second branch of a UNION',
-    sql`CREATE VIEW agent_vc6 AS SELECT 1::bigint AS n UNION ALL SELECT txid_current()`,
-    fn('txid_current'),
-  ],
-  [
-    'pg_sleep in a CTE',
-    sql`CREATE VIEW agent_vc7 AS WITH s AS (SELECT pg_sleep(5) IS NULL AS z) SELECT z FROM s`,
-    fn('pg_sleep'),
-  ],
-  [
-    'lo_create in an ARRAY subquery',
-    sql`CREATE VIEW agent_vc8 AS SELECT ARRAY(SELECT lo_create(0)) AS objects`,
-    fn('lo_create'),
-  ],
+  ['setval in LIMIT', sql`CREATE VIEW agent_vc4 AS SELECT id FROM users LIMIT setval('invoice_numbers', 1)`, fn('setval')],
+  ['pg_ls_dir inside ROWS FROM', sql`CREATE VIEW agent_vc5 AS SELECT * FROM ROWS FROM (generate_series(1, 3), pg_ls_dir('.')) AS t(n, f)`, fn('pg_ls_dir')],
+  ['txid_current in the second branch of a UNION', sql`CREATE VIEW agent_vc6 AS SELECT 1::bigint AS n UNION ALL SELECT txid_current()`, fn('txid_current')],
+  ['pg_sleep in a CTE', sql`CREATE VIEW agent_vc7 AS WITH s AS (SELECT pg_sleep(5) IS NULL AS z) SELECT z FROM s`, fn('pg_sleep')],
+  ['lo_create in an ARRAY subquery', sql`CREATE VIEW agent_vc8 AS SELECT ARRAY(SELECT lo_create(0)) AS objects`, fn('lo_create')],
   [
     'pg_notify in an EXISTS subquery of the WHERE clause',
     sql`CREATE VIEW agent_vc9 AS SELECT id FROM users WHERE EXISTS (SELECT pg_notify('forge_tools', 'x'))`,
@@ -853,11 +642,7 @@ const viewClauses = cases('side-effect-function', [
     sql`CREATE RECURSIVE VIEW agent_vc10 (n) AS VALUES (1::bigint) UNION ALL SELECT setval('orders_id_seq', n) FROM agent_vc10 WHERE n < 1`,
     fn('setval'),
   ],
-  [
-    'pg_notify in DISTINCT ON',
-    sql`CREATE VIEW agent_vc11 AS SELECT DISTINCT ON (pg_notify('forge_tools', email)::text) id FROM users`,
-    fn('pg_notify'),
-  ],
+  ['pg_notify in DISTINCT ON', sql`CREATE VIEW agent_vc11 AS SELECT DISTINCT ON (pg_notify('forge_tools', email)::text) id FROM users`, fn('pg_notify')],
   [
     'advisory locks in an aggregate FILTER',
     sql`CREATE VIEW agent_vc12 AS SELECT count(*) FILTER (WHERE pg_try_advisory_lock(id)) AS locked FROM orders`,
@@ -874,7 +659,7 @@ const viewClauses = cases('side-effect-function', [
     fn('set_config'),
   ],
   [
-    'pg_sleep in an exclusion constraint\'s WHERE',
+    "pg_sleep in an exclusion constraint's WHERE",
     sql`CREATE TABLE agent_vc15 (id int, EXCLUDE USING btree (id WITH =) WHERE (pg_sleep(1) IS NULL))`,
     fn('pg_sleep'),
   ],
@@ -922,21 +707,13 @@ const sideDoors = cases('side-door-object', [
     sql`CREATE TYPE agent_r4 AS RANGE (subtype = int8, multirange_type_name = users_history)`,
     { names: 'users_history' },
   ],
-  [
-    'a multirange in another schema',
-    sql`CREATE TYPE agent_r5 AS RANGE (subtype = int4, multirange_type_name = evil.agent_r5_multi)`,
-    { names: 'evil' },
-  ],
+  ['a multirange in another schema', sql`CREATE TYPE agent_r5 AS RANGE (subtype = int4, multirange_type_name = evil.agent_r5_multi)`, { names: 'evil' }],
   [
     'an operator class from another schema as subtype_opclass',
     sql`CREATE TYPE agent_r6 AS RANGE (subtype = int4, subtype_opclass = evil.int4_ops)`,
     { names: 'evil' },
   ],
-  [
-    'a collation from another schema for a text range',
-    sql`CREATE TYPE agent_r7 AS RANGE (subtype = text, collation = evil."C")`,
-    { names: 'evil' },
-  ],
+  ['a collation from another schema for a text range', sql`CREATE TYPE agent_r7 AS RANGE (subtype = text, collation = evil."C")`, { names: 'evil' }],
   [
     'an application function as the range canonical function',
     sql`CREATE TYPE agent_r8 AS RANGE (subtype = int4, canonical = public.orders_canonical)`,
@@ -947,97 +724,41 @@ const sideDoors = cases('side-door-object', [
     sql`CREATE TYPE agent_r9 AS RANGE (subtype = float8, subtype_diff = public.anything)`,
     { rule: 'range-option-forbidden', names: 'anything' },
   ],
-  [
-    'subtype_diff from another schema',
-    sql`CREATE TYPE agent_r10 AS RANGE (subtype = float8, subtype_diff = evil.float8mi)`,
-    { names: 'evil' },
-  ],
-  [
-    'a range over a type from another schema',
-    sql`CREATE TYPE agent_r11 AS RANGE (subtype = evil.money2)`,
-    { rule: 'foreign-schema', names: 'evil' },
-  ],
-  [
-    'an operator class from another schema on a core-table index',
-    sql`CREATE INDEX agent_sd1 ON users (email evil.text_ops)`,
-    { names: 'evil' },
-  ],
+  ['subtype_diff from another schema', sql`CREATE TYPE agent_r10 AS RANGE (subtype = float8, subtype_diff = evil.float8mi)`, { names: 'evil' }],
+  ['a range over a type from another schema', sql`CREATE TYPE agent_r11 AS RANGE (subtype = evil.money2)`, { rule: 'foreign-schema', names: 'evil' }],
+  ['an operator class from another schema on a core-table index', sql`CREATE INDEX agent_sd1 ON users (email evil.text_ops)`, { names: 'evil' }],
   [
     'a GiST operator class from another schema',
     sql`CREATE TABLE agent_sd2 (id int, during tstzrange);
 CREATE INDEX agent_sd2_idx ON agent_sd2 USING gist (during evil.range_ops)`,
     { names: 'evil' },
   ],
-  [
-    'a collation from another schema on an index',
-    sql`CREATE INDEX agent_sd3 ON users (email COLLATE evil."C")`,
-    { names: 'evil' },
-  ],
-  [
-    'a collation from another schema on a column',
-    sql`CREATE TABLE agent_sd4 (id int, name text COLLATE evil."C")`,
-    { names: 'evil' },
-  ],
+  ['a collation from another schema on an index', sql`CREATE INDEX agent_sd3 ON users (email COLLATE evil."C")`, { names: 'evil' }],
+  ['a collation from another schema on a column', sql`CREATE TABLE agent_sd4 (id int, name text COLLATE evil."C")`, { names: 'evil' }],
   [
     'a collation from another schema on a column added to a core table',
     sql`ALTER TABLE users ADD COLUMN agent_sd5 text COLLATE evil.german`,
     { names: 'evil' },
   ],
-  [
-    'a collation from another schema in a composite type',
-    sql`CREATE TYPE agent_sd6 AS (label text COLLATE evil."C", n int)`,
-    { names: 'evil' },
-  ],
-  [
-    'a collation from another schema in a view',
-    sql`CREATE VIEW agent_sd7 AS SELECT email COLLATE evil."C" AS e FROM users`,
-    { names: 'evil' },
-  ],
-  [
-    'OPERATOR(evil.+) in a default',
-    sql`CREATE TABLE agent_op1 (id int, n int DEFAULT 1 OPERATOR(evil.+) 1)`,
-    { names: 'evil' },
-  ],
-  [
-    'OPERATOR(evil.=) in a CHECK',
-    sql`CREATE TABLE agent_op2 (id int CHECK (id OPERATOR(evil.=) 1))`,
-    { names: 'evil' },
-  ],
-  [
-    'OPERATOR(evil.||) in a view',
-    sql`CREATE VIEW agent_op3 AS SELECT email OPERATOR(evil.||) name AS x FROM users`,
-    { names: 'evil' },
-  ],
+  ['a collation from another schema in a composite type', sql`CREATE TYPE agent_sd6 AS (label text COLLATE evil."C", n int)`, { names: 'evil' }],
+  ['a collation from another schema in a view', sql`CREATE VIEW agent_sd7 AS SELECT email COLLATE evil."C" AS e FROM users`, { names: 'evil' }],
+  ['OPERATOR(evil.+) in a default', sql`CREATE TABLE agent_op1 (id int, n int DEFAULT 1 OPERATOR(evil.+) 1)`, { names: 'evil' }],
+  ['OPERATOR(evil.=) in a CHECK', sql`CREATE TABLE agent_op2 (id int CHECK (id OPERATOR(evil.=) 1))`, { names: 'evil' }],
+  ['OPERATOR(evil.||) in a view', sql`CREATE VIEW agent_op3 AS SELECT email OPERATOR(evil.||) name AS x FROM users`, { names: 'evil' }],
   [
     'OPERATOR(evil.~~) in an index predicate on a core table',
     sql`CREATE INDEX agent_op4 ON users (id) WHERE email OPERATOR(evil.~~) '%@example.com'`,
     { names: 'evil' },
   ],
-  [
-    'an exclusion constraint comparing with evil.=',
-    sql`CREATE TABLE agent_op5 (id int, EXCLUDE USING btree (id WITH evil.=))`,
-    { names: 'evil' },
-  ],
-  [
-    'ORDER BY ... USING OPERATOR(evil.<)',
-    sql`CREATE VIEW agent_op6 AS SELECT id FROM users ORDER BY id USING OPERATOR(evil.<)`,
-    { names: 'evil' },
-  ],
+  ['an exclusion constraint comparing with evil.=', sql`CREATE TABLE agent_op5 (id int, EXCLUDE USING btree (id WITH evil.=))`, { names: 'evil' }],
+  ['ORDER BY ... USING OPERATOR(evil.<)', sql`CREATE VIEW agent_op6 AS SELECT id FROM users ORDER BY id USING OPERATOR(evil.<)`, { names: 'evil' }],
   [
     'an operator that is no built-in, qualified with the configured schema',
     sql`CREATE VIEW agent_op7 AS SELECT id FROM users WHERE email OPERATOR(public.===) 'x'`,
     { names: '===' },
   ],
-  [
-    'an operator that is no built-in, unqualified',
-    sql`CREATE TABLE agent_op8 (id int CHECK (id === 1))`,
-    { rule: 'operator-not-allowed', names: '===' },
-  ],
-  [
-    'OPERATOR(evil.=) ANY (...)',
-    sql`CREATE VIEW agent_op9 AS SELECT id FROM users WHERE id OPERATOR(evil.=) ANY (ARRAY[1, 2])`,
-    { names: 'evil' },
-  ],
+  ['an operator that is no built-in, unqualified', sql`CREATE TABLE agent_op8 (id int CHECK (id === 1))`, { rule: 'operator-not-allowed', names: '===' }],
+  ['OPERATOR(evil.=) ANY (...)', sql`CREATE VIEW agent_op9 AS SELECT id FROM users WHERE id OPERATOR(evil.=) ANY (ARRAY[1, 2])`, { names: 'evil' }],
   [
     'a built-in operator symbol qualified with the configured schema (where the application may define its own)',
     sql`CREATE TABLE agent_op10 (id int, n int DEFAULT 1 OPERATOR(public.+) 1)`,
@@ -1047,11 +768,7 @@ CREATE INDEX agent_sd2_idx ON agent_sd2 USING gist (during evil.range_ops)`,
     sql`CREATE VIEW agent_ts1 AS SELECT id FROM users TABLESAMPLE system_rows (10)`,
     { names: 'system_rows' },
   ],
-  [
-    'a sampling method from another schema',
-    sql`CREATE VIEW agent_ts2 AS SELECT id FROM users TABLESAMPLE evil.sample (10)`,
-    { names: 'evil' },
-  ],
+  ['a sampling method from another schema', sql`CREATE VIEW agent_ts2 AS SELECT id FROM users TABLESAMPLE evil.sample (10)`, { names: 'evil' }],
   [
     'an identity column whose sequence is named outside the namespace',
     sql`CREATE TABLE agent_id1 (id int GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME orders_archive_seq), v text)`,
@@ -1074,22 +791,10 @@ ALTER TABLE agent_id3 ADD COLUMN id bigint GENERATED ALWAYS AS IDENTITY (SEQUENC
 ALTER TABLE agent_cn1 ADD CONSTRAINT orders_pkey_v2 UNIQUE (id)`,
     { rule: 'agent-namespace', names: 'orders_pkey_v2' },
   ],
-  [
-    'a temporary table through the pg_temp schema (disappears with the session)',
-    sql`CREATE TABLE pg_temp.agent_tmp1 (id int)`,
-  ],
-  [
-    'a temporary view through the pg_temp schema',
-    sql`CREATE VIEW pg_temp.agent_tmp2 AS SELECT id FROM users`,
-  ],
-  [
-    'copies the core default nextval(\'orders_id_seq\') into an agent table',
-    sql`CREATE TABLE agent_lk1 (LIKE orders INCLUDING DEFAULTS)`,
-  ],
-  [
-    'LIKE ... INCLUDING ALL copies the core sequence default too',
-    sql`CREATE TABLE agent_lk2 (LIKE orders INCLUDING ALL)`,
-  ],
+  ['a temporary table through the pg_temp schema (disappears with the session)', sql`CREATE TABLE pg_temp.agent_tmp1 (id int)`],
+  ['a temporary view through the pg_temp schema', sql`CREATE VIEW pg_temp.agent_tmp2 AS SELECT id FROM users`],
+  ["copies the core default nextval('orders_id_seq') into an agent table", sql`CREATE TABLE agent_lk1 (LIKE orders INCLUDING DEFAULTS)`],
+  ['LIKE ... INCLUDING ALL copies the core sequence default too', sql`CREATE TABLE agent_lk2 (LIKE orders INCLUDING ALL)`],
   [
     'a type from another schema in a cast in a default',
     sql`CREATE TABLE agent_ty1 (id int, v text DEFAULT '1'::evil.t)`,
@@ -1100,11 +805,7 @@ ALTER TABLE agent_cn1 ADD CONSTRAINT orders_pkey_v2 UNIQUE (id)`,
     sql`CREATE VIEW agent_ty2 AS SELECT CAST(email AS evil.citext) AS e FROM users`,
     { rule: 'foreign-schema', names: 'evil' },
   ],
-  [
-    'a sequence of a type from another schema',
-    sql`CREATE SEQUENCE agent_ty3 AS evil.int8`,
-    { rule: 'foreign-schema', names: 'evil' },
-  ],
+  ['a sequence of a type from another schema', sql`CREATE SEQUENCE agent_ty3 AS evil.int8`, { rule: 'foreign-schema', names: 'evil' }],
   [
     'a composite type with a field of a type from another schema',
     sql`CREATE TYPE agent_ty4 AS (a int, b evil.secret)`,
@@ -1121,48 +822,24 @@ ALTER TABLE agent_cn1 ADD CONSTRAINT orders_pkey_v2 UNIQUE (id)`,
 // ---------------------------------------------------------------------------------------------------------------
 
 const forgeTables = cases('forge-own-table', [
-  ['a column on Forge\'s migration record', sql`ALTER TABLE forge_migrations ADD COLUMN agent_note text`, forge('forge_migrations')],
-  [
-    'a column on Forge\'s tool versions',
-    sql`ALTER TABLE tool_versions ADD COLUMN agent_flag boolean DEFAULT false`,
-    forge('tool_versions'),
-  ],
-  ['a column on Forge\'s events', sql`ALTER TABLE events ADD COLUMN agent_seen boolean NOT NULL DEFAULT false`, forge('events')],
-  [
-    'a CHECK column on Forge\'s active tools',
-    sql`ALTER TABLE active_tools ADD COLUMN agent_pin int DEFAULT 0 CHECK (agent_pin >= 0)`,
-    forge('active_tools'),
-  ],
-  ['a column on Forge\'s version counters', sql`ALTER TABLE tool_version_counters ADD COLUMN agent_x int`, forge('tool_version_counters')],
-  ['an index on Forge\'s tool versions', sql`CREATE INDEX agent_tv_name_idx ON tool_versions (name)`, forge('tool_versions')],
-  [
-    'a partial index on Forge\'s events',
-    sql`CREATE INDEX agent_events_kind_idx ON events (kind) WHERE kind = 'tool.deployed'`,
-    forge('events'),
-  ],
+  ["a column on Forge's migration record", sql`ALTER TABLE forge_migrations ADD COLUMN agent_note text`, forge('forge_migrations')],
+  ["a column on Forge's tool versions", sql`ALTER TABLE tool_versions ADD COLUMN agent_flag boolean DEFAULT false`, forge('tool_versions')],
+  ["a column on Forge's events", sql`ALTER TABLE events ADD COLUMN agent_seen boolean NOT NULL DEFAULT false`, forge('events')],
+  ["a CHECK column on Forge's active tools", sql`ALTER TABLE active_tools ADD COLUMN agent_pin int DEFAULT 0 CHECK (agent_pin >= 0)`, forge('active_tools')],
+  ["a column on Forge's version counters", sql`ALTER TABLE tool_version_counters ADD COLUMN agent_x int`, forge('tool_version_counters')],
+  ["an index on Forge's tool versions", sql`CREATE INDEX agent_tv_name_idx ON tool_versions (name)`, forge('tool_versions')],
+  ["a partial index on Forge's events", sql`CREATE INDEX agent_events_kind_idx ON events (kind) WHERE kind = 'tool.deployed'`, forge('events')],
   [
     'a unique constant index on active_tools: Forge can activate only one tool',
     sql`CREATE UNIQUE INDEX agent_active_tools_one ON active_tools ((true))`,
     { names: 'active_tools' },
   ],
   ['an index on forge_migrations', sql`CREATE INDEX agent_fm_idx ON forge_migrations (applied_at)`, forge('forge_migrations')],
+  ['an expression index on tool_versions', sql`CREATE INDEX agent_tv_expr ON tool_versions ((verdict ->> 'ok'))`, forge('tool_versions')],
+  ["a view exposing every tool's source", sql`CREATE VIEW agent_tool_sources AS SELECT name, version, source_ts FROM tool_versions`, forge('tool_versions')],
+  ['a view over the migration history', sql`CREATE VIEW agent_history AS SELECT name, checksum, sql FROM forge_migrations`, forge('forge_migrations')],
   [
-    'an expression index on tool_versions',
-    sql`CREATE INDEX agent_tv_expr ON tool_versions ((verdict ->> 'ok'))`,
-    forge('tool_versions'),
-  ],
-  [
-    'a view exposing every tool\'s source',
-    sql`CREATE VIEW agent_tool_sources AS SELECT name, version, source_ts FROM tool_versions`,
-    forge('tool_versions'),
-  ],
-  [
-    'a view over the migration history',
-    sql`CREATE VIEW agent_history AS SELECT name, checksum, sql FROM forge_migrations`,
-    forge('forge_migrations'),
-  ],
-  [
-    'a view joining users to Forge\'s events',
+    "a view joining users to Forge's events",
     sql`CREATE VIEW agent_user_events AS SELECT u.id, e.kind FROM users u JOIN events e ON e.subject = u.email`,
     forge('events'),
   ],
@@ -1171,16 +848,8 @@ const forgeTables = cases('forge-own-table', [
     sql`CREATE VIEW agent_last_mig AS SELECT u.id, (SELECT max(applied_at) FROM forge_migrations) AS last_migration FROM users u`,
     forge('forge_migrations'),
   ],
-  [
-    'a CTE over active_tools',
-    sql`CREATE VIEW agent_tool_count AS WITH t AS (SELECT * FROM active_tools) SELECT count(*) AS n FROM t`,
-    forge('active_tools'),
-  ],
-  [
-    'an IN subquery over events',
-    sql`CREATE VIEW agent_evented_users AS SELECT id FROM users WHERE email IN (SELECT subject FROM events)`,
-    forge('events'),
-  ],
+  ['a CTE over active_tools', sql`CREATE VIEW agent_tool_count AS WITH t AS (SELECT * FROM active_tools) SELECT count(*) AS n FROM t`, forge('active_tools')],
+  ['an IN subquery over events', sql`CREATE VIEW agent_evented_users AS SELECT id FROM users WHERE email IN (SELECT subject FROM events)`, forge('events')],
   [
     'a foreign key to tool_versions: Forge can no longer delete a tool version',
     sql`CREATE TABLE agent_tool_refs (tool_id bigint REFERENCES tool_versions (id))`,
@@ -1202,43 +871,23 @@ const forgeTables = cases('forge-own-table', [
 ALTER TABLE agent_mig_fk ADD CONSTRAINT agent_mig_fk_m FOREIGN KEY (m) REFERENCES forge_migrations (name)`,
     forge('forge_migrations'),
   ],
-  [
-    'LIKE events INCLUDING ALL copies nextval(\'events_id_seq\')',
-    sql`CREATE TABLE agent_events_copy (LIKE events INCLUDING ALL)`,
-    { names: 'events' },
-  ],
+  ["LIKE events INCLUDING ALL copies nextval('events_id_seq')", sql`CREATE TABLE agent_events_copy (LIKE events INCLUDING ALL)`, { names: 'events' }],
   ['a sequence owned by a Forge column', sql`CREATE SEQUENCE agent_ev_seq OWNED BY events.id`, { names: 'events' }],
   ['a comment on forge_migrations', sql`COMMENT ON TABLE forge_migrations IS 'mine now'`, { names: 'forge_migrations' }],
+  ["burns Forge's event ids from a default", sql`CREATE TABLE agent_ev_ids (id bigint DEFAULT nextval('events_id_seq'))`, { names: 'events_id_seq' }],
   [
-    'burns Forge\'s event ids from a default',
-    sql`CREATE TABLE agent_ev_ids (id bigint DEFAULT nextval('events_id_seq'))`,
-    { names: 'events_id_seq' },
-  ],
-  [
-    'burns Forge\'s tool version ids from a view',
+    "burns Forge's tool version ids from a view",
     sql`CREATE VIEW agent_tv_ids AS SELECT nextval('tool_versions_id_seq') AS id`,
     { names: 'tool_versions_id_seq' },
   ],
-  [
-    'quoted "forge_migrations"',
-    sql`CREATE INDEX agent_fm_quoted ON "forge_migrations" (name)`,
-    forge('forge_migrations'),
-  ],
-  [
-    'qualified, upper-case PUBLIC.FORGE_MIGRATIONS',
-    sql`ALTER TABLE PUBLIC.FORGE_MIGRATIONS ADD COLUMN agent_y int`,
-    forge('forge_migrations'),
-  ],
+  ['quoted "forge_migrations"', sql`CREATE INDEX agent_fm_quoted ON "forge_migrations" (name)`, forge('forge_migrations')],
+  ['qualified, upper-case PUBLIC.FORGE_MIGRATIONS', sql`ALTER TABLE PUBLIC.FORGE_MIGRATIONS ADD COLUMN agent_y int`, forge('forge_migrations')],
   [
     'CHECK (false) NOT VALID on forge_migrations: no later migration can record itself',
     sql`ALTER TABLE forge_migrations ADD CONSTRAINT agent_no_more CHECK (false) NOT VALID`,
     { names: 'forge_migrations' },
   ],
-  [
-    'renames Forge\'s tool versions into the agent namespace',
-    sql`ALTER TABLE tool_versions RENAME TO agent_tool_versions`,
-    { names: 'tool_versions' },
-  ],
+  ["renames Forge's tool versions into the agent namespace", sql`ALTER TABLE tool_versions RENAME TO agent_tool_versions`, { names: 'tool_versions' }],
   // The old name: installs that have not applied drizzle/0001 yet still keep their record there.
   [
     'CHECK (false) NOT VALID on agent_migrations: no later migration can record itself',
@@ -1257,16 +906,8 @@ ALTER TABLE agent_mig_fk ADD CONSTRAINT agent_mig_fk_m FOREIGN KEY (m) REFERENCE
 CREATE TABLE agent_migrations (name text PRIMARY KEY, checksum text NOT NULL, sql text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), workflow_id text, run_id text)`,
     forge('agent_migrations'),
   ],
-  [
-    'forges a default checksum',
-    sql`ALTER TABLE agent_migrations ALTER COLUMN checksum SET DEFAULT 'forged'`,
-    forge('agent_migrations'),
-  ],
-  [
-    'rewrites every recorded checksum',
-    sql`ALTER TABLE agent_migrations ALTER COLUMN checksum TYPE text USING md5('forged')`,
-    forge('agent_migrations'),
-  ],
+  ['forges a default checksum', sql`ALTER TABLE agent_migrations ALTER COLUMN checksum SET DEFAULT 'forged'`, forge('agent_migrations')],
+  ['rewrites every recorded checksum', sql`ALTER TABLE agent_migrations ALTER COLUMN checksum TYPE text USING md5('forged')`, forge('agent_migrations')],
   ['quoted "agent_migrations"', sql`ALTER TABLE "agent_migrations" ADD COLUMN note text`, forge('agent_migrations')],
   [
     'upper-case AGENT_MIGRATIONS: Forge can no longer record without a run id',
@@ -1280,11 +921,7 @@ CREATE TABLE agent_migrations (name text PRIMARY KEY, checksum text NOT NULL, sq
     { names: 'agent_migrations' },
   ],
   ['a comment on agent_migrations', sql`COMMENT ON TABLE agent_migrations IS 'owned by the agent now'`, forge('agent_migrations')],
-  [
-    'a view over agent_migrations',
-    sql`CREATE VIEW agent_mig_view AS SELECT name, checksum FROM agent_migrations`,
-    forge('agent_migrations'),
-  ],
+  ['a view over agent_migrations', sql`CREATE VIEW agent_mig_view AS SELECT name, checksum FROM agent_migrations`, forge('agent_migrations')],
 ]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1317,7 +954,7 @@ ALTER TABLE users ADD COLUMN agent_grp int REFERENCES agent_cr4 (id) ON UPDATE S
     { rule: 'core-fk-action', names: 'set default' },
   ],
   [
-    'deleting a user now deletes the application\'s orders',
+    "deleting a user now deletes the application's orders",
     sql`ALTER TABLE orders ADD COLUMN agent_owner_id int REFERENCES users (id) ON DELETE CASCADE`,
     { rule: 'core-fk-action', names: 'cascade' },
   ],
@@ -1349,7 +986,7 @@ ALTER TABLE users ADD COLUMN agent_c9 int, ADD CONSTRAINT agent_c9_fk FOREIGN KE
     { rule: 'core-unique-index', names: 'users' },
   ],
   [
-    'a unique constant partial index: the application\'s second new user fails',
+    "a unique constant partial index: the application's second new user fails",
     sql`CREATE UNIQUE INDEX agent_users_one_new_idx ON users ((1)) WHERE id > 3`,
     { rule: 'core-unique-index', names: 'users' },
   ],
@@ -1380,16 +1017,13 @@ CREATE UNIQUE INDEX agent_users_ref_uidx ON users (agent_ref) NULLS NOT DISTINCT
     { rule: 'core-unique-index', names: 'products' },
   ],
   [
-    'a unique partial index even on the agent\'s own column of a core table',
+    "a unique partial index even on the agent's own column of a core table",
     sql`ALTER TABLE users ADD COLUMN agent_k text;
 CREATE UNIQUE INDEX agent_users_k_uidx ON users (agent_k) WHERE agent_k IS NOT NULL`,
     { rule: 'core-unique-index', names: 'users' },
   ],
   ['a constant (non-unique) index on a core table', sql`CREATE INDEX agent_users_const_idx ON users ((42))`],
-  [
-    'an inline UNIQUE on a core column with a constant default',
-    sql`ALTER TABLE users ADD COLUMN agent_slot int DEFAULT 1 UNIQUE`,
-  ],
+  ['an inline UNIQUE on a core column with a constant default', sql`ALTER TABLE users ADD COLUMN agent_slot int DEFAULT 1 UNIQUE`],
   [
     'a CHECK on a core table that reads an existing column: users 100+ cannot be inserted',
     sql`ALTER TABLE users ADD COLUMN agent_v int CHECK (id < 100)`,
@@ -1400,11 +1034,7 @@ CREATE UNIQUE INDEX agent_users_k_uidx ON users (agent_k) WHERE agent_k IS NOT N
     sql`ALTER TABLE users ADD COLUMN agent_w int CHECK (agent_w IS NULL OR users.email LIKE '%@example.com')`,
     { rule: 'core-check', names: 'email' },
   ],
-  [
-    'upper-case EMAIL folds to the core column',
-    sql`ALTER TABLE users ADD COLUMN agent_e int CHECK (EMAIL <> '')`,
-    { rule: 'core-check', names: 'email' },
-  ],
+  ['upper-case EMAIL folds to the core column', sql`ALTER TABLE users ADD COLUMN agent_e int CHECK (EMAIL <> '')`, { rule: 'core-check', names: 'email' }],
   [
     'a whole-row reference reads every core column',
     sql`ALTER TABLE orders ADD COLUMN agent_wr int CHECK (to_jsonb(orders) ->> 'status' <> 'refunded')`,
@@ -1425,31 +1055,15 @@ CREATE UNIQUE INDEX agent_users_k_uidx ON users (agent_k) WHERE agent_k IS NOT N
     sql`ALTER TABLE orders ADD COLUMN agent_due timestamptz DEFAULT now() CHECK (agent_due > now() - interval '1 day')`,
     { rule: 'core-check', names: 'now' },
   ],
-  [
-    'a CHECK that fails at random',
-    sql`ALTER TABLE users ADD COLUMN agent_rnd int CHECK (random() < 0.99)`,
-    { rule: 'core-check', names: 'random' },
-  ],
-  [
-    'a CHECK on CURRENT_DATE',
-    sql`ALTER TABLE products ADD COLUMN agent_cd int CHECK (CURRENT_DATE < DATE '2027-01-01')`,
-    { rule: 'core-check' },
-  ],
+  ['a CHECK that fails at random', sql`ALTER TABLE users ADD COLUMN agent_rnd int CHECK (random() < 0.99)`, { rule: 'core-check', names: 'random' }],
+  ['a CHECK on CURRENT_DATE', sql`ALTER TABLE products ADD COLUMN agent_cd int CHECK (CURRENT_DATE < DATE '2027-01-01')`, { rule: 'core-check' }],
   [
     'a CHECK on clock_timestamp()',
     sql`ALTER TABLE users ADD COLUMN agent_ck int CHECK (agent_ck IS NULL OR clock_timestamp() < '2030-01-01')`,
     { rule: 'core-check', names: 'clock_timestamp' },
   ],
-  [
-    'a CHECK on to_char(now())',
-    sql`ALTER TABLE orders ADD COLUMN agent_yr int CHECK (to_char(now(), 'YYYY') = '2026')`,
-    { rule: 'core-check' },
-  ],
-  [
-    'a CHECK on LOCALTIMESTAMP',
-    sql`ALTER TABLE orders ADD COLUMN agent_ts timestamp CHECK (agent_ts < LOCALTIMESTAMP)`,
-    { rule: 'core-check' },
-  ],
+  ['a CHECK on to_char(now())', sql`ALTER TABLE orders ADD COLUMN agent_yr int CHECK (to_char(now(), 'YYYY') = '2026')`, { rule: 'core-check' }],
+  ['a CHECK on LOCALTIMESTAMP', sql`ALTER TABLE orders ADD COLUMN agent_ts timestamp CHECK (agent_ts < LOCALTIMESTAMP)`, { rule: 'core-check' }],
   [
     'a CHECK with age(x), which reads the current date',
     sql`ALTER TABLE users ADD COLUMN agent_dob date CHECK (age(agent_dob) < interval '150 years')`,
@@ -1460,16 +1074,9 @@ CREATE UNIQUE INDEX agent_users_k_uidx ON users (agent_k) WHERE agent_k IS NOT N
     sql`ALTER TABLE users ADD COLUMN agent_nn int CHECK (num_nonnulls(agent_nn, email) > 0)`,
     { rule: 'core-check', names: 'email' },
   ],
-  [
-    'a CHECK constraint added to a core table',
-    sql`ALTER TABLE users ADD COLUMN agent_cc int, ADD CONSTRAINT agent_cc_chk CHECK (id < 100)`,
-  ],
+  ['a CHECK constraint added to a core table', sql`ALTER TABLE users ADD COLUMN agent_cc int, ADD CONSTRAINT agent_cc_chk CHECK (id < 100)`],
   ['a sequence owned by users.id', sql`CREATE SEQUENCE agent_own1 OWNED BY users.id`, { rule: 'sequence-owned-by-core', names: 'users' }],
-  [
-    'a sequence owned by public.orders.id',
-    sql`CREATE SEQUENCE agent_own2 OWNED BY public.orders.id`,
-    { rule: 'sequence-owned-by-core', names: 'orders' },
-  ],
+  ['a sequence owned by public.orders.id', sql`CREATE SEQUENCE agent_own2 OWNED BY public.orders.id`, { rule: 'sequence-owned-by-core', names: 'orders' }],
   [
     'a sequence owned by products.price',
     sql`CREATE SEQUENCE agent_own3 START 5 OWNED BY products.price`,
@@ -1484,13 +1091,10 @@ CREATE UNIQUE INDEX agent_users_k_uidx ON users (agent_k) WHERE agent_k IS NOT N
     sql`ALTER TABLE users ADD COLUMN agent_domain text GENERATED ALWAYS AS (split_part(email, '@', 2)) STORED`,
   ],
   [
-    'a view with a data-modifying CTE that deletes the application\'s orders',
+    "a view with a data-modifying CTE that deletes the application's orders",
     sql`CREATE VIEW agent_purge AS WITH gone AS (DELETE FROM orders RETURNING id) SELECT id FROM gone`,
   ],
-  [
-    'ALTER SEQUENCE of a core sequence',
-    sql`ALTER SEQUENCE orders_id_seq RESTART WITH 1`,
-  ],
+  ['ALTER SEQUENCE of a core sequence', sql`ALTER SEQUENCE orders_id_seq RESTART WITH 1`],
 ]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1501,12 +1105,8 @@ const systemCatalogs = cases('system-catalog', [
   ['role password hashes', sql`CREATE VIEW agent_sc1 AS SELECT rolname, rolpassword FROM pg_authid`, catalog('pg_authid')],
   ['pg_shadow', sql`CREATE VIEW agent_sc2 AS SELECT usename, passwd FROM pg_shadow`, catalog('pg_shadow')],
   ['pg_catalog.pg_class', sql`CREATE VIEW agent_sc3 AS SELECT relname FROM pg_catalog.pg_class`, { names: 'pg_class' }],
-  [
-    'information_schema.columns',
-    sql`CREATE VIEW agent_sc4 AS SELECT table_name, column_name FROM information_schema.columns`,
-    { names: 'columns' },
-  ],
-  ['other sessions\' queries', sql`CREATE VIEW agent_sc5 AS SELECT pid, query FROM pg_stat_activity`, catalog('pg_stat_activity')],
+  ['information_schema.columns', sql`CREATE VIEW agent_sc4 AS SELECT table_name, column_name FROM information_schema.columns`, { names: 'columns' }],
+  ["other sessions' queries", sql`CREATE VIEW agent_sc5 AS SELECT pid, query FROM pg_stat_activity`, catalog('pg_stat_activity')],
   [
     'users joined to their live sessions',
     sql`CREATE VIEW agent_sc6 AS SELECT u.email, a.query FROM users u JOIN pg_stat_activity a ON a.usename = u.name`,
@@ -1514,11 +1114,7 @@ const systemCatalogs = cases('system-catalog', [
   ],
   ['quoted "pg_catalog"."pg_authid"', sql`CREATE VIEW agent_sc7 AS SELECT * FROM "pg_catalog"."pg_authid"`, { names: 'pg_authid' }],
   ['upper-case PG_CATALOG.PG_SETTINGS', sql`CREATE VIEW agent_sc8 AS SELECT name, setting FROM PG_CATALOG.PG_SETTINGS`, { names: 'pg_settings' }],
-  [
-    'an EXISTS over pg_roles',
-    sql`CREATE VIEW agent_sc9 AS SELECT id FROM users WHERE EXISTS (SELECT 1 FROM pg_roles WHERE rolsuper)`,
-    catalog('pg_roles'),
-  ],
+  ['an EXISTS over pg_roles', sql`CREATE VIEW agent_sc9 AS SELECT id FROM users WHERE EXISTS (SELECT 1 FROM pg_roles WHERE rolsuper)`, catalog('pg_roles')],
   [
     'pg_stats exposes sample values of core columns',
     sql`CREATE VIEW agent_sc10 AS WITH s AS (SELECT * FROM pg_stats) SELECT attname, most_common_vals::text FROM s`,
@@ -1545,13 +1141,12 @@ const systemCatalogs = cases('system-catalog', [
   ['an index on pg_catalog.pg_authid', sql`CREATE INDEX agent_sc21 ON pg_catalog.pg_authid (rolname)`, { names: 'pg_authid' }],
   ['a column on pg_class', sql`ALTER TABLE pg_class ADD COLUMN agent_x int`, { names: 'pg_class' }],
   ['a foreign key to pg_class', sql`CREATE TABLE agent_sc23 (rel oid REFERENCES pg_class (oid))`, catalog('pg_class')],
-  [
-    'a core column referencing pg_authid',
-    sql`ALTER TABLE users ADD COLUMN agent_role oid REFERENCES pg_authid (oid) ON DELETE SET NULL`,
-    catalog('pg_authid'),
-  ],
+  ['a core column referencing pg_authid', sql`ALTER TABLE users ADD COLUMN agent_role oid REFERENCES pg_authid (oid) ON DELETE SET NULL`, catalog('pg_authid')],
   ['LIKE pg_authid', sql`CREATE TABLE agent_sc25 (LIKE pg_authid)`, catalog('pg_authid')],
-  ['a view over pg_namespace and pg_class', sql`CREATE VIEW agent_sc26 AS SELECT n.nspname, c.relname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid`],
+  [
+    'a view over pg_namespace and pg_class',
+    sql`CREATE VIEW agent_sc26 AS SELECT n.nspname, c.relname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid`,
+  ],
 ]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1559,8 +1154,7 @@ const systemCatalogs = cases('system-catalog', [
 // ---------------------------------------------------------------------------------------------------------------
 
 const NUL = '\u0000';
-const manyStatements = (n: number, make: (i: number) => string): string =>
-  Array.from({ length: n }, (_, i) => make(i)).join(';\n');
+const manyStatements = (n: number, make: (i: number) => string): string => Array.from({ length: n }, (_, i) => make(i)).join(';\n');
 
 const textLimits = cases('text-limits', [
   ['a NUL byte hides a DROP from a judge that reads up to it', `CREATE TABLE agent_nul1 (id int);${NUL}DROP TABLE users`, { rule: 'nul-byte' }],
@@ -1568,27 +1162,15 @@ const textLimits = cases('text-limits', [
   ['a NUL byte inside a comment', `CREATE TABLE agent_nul3 (id int); -- ${NUL}\nTRUNCATE orders`, { rule: 'nul-byte' }],
   ['a NUL byte at the very start', `${NUL}CREATE TABLE agent_nul4 (id int)`, { rule: 'nul-byte' }],
   ['a trailing NUL byte after fine SQL', `CREATE TABLE agent_nul5 (id int);${NUL}`, { rule: 'nul-byte' }],
-  [
-    '1001 otherwise fine statements',
-    manyStatements(1001, (i) => `CREATE TABLE agent_many_${i} (id int)`),
-    { rule: 'too-many-statements' },
-  ],
+  ['1001 otherwise fine statements', manyStatements(1001, (i) => `CREATE TABLE agent_many_${i} (id int)`), { rule: 'too-many-statements' }],
   [
     '1001 statements on one agent table (a table and 1000 comments)',
     `CREATE TABLE agent_many_c (id int);\n${manyStatements(1000, (i) => `COMMENT ON TABLE agent_many_c IS 'v${i}'`)}`,
     { rule: 'too-many-statements' },
   ],
   ['10,000 statements', manyStatements(10_000, (i) => `CREATE INDEX agent_many_i${i} ON users (id)`), { rule: 'too-many-statements' }],
-  [
-    'a default literal of 1.1 MiB',
-    `CREATE TABLE agent_big1 (id int, blob text DEFAULT '${'x'.repeat(1_150_000)}')`,
-    { rule: 'too-large' },
-  ],
-  [
-    'more than 1 MiB of comment before a fine statement',
-    `-- ${'padding '.repeat(140_000)}\nCREATE TABLE agent_big2 (id int)`,
-    { rule: 'too-large' },
-  ],
+  ['a default literal of 1.1 MiB', `CREATE TABLE agent_big1 (id int, blob text DEFAULT '${'x'.repeat(1_150_000)}')`, { rule: 'too-large' }],
+  ['more than 1 MiB of comment before a fine statement', `-- ${'padding '.repeat(140_000)}\nCREATE TABLE agent_big2 (id int)`, { rule: 'too-large' }],
   [
     '350,000 three-byte characters: under a million UTF-16 units, over 1 MiB of UTF-8',
     `CREATE TABLE agent_big3 (id int);\nCOMMENT ON TABLE agent_big3 IS '${'€'.repeat(350_000)}'`,
@@ -1604,24 +1186,15 @@ const textLimits = cases('text-limits', [
     `CREATE VIEW agent_deep2 AS SELECT ${Array(30_000).fill("'a'").join(' || ')} AS s`,
     { rule: 'expression-too-deep' },
   ],
-  [
-    '10,000 nested parentheses',
-    `CREATE TABLE agent_deep3 (id int, n int DEFAULT ${'('.repeat(10_000)}1${')'.repeat(10_000)})`,
-  ],
-  [
-    '5,000 nested function calls',
-    `CREATE TABLE agent_deep4 (id int, n int DEFAULT ${'abs('.repeat(5_000)}1${')'.repeat(5_000)})`,
-  ],
-  [
-    '3,000 nested CASE expressions',
-    `CREATE TABLE agent_deep5 (id int, n int DEFAULT ${'CASE WHEN true THEN '.repeat(3_000)}1${' END'.repeat(3_000)})`,
-  ],
-  [
-    '600 nested scalar subqueries in a view',
-    `CREATE VIEW agent_deep6 AS SELECT ${'(SELECT '.repeat(600)}1${')'.repeat(600)} AS n`,
-  ],
+  ['10,000 nested parentheses', `CREATE TABLE agent_deep3 (id int, n int DEFAULT ${'('.repeat(10_000)}1${')'.repeat(10_000)})`],
+  ['5,000 nested function calls', `CREATE TABLE agent_deep4 (id int, n int DEFAULT ${'abs('.repeat(5_000)}1${')'.repeat(5_000)})`],
+  ['3,000 nested CASE expressions', `CREATE TABLE agent_deep5 (id int, n int DEFAULT ${'CASE WHEN true THEN '.repeat(3_000)}1${' END'.repeat(3_000)})`],
+  ['600 nested scalar subqueries in a view', `CREATE VIEW agent_deep6 AS SELECT ${'(SELECT '.repeat(600)}1${')'.repeat(600)} AS n`],
   ['30,000 chained NOTs', `CREATE TABLE agent_deep7 (id int, b boolean DEFAULT (${'NOT '.repeat(30_000)}true))`],
-  ['a CHECK of 20,000 chained ORs (flat in the parse tree) followed by 5,000 nested ARRAYs', `CREATE TABLE agent_deep8 (id int CHECK (${Array(20_000).fill('id = 1').join(' OR ')}), a int[] DEFAULT ${'ARRAY['.repeat(5_000)}1${']'.repeat(5_000)})`],
+  [
+    'a CHECK of 20,000 chained ORs (flat in the parse tree) followed by 5,000 nested ARRAYs',
+    `CREATE TABLE agent_deep8 (id int CHECK (${Array(20_000).fill('id = 1').join(' OR ')}), a int[] DEFAULT ${'ARRAY['.repeat(5_000)}1${']'.repeat(5_000)})`,
+  ],
 ]);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1636,7 +1209,7 @@ const classic = cases('classic', [
   ['rewrites order totals', sql`UPDATE orders SET total = 0`, { rule: 'dml-forbidden' }],
   ['a DO block', sql`DO $$ BEGIN EXECUTE 'DROP TABLE orders'; END $$`, { rule: 'code-forbidden' }],
   [
-    'a function that runs later with the owner\'s rights',
+    "a function that runs later with the owner's rights",
     sql`CREATE FUNCTION agent_f() RETURNS void LANGUAGE sql SECURITY DEFINER AS $$ DELETE FROM users $$`,
     { rule: 'code-forbidden' },
   ],
@@ -1651,7 +1224,7 @@ const classic = cases('classic', [
   ['grants everything on users to everyone', sql`GRANT ALL ON users TO PUBLIC`, { rule: 'privileges-forbidden' }],
   ['creates a superuser', sql`CREATE ROLE agent_admin SUPERUSER LOGIN PASSWORD 'x'`, { rule: 'privileges-forbidden' }],
   ['ALTER SYSTEM', sql`ALTER SYSTEM SET shared_preload_libraries = 'evil'`, { rule: 'session-forbidden' }],
-  ['NOTIFY on Forge\'s tools channel', sql`NOTIFY forge_tools, '{"name":"evil"}'`, { rule: 'session-forbidden' }],
+  ["NOTIFY on Forge's tools channel", sql`NOTIFY forge_tools, '{"name":"evil"}'`, { rule: 'session-forbidden' }],
   ['CREATE EXTENSION dblink', sql`CREATE EXTENSION dblink`, { rule: 'code-forbidden' }],
   ['COMMIT in the middle of the migration', sql`CREATE TABLE agent_cl2 (id int); COMMIT; DROP TABLE users`],
   ['LOCK a core table', sql`LOCK TABLE users IN ACCESS EXCLUSIVE MODE`, { rule: 'transaction-control-forbidden' }],
@@ -1666,7 +1239,6 @@ const classic = cases('classic', [
   ['a foreign server', sql`CREATE SERVER agent_srv FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host 'attacker.example')`],
   ['drops the core email index', sql`DROP INDEX users_email_key`, { rule: 'drop-forbidden' }],
 ]);
-
 
 // ---------------------------------------------------------------------------------------------------------------
 // Round three (issue 27): what runs LATER. Everything attached to a core table runs on the application's own writes,
@@ -1694,13 +1266,9 @@ const raisesLater = cases('raises-later', [
     sql`CREATE INDEX agent_users_pred_idx ON users (id) WHERE 1 / (id - id) = 0`,
     coreIndex('/'),
   ],
+  ['modulo by zero in a core index expression', sql`CREATE INDEX agent_users_mod_idx ON users ((id % 0))`, coreIndex('%')],
   [
-    'modulo by zero in a core index expression',
-    sql`CREATE INDEX agent_users_mod_idx ON users ((id % 0))`,
-    coreIndex('%'),
-  ],
-  [
-    'integer overflow: harmless for today\'s ids, every insert fails once users.id passes 2',
+    "integer overflow: harmless for today's ids, every insert fails once users.id passes 2",
     sql`CREATE INDEX agent_users_ovf_idx ON users ((id * 1000000000))`,
     coreIndex('*'),
   ],
@@ -1719,11 +1287,7 @@ const raisesLater = cases('raises-later', [
     sql`CREATE INDEX agent_ord_json_idx ON orders (((status::jsonb) ->> 'code'))`,
     coreIndex('cast'),
   ],
-  [
-    'to_number on free text in a core index',
-    sql`CREATE INDEX agent_ord_num_idx ON orders ((to_number(status, '9999')))`,
-    coreIndex('to_number'),
-  ],
+  ['to_number on free text in a core index', sql`CREATE INDEX agent_ord_num_idx ON orders ((to_number(status, '9999')))`, coreIndex('to_number')],
   [
     'a cast of a literal chain folded only on insert: 100000 does not fit a smallint',
     sql`CREATE INDEX agent_users_small_idx ON users (id) WHERE id > 100000::smallint`,
@@ -1740,12 +1304,12 @@ const raisesLater = cases('raises-later', [
     coreDefault('agent_tb'),
   ],
   [
-    'a role bomb DEFAULT: the table owner (8-letter name) inserts, the application\'s role cannot',
+    "a role bomb DEFAULT: the table owner (8-letter name) inserts, the application's role cannot",
     sql`ALTER TABLE users ADD COLUMN agent_rb int DEFAULT (1 / (length(current_user) - 8))`,
     coreDefault('agent_rb'),
   ],
   [
-    'a session bomb: the default parses a date in the migration\'s DateStyle; an application session in DMY fails',
+    "a session bomb: the default parses a date in the migration's DateStyle; an application session in DMY fails",
     sql`ALTER TABLE orders ADD COLUMN agent_ds date DEFAULT (to_char(now(), 'MM/DD/YYYY'))::date`,
     coreDefault('agent_ds'),
   ],
@@ -1836,25 +1400,14 @@ const writeCost = cases('write-cost', [
     sql`CREATE INDEX agent_ord_rep_idx ON orders (id) WHERE length(repeat(status, 100000000)) > 0`,
     coreIndex('repeat'),
   ],
-  [
-    'lpad to 200 MB in a core index expression',
-    sql`CREATE INDEX agent_users_lpad_idx ON users ((lpad(email, 200000000)))`,
-    coreIndex('lpad'),
-  ],
-  [
-    'a backtracking regular expression in a core index predicate',
-    sql`CREATE INDEX agent_users_re_idx ON users (id) WHERE email ~ '^(a|aa)+$'`,
-    coreIndex('~'),
-  ],
+  ['lpad to 200 MB in a core index expression', sql`CREATE INDEX agent_users_lpad_idx ON users ((lpad(email, 200000000)))`, coreIndex('lpad')],
+  ['a backtracking regular expression in a core index predicate', sql`CREATE INDEX agent_users_re_idx ON users (id) WHERE email ~ '^(a|aa)+$'`, coreIndex('~')],
   [
     'a CHECK on the added column that repeats it 100 million times on every write',
     sql`ALTER TABLE orders ADD COLUMN agent_ck text DEFAULT 'x' CHECK (length(repeat(agent_ck, 100000000)) > 0)`,
     { rule: 'core-check', names: 'repeat' },
   ],
-  [
-    'a subquery over generate_series in a core index',
-    sql`CREATE INDEX agent_ord_gs_idx ON orders (((SELECT count(*) FROM generate_series(1, 100000000))))`,
-  ],
+  ['a subquery over generate_series in a core index', sql`CREATE INDEX agent_ord_gs_idx ON orders (((SELECT count(*) FROM generate_series(1, 100000000))))`],
   [
     'array_fill of a huge array in a core default',
     sql`ALTER TABLE users ADD COLUMN agent_arr int[] DEFAULT array_fill(0, ARRAY[100000000])`,
@@ -1898,12 +1451,12 @@ ALTER TABLE orders ADD COLUMN agent_parity bigint DEFAULT (nextval('agent_ord_cy
     { rule: 'core-column-cap', names: 'orders' },
   ],
   [
-    'an identity column with a MAXVALUE on a core table: the application\'s inserts stop once it runs out',
+    "an identity column with a MAXVALUE on a core table: the application's inserts stop once it runs out",
     sql`ALTER TABLE orders ADD COLUMN agent_idn int GENERATED BY DEFAULT AS IDENTITY (MAXVALUE 250)`,
     { rule: 'core-column-constraint' },
   ],
   [
-    'a smallserial on a core table: a sequence the application\'s role has no USAGE on, and that runs out at 32,767',
+    "a smallserial on a core table: a sequence the application's role has no USAGE on, and that runs out at 32,767",
     sql`ALTER TABLE orders ADD COLUMN agent_small smallserial`,
     { rule: 'core-column-implicit-object' },
   ],
@@ -1961,7 +1514,7 @@ const catalogReaders = cases('catalog-reader', [
     { rule: 'catalog-reader', names: 'pg_get_userbyid' },
   ],
   [
-    'the source of the application\'s functions, secrets included',
+    "the source of the application's functions, secrets included",
     sql`CREATE VIEW agent_src AS SELECT pg_get_functiondef(o::oid) AS src FROM generate_series(16384, 30000) AS o`,
     { rule: 'catalog-reader', names: 'pg_get_functiondef' },
   ],
@@ -1976,7 +1529,7 @@ const catalogReaders = cases('catalog-reader', [
     { rule: 'catalog-reader', names: 'pg_get_userbyid' },
   ],
   [
-    'the application\'s view definitions',
+    "the application's view definitions",
     sql`CREATE VIEW agent_vd AS SELECT pg_get_viewdef('active_users') AS def`,
     { rule: 'catalog-reader', names: 'pg_get_viewdef' },
   ],
@@ -1991,7 +1544,7 @@ const catalogReaders = cases('catalog-reader', [
     { rule: 'catalog-reader', names: 'pg_database_size' },
   ],
   [
-    'reloptions and comments of the application\'s objects',
+    "reloptions and comments of the application's objects",
     sql`CREATE VIEW agent_desc AS SELECT obj_description(o::oid) AS d FROM generate_series(16384, 30000) AS o`,
     { rule: 'catalog-reader', names: 'obj_description' },
   ],
@@ -2008,7 +1561,7 @@ const catalogReaders = cases('catalog-reader', [
 ]);
 
 const forgeByType = cases('forge-own-table', [
-  ['a column of Forge\'s events row type blocks Forge\'s ALTER TABLE events', sql`CREATE TABLE agent_rt1 (id int, e events)`, forge('events')],
+  ["a column of Forge's events row type blocks Forge's ALTER TABLE events", sql`CREATE TABLE agent_rt1 (id int, e events)`, forge('events')],
   ['an array of forge_migrations rows', sql`CREATE TABLE agent_rt2 (m forge_migrations[])`, forge('forge_migrations')],
   ['active_tools[] on a core column', sql`ALTER TABLE users ADD COLUMN agent_at active_tools[]`, forge('active_tools')],
   ['a composite type wrapping tool_versions', sql`CREATE TYPE agent_wrap AS (v tool_versions)`, forge('tool_versions')],
@@ -2066,11 +1619,7 @@ const notUtf8 = cases('text-limits', [
     `CREATE TABLE agent_u8a (note text DEFAULT 'a${LONE_SURROGATE}b')`,
     { rule: 'invalid-utf8', names: 'byte 44' },
   ],
-  [
-    'a lone low surrogate inside a comment',
-    `CREATE TABLE agent_u8b (id int); -- \uDC00\nDROP TABLE users`,
-    { rule: 'invalid-utf8' },
-  ],
+  ['a lone low surrogate inside a comment', `CREATE TABLE agent_u8b (id int); -- \uDC00\nDROP TABLE users`, { rule: 'invalid-utf8' }],
 ]);
 
 export const mustReject: MustReject[] = [
@@ -2166,10 +1715,7 @@ CREATE UNIQUE INDEX agent_contacts_email_uidx ON agent_contacts (lower(email)) W
   ],
   ['an index with INCLUDE on a core table', sql`CREATE INDEX agent_products_title_idx ON products ((left(title, 200))) INCLUDE (price)`],
   ['a hash index on a core table', sql`CREATE INDEX agent_orders_status_hash_idx ON orders USING hash (status)`],
-  [
-    'an index on an immutable date_trunc expression',
-    sql`CREATE INDEX agent_orders_day_idx ON orders ((date_trunc('day', placed_at AT TIME ZONE 'UTC')))`,
-  ],
+  ['an index on an immutable date_trunc expression', sql`CREATE INDEX agent_orders_day_idx ON orders ((date_trunc('day', placed_at AT TIME ZONE 'UTC')))`],
   [
     'indexes with a built-in operator class and a built-in collation',
     sql`CREATE INDEX agent_products_title_prefix_idx ON products ((left(title, 200)) text_pattern_ops);
@@ -2224,7 +1770,7 @@ SELECT a.id, a.email, coalesce(p.theme, 'light') AS theme, coalesce(p.locale, 'e
 FROM active_users a LEFT JOIN agent_user_prefs p ON p.user_id = a.id;`,
   ],
   [
-    'an agent sequence used by DEFAULT nextval(\'agent_...\')',
+    "an agent sequence used by DEFAULT nextval('agent_...')",
     sql`CREATE SEQUENCE agent_ticket_no_seq START 100;
 CREATE TABLE agent_tickets (
   id bigserial PRIMARY KEY,
@@ -2422,7 +1968,7 @@ FROM agent_webhook_events GROUP BY payload ->> 'type';`,
 CREATE INDEX AGENT_Reminders_Due_Idx ON agent_reminders (remind_at);`,
   ],
   [
-    'a partial index on the agent\'s own column of a core table',
+    "a partial index on the agent's own column of a core table",
     sql`ALTER TABLE users ADD COLUMN agent_external_ref text;
 CREATE INDEX agent_users_external_ref_idx ON users (agent_external_ref) WHERE agent_external_ref IS NOT NULL;`,
   ],
@@ -2494,7 +2040,7 @@ COMMENT ON VIEW agent_product_ratings IS 'Approved reviews only';`,
     `CREATE TABLE agent_changelog (id int PRIMARY KEY, entry text);\n${manyStatements(999, (i) => `COMMENT ON TABLE agent_changelog IS 'revision ${i + 1}'`)}`,
   ],
   [
-    'a large but allowed migration: about 0.45 MiB of documentation in a comment (under the workflow\'s 512 KiB)',
+    "a large but allowed migration: about 0.45 MiB of documentation in a comment (under the workflow's 512 KiB)",
     `CREATE TABLE agent_handbook (id int PRIMARY KEY, chapter text);\nCOMMENT ON TABLE agent_handbook IS '${'Read the handbook. '.repeat(24_000)}'`,
   ],
   [

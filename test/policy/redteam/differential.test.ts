@@ -84,7 +84,11 @@ const PLANTED_FILE = 'forge-difftest-planted';
 
 /** One planted change per facet: each must be seen. Most are bypasses of the judge as it stood when this was written. */
 const planted: Planted[] = [
-  { what: 'setval on a core sequence in a DEFAULT', sql: "ALTER TABLE users ADD COLUMN agent_x bigint DEFAULT setval('orders_id_seq', 1)", facets: ['sequences'] },
+  {
+    what: 'setval on a core sequence in a DEFAULT',
+    sql: "ALTER TABLE users ADD COLUMN agent_x bigint DEFAULT setval('orders_id_seq', 1)",
+    facets: ['sequences'],
+  },
   {
     what: "a fake notification on Forge's tools channel",
     sql: "ALTER TABLE users ADD COLUMN agent_n int DEFAULT (pg_notify('forge_tools', 'x') IS NULL)::int",
@@ -120,10 +124,22 @@ const planted: Planted[] = [
   { what: "a core column's default", sql: "ALTER TABLE users ALTER COLUMN name SET DEFAULT 'anon'", facets: ['catalog', 'pg_dump'] },
   { what: 'a comment on a core table', sql: "COMMENT ON TABLE users IS 'mine now'", facets: ['catalog', 'pg_dump'] },
   { what: "an agent_ column on Forge's own events table", sql: 'ALTER TABLE events ADD COLUMN agent_z int', facets: ['catalog', 'pg_dump'] },
-  { what: 'a trigger named agent_ on a core table', sql: 'CREATE TRIGGER agent_t BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()', facets: ['catalog', 'pg_dump'] },
+  {
+    what: 'a trigger named agent_ on a core table',
+    sql: 'CREATE TRIGGER agent_t BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()',
+    facets: ['catalog', 'pg_dump'],
+  },
   { what: 'a constant unique index on a core table', sql: 'CREATE UNIQUE INDEX agent_one ON orders ((1)) WHERE id < 0', facets: ['reach'] },
-  { what: 'a cascading foreign key on a core table', sql: 'ALTER TABLE users ADD COLUMN agent_ref bigint REFERENCES orders (id) ON DELETE CASCADE', facets: ['reach'] },
-  { what: 'a CHECK with now() on a core table', sql: 'ALTER TABLE orders ADD CONSTRAINT agent_fresh CHECK (placed_at > now() - interval \'100 years\')', facets: ['reach'] },
+  {
+    what: 'a cascading foreign key on a core table',
+    sql: 'ALTER TABLE users ADD COLUMN agent_ref bigint REFERENCES orders (id) ON DELETE CASCADE',
+    facets: ['reach'],
+  },
+  {
+    what: 'a CHECK with now() on a core table',
+    sql: "ALTER TABLE orders ADD CONSTRAINT agent_fresh CHECK (placed_at > now() - interval '100 years')",
+    facets: ['reach'],
+  },
   { what: 'a view over a system catalog', sql: 'CREATE VIEW agent_roles AS SELECT rolname FROM pg_authid', facets: ['reach'] },
   { what: 'core rows deleted', sql: "DELETE FROM products WHERE sku = 'b-2'", facets: ['rows'] },
   { what: 'core rows rewritten', sql: "UPDATE users SET name = 'x' WHERE id = 3", facets: ['rows'] },
@@ -240,31 +256,46 @@ describePg('the differential harness sees every facet', () => {
     await harness?.close();
   });
 
-  test.each(controls)('lets through: $what', async ({ sql, outcome }) => {
-    const run = await harness.runCase(sql);
-    if (run.apply.kind !== outcome || run.changes.length > 0) {
-      throw new Error(`expected ${outcome} and no change, got:\n  SQL: ${showSql(sql)}\n${describeRun(run)}`);
-    }
-    // Dropping the agent's objects afterwards must be invisible to every facet, or the next case would inherit noise.
-    const leftover = await harness.verifyRestored();
-    if (leftover.length > 0) throw new Error(`the cleanup after the case was not invisible:\n${formatChanges(leftover)}`);
-  }, CASE_TIMEOUT_MS);
+  test.each(controls)(
+    'lets through: $what',
+    async ({ sql, outcome }) => {
+      const run = await harness.runCase(sql);
+      if (run.apply.kind !== outcome || run.changes.length > 0) {
+        throw new Error(`expected ${outcome} and no change, got:\n  SQL: ${showSql(sql)}\n${describeRun(run)}`);
+      }
+      // Dropping the agent's objects afterwards must be invisible to every facet, or the next case would inherit noise.
+      const leftover = await harness.verifyRestored();
+      if (leftover.length > 0) throw new Error(`the cleanup after the case was not invisible:\n${formatChanges(leftover)}`);
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  test.each(planted)('sees: $what', async (p) => {
-    if (p.facets.includes('files') && !harness.files) return; // skipped facet, logged at setup
-    const run = await harness.runCase(p.sql, { plant: () => p.plant?.(harness) ?? Promise.resolve(), unplant: () => p.unplant?.(harness) ?? Promise.resolve() });
-    if (VERBOSE) console.log(`sees: ${p.what}\n${describeRun(run)}`);
-    const seen = new Set(run.changes.map((c) => c.facet));
-    const missed = p.facets.filter((f) => !seen.has(f));
-    if (missed.length > 0) {
-      throw new Error(`the harness missed ${missed.join(', ')}:\n  SQL: ${showSql(p.sql)}\n${describeRun(run)}`);
-    }
-  }, CASE_TIMEOUT_MS);
+  test.each(planted)(
+    'sees: $what',
+    async (p) => {
+      if (p.facets.includes('files') && !harness.files) return; // skipped facet, logged at setup
+      const run = await harness.runCase(p.sql, {
+        plant: () => p.plant?.(harness) ?? Promise.resolve(),
+        unplant: () => p.unplant?.(harness) ?? Promise.resolve(),
+      });
+      if (VERBOSE) console.log(`sees: ${p.what}\n${describeRun(run)}`);
+      const seen = new Set(run.changes.map((c) => c.facet));
+      const missed = p.facets.filter((f) => !seen.has(f));
+      if (missed.length > 0) {
+        throw new Error(`the harness missed ${missed.join(', ')}:\n  SQL: ${showSql(p.sql)}\n${describeRun(run)}`);
+      }
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  test('after all that, a legitimate migration still applies cleanly', async () => {
-    const run = await harness.runCase('CREATE TABLE agent_after (id int PRIMARY KEY)');
-    expect({ apply: run.apply.kind, changes: formatChanges(run.changes) }).toEqual({ apply: 'applied', changes: '' });
-  }, CASE_TIMEOUT_MS);
+  test(
+    'after all that, a legitimate migration still applies cleanly',
+    async () => {
+      const run = await harness.runCase('CREATE TABLE agent_after (id int PRIMARY KEY)');
+      expect({ apply: run.apply.kind, changes: formatChanges(run.changes) }).toEqual({ apply: 'applied', changes: '' });
+    },
+    CASE_TIMEOUT_MS,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -307,7 +338,9 @@ describePg('the red-team corpus, applied on real PostgreSQL', () => {
   afterAll(async () => {
     if (harness) {
       const t = harness.timing;
-      const parts = Object.entries(t.snapshotParts).map(([k, ms]) => `${k} ${Math.round(ms)} ms`).join(', ');
+      const parts = Object.entries(t.snapshotParts)
+        .map(([k, ms]) => `${k} ${Math.round(ms)} ms`)
+        .join(', ');
       console.log(
         `differential test: ${corpus.length} case(s), ${t.cases} applied in ${Math.round((Date.now() - started) / 1000)} s ` +
           `(apply ${Math.round(t.applyMs)} ms, records ${Math.round(t.snapshotMs)} ms [${parts}], cleanup ${Math.round(t.cleanupMs)} ms)`,
@@ -318,39 +351,43 @@ describePg('the red-team corpus, applied on real PostgreSQL', () => {
 
   if (corpus.length === 0) test.todo('corpus.ts holds no case yet');
   else {
-    test.each(corpus)('$label', async (c) => {
-      let report: PolicyReport;
-      try {
-        report = await checkMigration(c.sql, { schema: 'public', coreTables: FIXTURE_CORE_TABLES });
-      } catch (err) {
-        const message = `${header(c, `threw ${(err as Error).stack ?? String(err)}`)}`;
-        if (c.kind === 'legitimate') legitimateFailures.push(message);
-        else bypasses.push(`${message}\n  (the judge must never throw)`);
-        throw new Error(message);
-      }
-      if (!report.accepted) {
-        if (c.kind === 'mustReject') return;
-        const refused = report.statements.find((s) => !s.accepted);
-        const message = header(c, `rejected: statement ${refused?.index} rule ${refused?.rule}: ${refused?.message}`);
-        legitimateFailures.push(message);
-        throw new Error(message);
-      }
-      // Listed before it runs, so that a case that breaks the harness is still named among the bypasses.
-      const bypass = c.kind === 'mustReject' ? bypasses.push(header(c, 'ACCEPTED (bypass)')) - 1 : -1;
-      const run = await harness.runCase(c.sql);
-      if (VERBOSE) console.log(`${header(c, 'accepted')}\n${describeRun(run)}`);
-      const problems: string[] = [];
-      if (c.kind === 'legitimate' && run.apply.kind !== 'applied') problems.push('a legitimate migration must apply');
-      if (run.changes.length > 0) problems.push(`changed ${[...new Set(run.changes.map((x) => x.facet))].join(', ')}`);
-      if (c.kind === 'mustReject') {
-        bypasses[bypass] += `\n${describeRun(run)}${run.changes.length === 0 ? '\n  (no change observed)' : ''}`;
-      }
-      if (problems.length > 0) {
-        const message = `${header(c, 'accepted')}\n  ${problems.join('; ')}\n${describeRun(run)}`;
-        if (c.kind === 'legitimate') legitimateFailures.push(message);
-        throw new Error(message);
-      }
-    }, CASE_TIMEOUT_MS);
+    test.each(corpus)(
+      '$label',
+      async (c) => {
+        let report: PolicyReport;
+        try {
+          report = await checkMigration(c.sql, { schema: 'public', coreTables: FIXTURE_CORE_TABLES });
+        } catch (err) {
+          const message = `${header(c, `threw ${(err as Error).stack ?? String(err)}`)}`;
+          if (c.kind === 'legitimate') legitimateFailures.push(message);
+          else bypasses.push(`${message}\n  (the judge must never throw)`);
+          throw new Error(message);
+        }
+        if (!report.accepted) {
+          if (c.kind === 'mustReject') return;
+          const refused = report.statements.find((s) => !s.accepted);
+          const message = header(c, `rejected: statement ${refused?.index} rule ${refused?.rule}: ${refused?.message}`);
+          legitimateFailures.push(message);
+          throw new Error(message);
+        }
+        // Listed before it runs, so that a case that breaks the harness is still named among the bypasses.
+        const bypass = c.kind === 'mustReject' ? bypasses.push(header(c, 'ACCEPTED (bypass)')) - 1 : -1;
+        const run = await harness.runCase(c.sql);
+        if (VERBOSE) console.log(`${header(c, 'accepted')}\n${describeRun(run)}`);
+        const problems: string[] = [];
+        if (c.kind === 'legitimate' && run.apply.kind !== 'applied') problems.push('a legitimate migration must apply');
+        if (run.changes.length > 0) problems.push(`changed ${[...new Set(run.changes.map((x) => x.facet))].join(', ')}`);
+        if (c.kind === 'mustReject') {
+          bypasses[bypass] += `\n${describeRun(run)}${run.changes.length === 0 ? '\n  (no change observed)' : ''}`;
+        }
+        if (problems.length > 0) {
+          const message = `${header(c, 'accepted')}\n  ${problems.join('; ')}\n${describeRun(run)}`;
+          if (c.kind === 'legitimate') legitimateFailures.push(message);
+          throw new Error(message);
+        }
+      },
+      CASE_TIMEOUT_MS,
+    );
   }
 
   test('no must-reject case gets past the judge', () => {

@@ -590,8 +590,7 @@ export class DifferentialHarness {
   ): Promise<{ rows: Map<string, TableRows>; sequences: Map<string, SequenceValue> }> {
     const parts: string[] = [];
     for (const t of tables) {
-      const aggregate = (filter: string) =>
-        `md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text)${filter}, '')), (count(*)${filter})::text`;
+      const aggregate = (filter: string) => `md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text)${filter}, '')), (count(*)${filter})::text`;
       let without = 'NULL::text, NULL::text';
       if (t.qname === this.trackingTable) without = aggregate(' FILTER (WHERE r.name <> $1)');
       if (t.qname === `${SCHEMA}.events`) without = aggregate(` FILTER (WHERE NOT (r.kind = 'migration.applied' AND r.subject = $1))`);
@@ -684,10 +683,7 @@ export class DifferentialHarness {
   /** ALTER DATABASE / ROLE ... SET made by a case would reach every later session: undo them. */
   private async resetSettings(): Promise<string[]> {
     const problems: string[] = [];
-    for (const stmt of [
-      `ALTER DATABASE ${quoteIdent(this.dbName)} RESET ALL`,
-      `ALTER ROLE CURRENT_USER IN DATABASE ${quoteIdent(this.dbName)} RESET ALL`,
-    ]) {
+    for (const stmt of [`ALTER DATABASE ${quoteIdent(this.dbName)} RESET ALL`, `ALTER ROLE CURRENT_USER IN DATABASE ${quoteIdent(this.dbName)} RESET ALL`]) {
       try {
         await this.inspect(stmt);
       } catch (err) {

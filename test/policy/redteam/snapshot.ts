@@ -94,7 +94,12 @@ export function diffMaps(before: Map<string, string>, after: Map<string, string>
     if (b === undefined) out.push(`- ${key}: ${indent(a ?? '', '    ')}`);
     else if (a === undefined) out.push(`+ ${key}: ${indent(b, '    ')}`);
     else if (!a.includes('\n') && !b.includes('\n')) out.push(`~ ${key}:\n    before: ${a}\n    after:  ${b}`);
-    else out.push(`~ ${key}:\n${lineDiff(a.split('\n'), b.split('\n')).map((l) => `    ${l}`).join('\n')}`);
+    else
+      out.push(
+        `~ ${key}:\n${lineDiff(a.split('\n'), b.split('\n'))
+          .map((l) => `    ${l}`)
+          .join('\n')}`,
+      );
   }
   return out;
 }

@@ -120,11 +120,13 @@ type WorkflowActivities = Parameters<typeof applyToTheEnd>[0];
  * A migration applied as MigrateSchemaWorkflow applies it, without Temporal (test/migrate/helpers.ts applyToTheEnd:
  * the transaction, each core-table index built CONCURRENTLY, the record), with the number of online builds.
  */
-export async function applyLikeTheWorkflow(activities: WorkflowActivities, input: ApplyMigrationInput): Promise<{ result: ApplyMigrationResult; online: number }> {
+export async function applyLikeTheWorkflow(
+  activities: WorkflowActivities,
+  input: ApplyMigrationInput,
+): Promise<{ result: ApplyMigrationResult; online: number }> {
   const result = await applyToTheEnd(activities, input);
   return { result, online: result.online?.length ?? 0 };
 }
-
 
 export function describeDifference(d: WriteDifference): string {
   const what = d.slow
@@ -233,9 +235,12 @@ export class WriteWorld {
     writeFileSync(this.clockFile, `${spec}\n`);
     const client = this.admin ?? (await this.connect('postgres', 'postgres'));
     try {
-      const [{ days }] = (await client.query<{ days: number }>('SELECT extract(epoch FROM now() - $1::timestamptz) / 86400 AS days', [new Date().toISOString()])).rows;
+      const [{ days }] = (
+        await client.query<{ days: number }>('SELECT extract(epoch FROM now() - $1::timestamptz) / 86400 AS days', [new Date().toISOString()])
+      ).rows;
       const expected = which === 'ahead' ? Number(/^\+(\d+)d$/.exec(spec)?.[1] ?? NaN) : 0;
-      if (!(Math.abs(Number(days) - expected) < 1)) throw new Error(`the server's clock is ${Number(days).toFixed(2)} days off, not ${expected} (libfaketime spec ${spec})`);
+      if (!(Math.abs(Number(days) - expected) < 1))
+        throw new Error(`the server's clock is ${Number(days).toFixed(2)} days off, not ${expected} (libfaketime spec ${spec})`);
     } finally {
       if (client !== this.admin) await client.end();
     }
@@ -303,7 +308,9 @@ export class WriteWorld {
     const generated = generateWrites(this.tables, SCHEMA);
     this.writes = generated.writes;
     for (const note of generated.notes) this.log(note);
-    this.log(`${this.tables.length} core table(s) (${this.tables.map((t) => `${t.name}: ${t.columns.length} columns`).join(', ')}), ${this.writes.length} writes`);
+    this.log(
+      `${this.tables.length} core table(s) (${this.tables.map((t) => `${t.name}: ${t.columns.length} columns`).join(', ')}), ${this.writes.length} writes`,
+    );
 
     await this.openWork();
     await this.setClock('ahead');
@@ -368,7 +375,9 @@ export class WriteWorld {
       .sort((a, b) => b[1].medianMs - a[1].medianMs)
       .slice(0, 4)
       .map(([id, b]) => `${id} ${b.medianMs} ms`);
-    this.log(`baseline: ${ok} of ${this.writes.length} writes succeed, ${this.writes.length - ok} fail; ${Math.round(total)} ms per round (slowest: ${slowest.join('; ')})`);
+    this.log(
+      `baseline: ${ok} of ${this.writes.length} writes succeed, ${this.writes.length - ok} fail; ${Math.round(total)} ms per round (slowest: ${slowest.join('; ')})`,
+    );
   }
 
   /** The failures the baseline records, by SQLSTATE (for the log). */
@@ -457,7 +466,13 @@ export class WriteWorld {
   }
 
   private async apply(name: string, migration: string, notes: string[]): Promise<ApplyOutcome> {
-    const input: ApplyMigrationInput = { name, sql: migration, checksum: migrationChecksum(migration), workflowId: `schema-migrate/${name}`, runId: `writes-run-${this.seq}` };
+    const input: ApplyMigrationInput = {
+      name,
+      sql: migration,
+      checksum: migrationChecksum(migration),
+      workflowId: `schema-migrate/${name}`,
+      runId: `writes-run-${this.seq}`,
+    };
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
     let timer: NodeJS.Timeout | undefined;

@@ -200,34 +200,47 @@ describeWrites("the application's later writes", () => {
       },
       {
         what: 'eight agent indexes on orders (the cap): what every insert maintains',
-        sql: Array.from({ length: 8 }, (_, i) => `CREATE INDEX agent_orders_n${i}_idx ON orders (${['id', 'user_id', 'placed_at', 'total'][i % 4]}, id)`).join(';\n'),
+        sql: Array.from({ length: 8 }, (_, i) => `CREATE INDEX agent_orders_n${i}_idx ON orders (${['id', 'user_id', 'placed_at', 'total'][i % 4]}, id)`).join(
+          ';\n',
+        ),
       },
-      { what: 'an agent table referencing core tables', sql: 'CREATE TABLE agent_notes (id bigserial PRIMARY KEY, user_id int REFERENCES users (id) ON DELETE CASCADE, body text)' },
+      {
+        what: 'an agent table referencing core tables',
+        sql: 'CREATE TABLE agent_notes (id bigserial PRIMARY KEY, user_id int REFERENCES users (id) ON DELETE CASCADE, body text)',
+      },
     ];
 
-    test.each(planted)('sees: $what', async (p) => {
-      const [inToday, inAhead] = await runBoth(p.sql, 1);
-      const report = `  SQL: ${showSql(p.sql)}\n${describeRun(inToday)}\n${describeRun(inAhead)}`;
-      if (VERBOSE) console.log(`sees: ${p.what}\n${report}`);
-      for (const run of [inToday, inAhead]) {
-        if (run.apply.kind !== 'applied') throw new Error(`the planted migration did not apply:\n${report}`);
-      }
-      const seenToday = inToday.differences.length > 0;
-      const seenAhead = inAhead.differences.length > 0;
-      if (!seenAhead || seenToday !== (p.seen === 'both')) {
-        throw new Error(`expected a change ${p.seen === 'both' ? 'in both worlds' : 'on the clock ahead only'}:\n${report}`);
-      }
-      if (p.slow && !inAhead.differences.some((d) => d.slow || (!d.after.ok && d.after.code === '57014'))) {
-        throw new Error(`expected a write slower than its bound:\n${report}`);
-      }
-    }, CASE_TIMEOUT_MS);
+    test.each(planted)(
+      'sees: $what',
+      async (p) => {
+        const [inToday, inAhead] = await runBoth(p.sql, 1);
+        const report = `  SQL: ${showSql(p.sql)}\n${describeRun(inToday)}\n${describeRun(inAhead)}`;
+        if (VERBOSE) console.log(`sees: ${p.what}\n${report}`);
+        for (const run of [inToday, inAhead]) {
+          if (run.apply.kind !== 'applied') throw new Error(`the planted migration did not apply:\n${report}`);
+        }
+        const seenToday = inToday.differences.length > 0;
+        const seenAhead = inAhead.differences.length > 0;
+        if (!seenAhead || seenToday !== (p.seen === 'both')) {
+          throw new Error(`expected a change ${p.seen === 'both' ? 'in both worlds' : 'on the clock ahead only'}:\n${report}`);
+        }
+        if (p.slow && !inAhead.differences.some((d) => d.slow || (!d.after.ok && d.after.code === '57014'))) {
+          throw new Error(`expected a write slower than its bound:\n${report}`);
+        }
+      },
+      CASE_TIMEOUT_MS,
+    );
 
-    test.each(controls)('lets through: $what', async (c) => {
-      const runs = await runBoth(c.sql);
-      const report = `  SQL: ${showSql(c.sql)}\n${runs.map(describeRun).join('\n')}`;
-      if (VERBOSE) console.log(`lets through: ${c.what}\n${report}`);
-      if (runs.some((r) => r.apply.kind !== 'applied' || r.differences.length > 0)) throw new Error(`expected applied and no change:\n${report}`);
-    }, CASE_TIMEOUT_MS);
+    test.each(controls)(
+      'lets through: $what',
+      async (c) => {
+        const runs = await runBoth(c.sql);
+        const report = `  SQL: ${showSql(c.sql)}\n${runs.map(describeRun).join('\n')}`;
+        if (VERBOSE) console.log(`lets through: ${c.what}\n${report}`);
+        if (runs.some((r) => r.apply.kind !== 'applied' || r.differences.length > 0)) throw new Error(`expected applied and no change:\n${report}`);
+      },
+      CASE_TIMEOUT_MS,
+    );
   });
 
   describe('the red-team corpus', () => {
@@ -260,25 +273,29 @@ describeWrites("the application's later writes", () => {
       for (const n of notApplied) log(`accepted but not applied: ${n}`);
     });
 
-    test.each(corpus)('$label', async (c) => {
-      let report: PolicyReport;
-      try {
-        report = await checkMigration(c.sql, { schema: 'public', coreTables: FIXTURE_CORE_TABLES });
-      } catch {
-        return; // the judge must never throw: differential.test.ts says so; here it only means nothing is applied
-      }
-      if (!report.accepted) return;
-      applied++;
-      const runs = await runBoth(c.sql);
-      for (const r of runs) if (r.apply.kind !== 'applied') notApplied.push(`${c.label} [${r.world}]: ${describeApply(r.apply)}`);
-      const changed = runs.filter((r) => r.differences.length > 0);
-      const message = `${c.label}\n  SQL: ${showSql(c.sql)}\n  judge: accepted (${c.kind === 'mustReject' ? 'a bypass' : 'legitimate'})\n${runs.map(describeRun).join('\n')}`;
-      if (VERBOSE) console.log(message);
-      if (changed.length > 0) {
-        harms.push(message);
-        throw new Error(`the application's writes changed:\n${message}`);
-      }
-    }, CASE_TIMEOUT_MS);
+    test.each(corpus)(
+      '$label',
+      async (c) => {
+        let report: PolicyReport;
+        try {
+          report = await checkMigration(c.sql, { schema: 'public', coreTables: FIXTURE_CORE_TABLES });
+        } catch {
+          return; // the judge must never throw: differential.test.ts says so; here it only means nothing is applied
+        }
+        if (!report.accepted) return;
+        applied++;
+        const runs = await runBoth(c.sql);
+        for (const r of runs) if (r.apply.kind !== 'applied') notApplied.push(`${c.label} [${r.world}]: ${describeApply(r.apply)}`);
+        const changed = runs.filter((r) => r.differences.length > 0);
+        const message = `${c.label}\n  SQL: ${showSql(c.sql)}\n  judge: accepted (${c.kind === 'mustReject' ? 'a bypass' : 'legitimate'})\n${runs.map(describeRun).join('\n')}`;
+        if (VERBOSE) console.log(message);
+        if (changed.length > 0) {
+          harms.push(message);
+          throw new Error(`the application's writes changed:\n${message}`);
+        }
+      },
+      CASE_TIMEOUT_MS,
+    );
 
     test("no accepted case changes the application's writes", () => {
       if (harms.length > 0) throw new Error(`${harms.length} accepted case(s) changed the application's writes:\n\n${harms.join('\n\n')}`);
