@@ -6,813 +6,812 @@ export const EIP3009_TOKEN = {
   contractName: 'Eip3009Token',
   abi: [
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'string',
-          name: 'name_',
-          type: 'string',
+          "internalType": "string",
+          "name": "name_",
+          "type": "string"
         },
         {
-          internalType: 'string',
-          name: 'symbol_',
-          type: 'string',
+          "internalType": "string",
+          "name": "symbol_",
+          "type": "string"
         },
         {
-          internalType: 'string',
-          name: 'version_',
-          type: 'string',
+          "internalType": "string",
+          "name": "version_",
+          "type": "string"
         },
         {
-          internalType: 'uint8',
-          name: 'decimals_',
-          type: 'uint8',
-        },
+          "internalType": "uint8",
+          "name": "decimals_",
+          "type": "uint8"
+        }
       ],
-      stateMutability: 'nonpayable',
-      type: 'constructor',
+      "stateMutability": "nonpayable",
+      "type": "constructor"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'spender',
-          type: 'address',
+          "internalType": "address",
+          "name": "spender",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'allowance',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "allowance",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'needed',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "needed",
+          "type": "uint256"
+        }
       ],
-      name: 'ERC20InsufficientAllowance',
-      type: 'error',
+      "name": "ERC20InsufficientAllowance",
+      "type": "error"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'sender',
-          type: 'address',
+          "internalType": "address",
+          "name": "sender",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'balance',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "balance",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'needed',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "needed",
+          "type": "uint256"
+        }
       ],
-      name: 'ERC20InsufficientBalance',
-      type: 'error',
+      "name": "ERC20InsufficientBalance",
+      "type": "error"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'approver',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "approver",
+          "type": "address"
+        }
       ],
-      name: 'ERC20InvalidApprover',
-      type: 'error',
+      "name": "ERC20InvalidApprover",
+      "type": "error"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'receiver',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "receiver",
+          "type": "address"
+        }
       ],
-      name: 'ERC20InvalidReceiver',
-      type: 'error',
+      "name": "ERC20InvalidReceiver",
+      "type": "error"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'sender',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "sender",
+          "type": "address"
+        }
       ],
-      name: 'ERC20InvalidSender',
-      type: 'error',
+      "name": "ERC20InvalidSender",
+      "type": "error"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'spender',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "spender",
+          "type": "address"
+        }
       ],
-      name: 'ERC20InvalidSpender',
-      type: 'error',
+      "name": "ERC20InvalidSpender",
+      "type": "error"
     },
     {
-      inputs: [],
-      name: 'InvalidShortString',
-      type: 'error',
+      "inputs": [],
+      "name": "InvalidShortString",
+      "type": "error"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'string',
-          name: 'str',
-          type: 'string',
-        },
+          "internalType": "string",
+          "name": "str",
+          "type": "string"
+        }
       ],
-      name: 'StringTooLong',
-      type: 'error',
+      "name": "StringTooLong",
+      "type": "error"
     },
     {
-      anonymous: false,
-      inputs: [
+      "anonymous": false,
+      "inputs": [
         {
-          indexed: true,
-          internalType: 'address',
-          name: 'owner',
-          type: 'address',
+          "indexed": true,
+          "internalType": "address",
+          "name": "owner",
+          "type": "address"
         },
         {
-          indexed: true,
-          internalType: 'address',
-          name: 'spender',
-          type: 'address',
+          "indexed": true,
+          "internalType": "address",
+          "name": "spender",
+          "type": "address"
         },
         {
-          indexed: false,
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
-        },
+          "indexed": false,
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
+        }
       ],
-      name: 'Approval',
-      type: 'event',
+      "name": "Approval",
+      "type": "event"
     },
     {
-      anonymous: false,
-      inputs: [
+      "anonymous": false,
+      "inputs": [
         {
-          indexed: true,
-          internalType: 'address',
-          name: 'authorizer',
-          type: 'address',
+          "indexed": true,
+          "internalType": "address",
+          "name": "authorizer",
+          "type": "address"
         },
         {
-          indexed: true,
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
-        },
+          "indexed": true,
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
+        }
       ],
-      name: 'AuthorizationCanceled',
-      type: 'event',
+      "name": "AuthorizationCanceled",
+      "type": "event"
     },
     {
-      anonymous: false,
-      inputs: [
+      "anonymous": false,
+      "inputs": [
         {
-          indexed: true,
-          internalType: 'address',
-          name: 'authorizer',
-          type: 'address',
+          "indexed": true,
+          "internalType": "address",
+          "name": "authorizer",
+          "type": "address"
         },
         {
-          indexed: true,
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
-        },
+          "indexed": true,
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
+        }
       ],
-      name: 'AuthorizationUsed',
-      type: 'event',
+      "name": "AuthorizationUsed",
+      "type": "event"
     },
     {
-      anonymous: false,
-      inputs: [],
-      name: 'EIP712DomainChanged',
-      type: 'event',
+      "anonymous": false,
+      "inputs": [],
+      "name": "EIP712DomainChanged",
+      "type": "event"
     },
     {
-      anonymous: false,
-      inputs: [
+      "anonymous": false,
+      "inputs": [
         {
-          indexed: true,
-          internalType: 'address',
-          name: 'from',
-          type: 'address',
+          "indexed": true,
+          "internalType": "address",
+          "name": "from",
+          "type": "address"
         },
         {
-          indexed: true,
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "indexed": true,
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          indexed: false,
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
-        },
+          "indexed": false,
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
+        }
       ],
-      name: 'Transfer',
-      type: 'event',
+      "name": "Transfer",
+      "type": "event"
     },
     {
-      inputs: [],
-      name: 'CANCEL_AUTHORIZATION_TYPEHASH',
-      outputs: [
+      "inputs": [],
+      "name": "CANCEL_AUTHORIZATION_TYPEHASH",
+      "outputs": [
         {
-          internalType: 'bytes32',
-          name: '',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "",
+          "type": "bytes32"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'DOMAIN_SEPARATOR',
-      outputs: [
+      "inputs": [],
+      "name": "DOMAIN_SEPARATOR",
+      "outputs": [
         {
-          internalType: 'bytes32',
-          name: '',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "",
+          "type": "bytes32"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'RECEIVE_WITH_AUTHORIZATION_TYPEHASH',
-      outputs: [
+      "inputs": [],
+      "name": "RECEIVE_WITH_AUTHORIZATION_TYPEHASH",
+      "outputs": [
         {
-          internalType: 'bytes32',
-          name: '',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "",
+          "type": "bytes32"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'TRANSFER_WITH_AUTHORIZATION_TYPEHASH',
-      outputs: [
+      "inputs": [],
+      "name": "TRANSFER_WITH_AUTHORIZATION_TYPEHASH",
+      "outputs": [
         {
-          internalType: 'bytes32',
-          name: '',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "",
+          "type": "bytes32"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'owner',
-          type: 'address',
+          "internalType": "address",
+          "name": "owner",
+          "type": "address"
         },
         {
-          internalType: 'address',
-          name: 'spender',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "spender",
+          "type": "address"
+        }
       ],
-      name: 'allowance',
-      outputs: [
+      "name": "allowance",
+      "outputs": [
         {
-          internalType: 'uint256',
-          name: '',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "",
+          "type": "uint256"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'spender',
-          type: 'address',
+          "internalType": "address",
+          "name": "spender",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
+        }
       ],
-      name: 'approve',
-      outputs: [
+      "name": "approve",
+      "outputs": [
         {
-          internalType: 'bool',
-          name: '',
-          type: 'bool',
-        },
+          "internalType": "bool",
+          "name": "",
+          "type": "bool"
+        }
       ],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'authorizer',
-          type: 'address',
+          "internalType": "address",
+          "name": "authorizer",
+          "type": "address"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
+        }
       ],
-      name: 'authorizationState',
-      outputs: [
+      "name": "authorizationState",
+      "outputs": [
         {
-          internalType: 'bool',
-          name: '',
-          type: 'bool',
-        },
+          "internalType": "bool",
+          "name": "",
+          "type": "bool"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'account',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "account",
+          "type": "address"
+        }
       ],
-      name: 'balanceOf',
-      outputs: [
+      "name": "balanceOf",
+      "outputs": [
         {
-          internalType: 'uint256',
-          name: '',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "",
+          "type": "uint256"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'authorizer',
-          type: 'address',
+          "internalType": "address",
+          "name": "authorizer",
+          "type": "address"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
         },
         {
-          internalType: 'uint8',
-          name: 'v',
-          type: 'uint8',
+          "internalType": "uint8",
+          "name": "v",
+          "type": "uint8"
         },
         {
-          internalType: 'bytes32',
-          name: 'r',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "r",
+          "type": "bytes32"
         },
         {
-          internalType: 'bytes32',
-          name: 's',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "s",
+          "type": "bytes32"
+        }
       ],
-      name: 'cancelAuthorization',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "cancelAuthorization",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'authorizer',
-          type: 'address',
+          "internalType": "address",
+          "name": "authorizer",
+          "type": "address"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
         },
         {
-          internalType: 'bytes',
-          name: 'signature',
-          type: 'bytes',
-        },
+          "internalType": "bytes",
+          "name": "signature",
+          "type": "bytes"
+        }
       ],
-      name: 'cancelAuthorization',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "cancelAuthorization",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'decimals',
-      outputs: [
+      "inputs": [],
+      "name": "decimals",
+      "outputs": [
         {
-          internalType: 'uint8',
-          name: '',
-          type: 'uint8',
-        },
+          "internalType": "uint8",
+          "name": "",
+          "type": "uint8"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'eip712Domain',
-      outputs: [
+      "inputs": [],
+      "name": "eip712Domain",
+      "outputs": [
         {
-          internalType: 'bytes1',
-          name: 'fields',
-          type: 'bytes1',
+          "internalType": "bytes1",
+          "name": "fields",
+          "type": "bytes1"
         },
         {
-          internalType: 'string',
-          name: 'name',
-          type: 'string',
+          "internalType": "string",
+          "name": "name",
+          "type": "string"
         },
         {
-          internalType: 'string',
-          name: 'version',
-          type: 'string',
+          "internalType": "string",
+          "name": "version",
+          "type": "string"
         },
         {
-          internalType: 'uint256',
-          name: 'chainId',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "chainId",
+          "type": "uint256"
         },
         {
-          internalType: 'address',
-          name: 'verifyingContract',
-          type: 'address',
+          "internalType": "address",
+          "name": "verifyingContract",
+          "type": "address"
         },
         {
-          internalType: 'bytes32',
-          name: 'salt',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "salt",
+          "type": "bytes32"
         },
         {
-          internalType: 'uint256[]',
-          name: 'extensions',
-          type: 'uint256[]',
-        },
+          "internalType": "uint256[]",
+          "name": "extensions",
+          "type": "uint256[]"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
+        }
       ],
-      name: 'mint',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "mint",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'minter',
-      outputs: [
+      "inputs": [],
+      "name": "minter",
+      "outputs": [
         {
-          internalType: 'address',
-          name: '',
-          type: 'address',
-        },
+          "internalType": "address",
+          "name": "",
+          "type": "address"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'name',
-      outputs: [
+      "inputs": [],
+      "name": "name",
+      "outputs": [
         {
-          internalType: 'string',
-          name: '',
-          type: 'string',
-        },
+          "internalType": "string",
+          "name": "",
+          "type": "string"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'from',
-          type: 'address',
+          "internalType": "address",
+          "name": "from",
+          "type": "address"
         },
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validAfter',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validAfter",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validBefore',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validBefore",
+          "type": "uint256"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
         },
         {
-          internalType: 'bytes',
-          name: 'signature',
-          type: 'bytes',
-        },
+          "internalType": "bytes",
+          "name": "signature",
+          "type": "bytes"
+        }
       ],
-      name: 'receiveWithAuthorization',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "receiveWithAuthorization",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'from',
-          type: 'address',
+          "internalType": "address",
+          "name": "from",
+          "type": "address"
         },
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validAfter',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validAfter",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validBefore',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validBefore",
+          "type": "uint256"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
         },
         {
-          internalType: 'uint8',
-          name: 'v',
-          type: 'uint8',
+          "internalType": "uint8",
+          "name": "v",
+          "type": "uint8"
         },
         {
-          internalType: 'bytes32',
-          name: 'r',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "r",
+          "type": "bytes32"
         },
         {
-          internalType: 'bytes32',
-          name: 's',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "s",
+          "type": "bytes32"
+        }
       ],
-      name: 'receiveWithAuthorization',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "receiveWithAuthorization",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'symbol',
-      outputs: [
+      "inputs": [],
+      "name": "symbol",
+      "outputs": [
         {
-          internalType: 'string',
-          name: '',
-          type: 'string',
-        },
+          "internalType": "string",
+          "name": "",
+          "type": "string"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'totalSupply',
-      outputs: [
+      "inputs": [],
+      "name": "totalSupply",
+      "outputs": [
         {
-          internalType: 'uint256',
-          name: '',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "",
+          "type": "uint256"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
+      "stateMutability": "view",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
+        }
       ],
-      name: 'transfer',
-      outputs: [
+      "name": "transfer",
+      "outputs": [
         {
-          internalType: 'bool',
-          name: '',
-          type: 'bool',
-        },
+          "internalType": "bool",
+          "name": "",
+          "type": "bool"
+        }
       ],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'from',
-          type: 'address',
+          "internalType": "address",
+          "name": "from",
+          "type": "address"
         },
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
-        },
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
+        }
       ],
-      name: 'transferFrom',
-      outputs: [
+      "name": "transferFrom",
+      "outputs": [
         {
-          internalType: 'bool',
-          name: '',
-          type: 'bool',
-        },
+          "internalType": "bool",
+          "name": "",
+          "type": "bool"
+        }
       ],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'from',
-          type: 'address',
+          "internalType": "address",
+          "name": "from",
+          "type": "address"
         },
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validAfter',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validAfter",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validBefore',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validBefore",
+          "type": "uint256"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
         },
         {
-          internalType: 'bytes',
-          name: 'signature',
-          type: 'bytes',
-        },
+          "internalType": "bytes",
+          "name": "signature",
+          "type": "bytes"
+        }
       ],
-      name: 'transferWithAuthorization',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "transferWithAuthorization",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'address',
-          name: 'from',
-          type: 'address',
+          "internalType": "address",
+          "name": "from",
+          "type": "address"
         },
         {
-          internalType: 'address',
-          name: 'to',
-          type: 'address',
+          "internalType": "address",
+          "name": "to",
+          "type": "address"
         },
         {
-          internalType: 'uint256',
-          name: 'value',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "value",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validAfter',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validAfter",
+          "type": "uint256"
         },
         {
-          internalType: 'uint256',
-          name: 'validBefore',
-          type: 'uint256',
+          "internalType": "uint256",
+          "name": "validBefore",
+          "type": "uint256"
         },
         {
-          internalType: 'bytes32',
-          name: 'nonce',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "nonce",
+          "type": "bytes32"
         },
         {
-          internalType: 'uint8',
-          name: 'v',
-          type: 'uint8',
+          "internalType": "uint8",
+          "name": "v",
+          "type": "uint8"
         },
         {
-          internalType: 'bytes32',
-          name: 'r',
-          type: 'bytes32',
+          "internalType": "bytes32",
+          "name": "r",
+          "type": "bytes32"
         },
         {
-          internalType: 'bytes32',
-          name: 's',
-          type: 'bytes32',
-        },
+          "internalType": "bytes32",
+          "name": "s",
+          "type": "bytes32"
+        }
       ],
-      name: 'transferWithAuthorization',
-      outputs: [],
-      stateMutability: 'nonpayable',
-      type: 'function',
+      "name": "transferWithAuthorization",
+      "outputs": [],
+      "stateMutability": "nonpayable",
+      "type": "function"
     },
     {
-      inputs: [],
-      name: 'version',
-      outputs: [
+      "inputs": [],
+      "name": "version",
+      "outputs": [
         {
-          internalType: 'string',
-          name: '',
-          type: 'string',
-        },
+          "internalType": "string",
+          "name": "",
+          "type": "string"
+        }
       ],
-      stateMutability: 'view',
-      type: 'function',
-    },
+      "stateMutability": "view",
+      "type": "function"
+    }
   ],
-  bytecode:
-    '0x6101a0604052348015610010575f5ffd5b50604051611b4b380380611b4b83398101604081905261002f916101f8565b83828185600361003f838261032e565b50600461004c828261032e565b50505061005e8261011560201b60201c565b6101205261006b81610115565b61014052815160208084019190912060e052815190820120610100524660a0526100f760e05161010051604080517f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f60208201529081019290925260608201524660808201523060a08201525f9060c00160405160208183030381529060405280519060200120905090565b60805250503060c052336101605260ff166101805250610444915050565b5f5f829050601f81511115610148578260405163305a27a960e01b815260040161013f91906103ec565b60405180910390fd5b805161015382610421565b179392505050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f83011261017e575f5ffd5b81516001600160401b038111156101975761019761015b565b604051601f8201601f19908116603f011681016001600160401b03811182821017156101c5576101c561015b565b6040528181528382016020018510156101dc575f5ffd5b8160208501602083015e5f918101602001919091529392505050565b5f5f5f5f6080858703121561020b575f5ffd5b84516001600160401b03811115610220575f5ffd5b61022c8782880161016f565b602087015190955090506001600160401b03811115610249575f5ffd5b6102558782880161016f565b604087015190945090506001600160401b03811115610272575f5ffd5b61027e8782880161016f565b925050606085015160ff81168114610294575f5ffd5b939692955090935050565b600181811c908216806102b357607f821691505b6020821081036102d157634e487b7160e01b5f52602260045260245ffd5b50919050565b601f821115610329578282111561032957805f5260205f20601f840160051c602085101561030257505f5b90810190601f840160051c035f5b81811015610325575f83820155600101610310565b5050505b505050565b81516001600160401b038111156103475761034761015b565b61035b81610355845461029f565b846102d7565b6020601f82116001811461038d575f83156103765750848201515b5f19600385901b1c1916600184901b1784556103e5565b5f84815260208120601f198516915b828110156103bc578785015182556020948501946001909201910161039c565b50848210156103d957868401515f19600387901b60f8161c191681555b505060018360011b0184555b5050505050565b602081525f82518060208401528060208501604085015e5f604082850101526040601f19601f83011684010191505092915050565b805160208083015191908110156102d1575f1960209190910360031b1b16919050565b60805160a05160c05160e051610100516101205161014051610160516101805161169b6104b05f395f61020301525f818161017a01526104ee01525f61090a01525f610a0101525f61087f01525f61085701525f6107b201525f6107dc01525f610806015261169b5ff3fe608060405234801561000f575f5ffd5b5060043610610153575f3560e01c806384b0196e116100bf578063cf09299511610079578063cf09299514610337578063d91694871461034a578063dd62ed3e14610371578063e3ee160e146103a9578063e94a0102146103bc578063ef55bec6146103f4575f5ffd5b806384b0196e146102b457806388b7ab63146102cf57806395d89b41146102e2578063a0cc6a68146102ea578063a9059cbb14610311578063b7b7289914610324575f5ffd5b80633644e515116101105780633644e5151461022d57806340c10f191461023557806354fd4d501461024a5780635a049a701461025257806370a08231146102655780637f2eecc31461028d575f5ffd5b806306fdde03146101575780630754617214610175578063095ea7b3146101b457806318160ddd146101d757806323b872dd146101e9578063313ce567146101fc575b5f5ffd5b61015f610407565b60405161016c91906111e6565b60405180910390f35b61019c7f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b03909116815260200161016c565b6101c76101c2366004611213565b610497565b604051901515815260200161016c565b6002545b60405190815260200161016c565b6101c76101f736600461123b565b6104b0565b60405160ff7f000000000000000000000000000000000000000000000000000000000000000016815260200161016c565b6101db6104d5565b610248610243366004611213565b6104e3565b005b61015f61057d565b610248610260366004611285565b610587565b6101db6102733660046112cf565b6001600160a01b03165f9081526020819052604090205490565b6101db7fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de881565b6102bc6105bc565b60405161016c97969594939291906112e8565b6102486102dd36600461141d565b6105fe565b61015f610616565b6101db7f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226781565b6101c761031f366004611213565b610625565b61024861033236600461149c565b610632565b61024861034536600461141d565b610642565b6101db7f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742981565b6101db61037f3660046114ef565b6001600160a01b039182165f90815260016020908152604080832093909416825291909152205490565b6102486103b7366004611520565b610651565b6101c76103ca366004611213565b6001600160a01b03919091165f908152600760209081526040808320938352929052205460ff1690565b610248610402366004611520565b61068e565b6060600380546104169061159b565b80601f01602080910402602001604051908101604052809291908181526020018280546104429061159b565b801561048d5780601f106104645761010080835404028352916020019161048d565b820191905f5260205f20905b81548152906001019060200180831161047057829003601f168201915b5050505050905090565b5f336104a48185856106c0565b60019150505b92915050565b5f336104bd8582856106cd565b6104c8858585610749565b60019150505b9392505050565b5f6104de6107a6565b905090565b336001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000161461056f5760405162461bcd60e51b815260206004820152602660248201527f45697033303039546f6b656e3a2063616c6c6572206973206e6f74207468652060448201526536b4b73a32b960d11b60648201526084015b60405180910390fd5b61057982826108cf565b5050565b60606104de610903565b6105b585858484876040516020016105a1939291906115d3565b60405160208183030381529060405261092e565b5050505050565b5f6060805f5f5f60606105cd6109fa565b6105d5610903565b604080515f80825260208201909252600f60f81b9b939a50919850469750309650945092509050565b61060d87878787878787610a25565b50505050505050565b6060600480546104169061159b565b5f336104a4818585610749565b61063d83838361092e565b505050565b61060d87878787878787610aee565b61068389898989898988888b60405160200161066f939291906115d3565b604051602081830303815290604052610aee565b505050505050505050565b61068389898989898988888b6040516020016106ac939291906115d3565b604051602081830303815290604052610a25565b61063d8383836001610b3b565b6001600160a01b038381165f908152600160209081526040808320938616835292905220545f19811015610743578181101561073557604051637dc7a0d960e11b81526001600160a01b03841660048201526024810182905260448101839052606401610566565b61074384848484035f610b3b565b50505050565b6001600160a01b03831661077257604051634b637e8f60e11b81525f6004820152602401610566565b6001600160a01b03821661079b5760405163ec442f0560e01b81525f6004820152602401610566565b61063d838383610c0d565b5f306001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000161480156107fe57507f000000000000000000000000000000000000000000000000000000000000000046145b1561082857507f000000000000000000000000000000000000000000000000000000000000000090565b6104de604080517f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f60208201527f0000000000000000000000000000000000000000000000000000000000000000918101919091527f000000000000000000000000000000000000000000000000000000000000000060608201524660808201523060a08201525f9060c00160405160208183030381529060405280519060200120905090565b6001600160a01b0382166108f85760405163ec442f0560e01b81525f6004820152602401610566565b6105795f8383610c0d565b60606104de7f0000000000000000000000000000000000000000000000000000000000000000610d33565b6109388383610d70565b604080517f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742960208201526001600160a01b03851691810191909152606081018390526109a09084906080015b6040516020818303038152906040528051906020012083610dfb565b6001600160a01b0383165f818152600760209081526040808320868452909152808220805460ff19166001179055518492917f1cdd46ff242716cdaa72d159d339a485b3438398348d68f09d7c8c0a59353d8191a3505050565b60606104de7f0000000000000000000000000000000000000000000000000000000000000000610d33565b6001600160a01b0386163314610a8c5760405162461bcd60e51b815260206004820152602660248201527f45697033303039546f6b656e3a2063616c6c6572206d7573742062652074686560448201526520706179656560d01b6064820152608401610566565b610a9887838686610e5a565b610ad9877fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de889898989898960405160200161098497969594939291906115f6565b610ae38783610f26565b61060d878787610749565b610afa87838686610e5a565b610ad9877f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226789898989898960405160200161098497969594939291906115f6565b6001600160a01b038416610b645760405163e602df0560e01b81525f6004820152602401610566565b6001600160a01b038316610b8d57604051634a1406b160e11b81525f6004820152602401610566565b6001600160a01b038085165f908152600160209081526040808320938716835292905220829055801561074357826001600160a01b0316846001600160a01b03167f8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b92584604051610bff91815260200190565b60405180910390a350505050565b6001600160a01b038316610c37578060025f828254610c2c9190611632565b90915550610ca79050565b6001600160a01b0383165f9081526020819052604090205481811015610c895760405163391434e360e21b81526001600160a01b03851660048201526024810182905260448101839052606401610566565b6001600160a01b0384165f9081526020819052604090209082900390555b6001600160a01b038216610cc357600280548290039055610ce1565b6001600160a01b0382165f9081526020819052604090208054820190555b816001600160a01b0316836001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef83604051610d2691815260200190565b60405180910390a3505050565b60605f610d3f83610f7f565b6040805160208082528183019092529192505f91906020820181803683375050509182525060208101929092525090565b6001600160a01b0382165f90815260076020908152604080832084845290915290205460ff16156105795760405162461bcd60e51b815260206004820152602f60248201527f45697033303039546f6b656e3a20617574686f72697a6174696f6e206973207560448201526e1cd959081bdc8818d85b98d95b1959608a1b6064820152608401610566565b610e0e83610e0884610fa6565b83610fd2565b61063d5760405162461bcd60e51b815260206004820152601f60248201527f45697033303039546f6b656e3a20696e76616c6964207369676e6174757265006044820152606401610566565b814211610ebe5760405162461bcd60e51b815260206004820152602c60248201527f45697033303039546f6b656e3a20617574686f72697a6174696f6e206973206e60448201526b1bdd081e595d081d985b1a5960a21b6064820152608401610566565b804210610f1c5760405162461bcd60e51b815260206004820152602660248201527f45697033303039546f6b656e3a20617574686f72697a6174696f6e20697320656044820152651e1c1a5c995960d21b6064820152608401610566565b6107438484610d70565b6001600160a01b0382165f818152600760209081526040808320858452909152808220805460ff19166001179055518392917f98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a591a35050565b5f60ff8216601f8111156104aa57604051632cd44ac360e21b815260040160405180910390fd5b5f6104aa610fb26107a6565b8360405161190160f01b8152600281019290925260228201526042902090565b5f836001600160a01b03163b5f03611030575f5f610ff08585611042565b5090925090505f81600381111561100957611009611651565b1480156110275750856001600160a01b0316826001600160a01b0316145b925050506104ce565b61103b84848461108b565b90506104ce565b5f5f5f8351604103611079576020840151604085015160608601515f1a61106b888285856110f0565b955095509550505050611084565b505081515f91506002905b9250925092565b805160408051630b135d3f60e11b8082526004820186905260248201929092525f92906020820185604483015e5f82606483010152601f820160051c60051b915060205f60648401838a5afa9050825f5114601f3d1116811693505050509392505050565b5f80807f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a084111561112957505f915060039050826111ae565b604080515f808252602082018084528a905260ff891692820192909252606081018790526080810186905260019060a0016020604051602081039080840390855afa15801561117a573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b0381166111a557505f9250600191508290506111ae565b92505f91508190505b9450945094915050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b602081525f6104ce60208301846111b8565b80356001600160a01b038116811461120e575f5ffd5b919050565b5f5f60408385031215611224575f5ffd5b61122d836111f8565b946020939093013593505050565b5f5f5f6060848603121561124d575f5ffd5b611256846111f8565b9250611264602085016111f8565b929592945050506040919091013590565b803560ff8116811461120e575f5ffd5b5f5f5f5f5f60a08688031215611299575f5ffd5b6112a2866111f8565b9450602086013593506112b760408701611275565b94979396509394606081013594506080013592915050565b5f602082840312156112df575f5ffd5b6104ce826111f8565b60ff60f81b8816815260e060208201525f61130660e08301896111b8565b828103604084015261131881896111b8565b606084018890526001600160a01b038716608085015260a0840186905283810360c0850152845180825260208087019350909101905f5b8181101561136d57835183526020938401939092019160010161134f565b50909b9a5050505050505050505050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f8301126113a1575f5ffd5b813567ffffffffffffffff8111156113bb576113bb61137e565b604051601f8201601f19908116603f0116810167ffffffffffffffff811182821017156113ea576113ea61137e565b604052818152838201602001851015611401575f5ffd5b816020850160208301375f918101602001919091529392505050565b5f5f5f5f5f5f5f60e0888a031215611433575f5ffd5b61143c886111f8565b965061144a602089016111f8565b955060408801359450606088013593506080880135925060a0880135915060c088013567ffffffffffffffff811115611481575f5ffd5b61148d8a828b01611392565b91505092959891949750929550565b5f5f5f606084860312156114ae575f5ffd5b6114b7846111f8565b925060208401359150604084013567ffffffffffffffff8111156114d9575f5ffd5b6114e586828701611392565b9150509250925092565b5f5f60408385031215611500575f5ffd5b611509836111f8565b9150611517602084016111f8565b90509250929050565b5f5f5f5f5f5f5f5f5f6101208a8c031215611539575f5ffd5b6115428a6111f8565b985061155060208b016111f8565b975060408a0135965060608a0135955060808a0135945060a08a0135935061157a60c08b01611275565b989b979a50959894979396929550929360e081013593506101000135919050565b600181811c908216806115af57607f821691505b6020821081036115cd57634e487b7160e01b5f52602260045260245ffd5b50919050565b928352602083019190915260f81b6001600160f81b031916604082015260410190565b9687526001600160a01b0395861660208801529390941660408601526060850191909152608084015260a083019190915260c082015260e00190565b808201808211156104aa57634e487b7160e01b5f52601160045260245ffd5b634e487b7160e01b5f52602160045260245ffdfea26469706673582212205b8423bfd6de555cc80ddb084d205f56d31fc2b3c9984f061352b2f79ad85d5164736f6c63430008250033',
+  bytecode: '0x6101a0604052348015610010575f5ffd5b50604051611b4b380380611b4b83398101604081905261002f916101f8565b83828185600361003f838261032e565b50600461004c828261032e565b50505061005e8261011560201b60201c565b6101205261006b81610115565b61014052815160208084019190912060e052815190820120610100524660a0526100f760e05161010051604080517f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f60208201529081019290925260608201524660808201523060a08201525f9060c00160405160208183030381529060405280519060200120905090565b60805250503060c052336101605260ff166101805250610444915050565b5f5f829050601f81511115610148578260405163305a27a960e01b815260040161013f91906103ec565b60405180910390fd5b805161015382610421565b179392505050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f83011261017e575f5ffd5b81516001600160401b038111156101975761019761015b565b604051601f8201601f19908116603f011681016001600160401b03811182821017156101c5576101c561015b565b6040528181528382016020018510156101dc575f5ffd5b8160208501602083015e5f918101602001919091529392505050565b5f5f5f5f6080858703121561020b575f5ffd5b84516001600160401b03811115610220575f5ffd5b61022c8782880161016f565b602087015190955090506001600160401b03811115610249575f5ffd5b6102558782880161016f565b604087015190945090506001600160401b03811115610272575f5ffd5b61027e8782880161016f565b925050606085015160ff81168114610294575f5ffd5b939692955090935050565b600181811c908216806102b357607f821691505b6020821081036102d157634e487b7160e01b5f52602260045260245ffd5b50919050565b601f821115610329578282111561032957805f5260205f20601f840160051c602085101561030257505f5b90810190601f840160051c035f5b81811015610325575f83820155600101610310565b5050505b505050565b81516001600160401b038111156103475761034761015b565b61035b81610355845461029f565b846102d7565b6020601f82116001811461038d575f83156103765750848201515b5f19600385901b1c1916600184901b1784556103e5565b5f84815260208120601f198516915b828110156103bc578785015182556020948501946001909201910161039c565b50848210156103d957868401515f19600387901b60f8161c191681555b505060018360011b0184555b5050505050565b602081525f82518060208401528060208501604085015e5f604082850101526040601f19601f83011684010191505092915050565b805160208083015191908110156102d1575f1960209190910360031b1b16919050565b60805160a05160c05160e051610100516101205161014051610160516101805161169b6104b05f395f61020301525f818161017a01526104ee01525f61090a01525f610a0101525f61087f01525f61085701525f6107b201525f6107dc01525f610806015261169b5ff3fe608060405234801561000f575f5ffd5b5060043610610153575f3560e01c806384b0196e116100bf578063cf09299511610079578063cf09299514610337578063d91694871461034a578063dd62ed3e14610371578063e3ee160e146103a9578063e94a0102146103bc578063ef55bec6146103f4575f5ffd5b806384b0196e146102b457806388b7ab63146102cf57806395d89b41146102e2578063a0cc6a68146102ea578063a9059cbb14610311578063b7b7289914610324575f5ffd5b80633644e515116101105780633644e5151461022d57806340c10f191461023557806354fd4d501461024a5780635a049a701461025257806370a08231146102655780637f2eecc31461028d575f5ffd5b806306fdde03146101575780630754617214610175578063095ea7b3146101b457806318160ddd146101d757806323b872dd146101e9578063313ce567146101fc575b5f5ffd5b61015f610407565b60405161016c91906111e6565b60405180910390f35b61019c7f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b03909116815260200161016c565b6101c76101c2366004611213565b610497565b604051901515815260200161016c565b6002545b60405190815260200161016c565b6101c76101f736600461123b565b6104b0565b60405160ff7f000000000000000000000000000000000000000000000000000000000000000016815260200161016c565b6101db6104d5565b610248610243366004611213565b6104e3565b005b61015f61057d565b610248610260366004611285565b610587565b6101db6102733660046112cf565b6001600160a01b03165f9081526020819052604090205490565b6101db7fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de881565b6102bc6105bc565b60405161016c97969594939291906112e8565b6102486102dd36600461141d565b6105fe565b61015f610616565b6101db7f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226781565b6101c761031f366004611213565b610625565b61024861033236600461149c565b610632565b61024861034536600461141d565b610642565b6101db7f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742981565b6101db61037f3660046114ef565b6001600160a01b039182165f90815260016020908152604080832093909416825291909152205490565b6102486103b7366004611520565b610651565b6101c76103ca366004611213565b6001600160a01b03919091165f908152600760209081526040808320938352929052205460ff1690565b610248610402366004611520565b61068e565b6060600380546104169061159b565b80601f01602080910402602001604051908101604052809291908181526020018280546104429061159b565b801561048d5780601f106104645761010080835404028352916020019161048d565b820191905f5260205f20905b81548152906001019060200180831161047057829003601f168201915b5050505050905090565b5f336104a48185856106c0565b60019150505b92915050565b5f336104bd8582856106cd565b6104c8858585610749565b60019150505b9392505050565b5f6104de6107a6565b905090565b336001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000161461056f5760405162461bcd60e51b815260206004820152602660248201527f45697033303039546f6b656e3a2063616c6c6572206973206e6f74207468652060448201526536b4b73a32b960d11b60648201526084015b60405180910390fd5b61057982826108cf565b5050565b60606104de610903565b6105b585858484876040516020016105a1939291906115d3565b60405160208183030381529060405261092e565b5050505050565b5f6060805f5f5f60606105cd6109fa565b6105d5610903565b604080515f80825260208201909252600f60f81b9b939a50919850469750309650945092509050565b61060d87878787878787610a25565b50505050505050565b6060600480546104169061159b565b5f336104a4818585610749565b61063d83838361092e565b505050565b61060d87878787878787610aee565b61068389898989898988888b60405160200161066f939291906115d3565b604051602081830303815290604052610aee565b505050505050505050565b61068389898989898988888b6040516020016106ac939291906115d3565b604051602081830303815290604052610a25565b61063d8383836001610b3b565b6001600160a01b038381165f908152600160209081526040808320938616835292905220545f19811015610743578181101561073557604051637dc7a0d960e11b81526001600160a01b03841660048201526024810182905260448101839052606401610566565b61074384848484035f610b3b565b50505050565b6001600160a01b03831661077257604051634b637e8f60e11b81525f6004820152602401610566565b6001600160a01b03821661079b5760405163ec442f0560e01b81525f6004820152602401610566565b61063d838383610c0d565b5f306001600160a01b037f0000000000000000000000000000000000000000000000000000000000000000161480156107fe57507f000000000000000000000000000000000000000000000000000000000000000046145b1561082857507f000000000000000000000000000000000000000000000000000000000000000090565b6104de604080517f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f60208201527f0000000000000000000000000000000000000000000000000000000000000000918101919091527f000000000000000000000000000000000000000000000000000000000000000060608201524660808201523060a08201525f9060c00160405160208183030381529060405280519060200120905090565b6001600160a01b0382166108f85760405163ec442f0560e01b81525f6004820152602401610566565b6105795f8383610c0d565b60606104de7f0000000000000000000000000000000000000000000000000000000000000000610d33565b6109388383610d70565b604080517f158b0a9edf7a828aad02f63cd515c68ef2f50ba807396f6d12842833a159742960208201526001600160a01b03851691810191909152606081018390526109a09084906080015b6040516020818303038152906040528051906020012083610dfb565b6001600160a01b0383165f818152600760209081526040808320868452909152808220805460ff19166001179055518492917f1cdd46ff242716cdaa72d159d339a485b3438398348d68f09d7c8c0a59353d8191a3505050565b60606104de7f0000000000000000000000000000000000000000000000000000000000000000610d33565b6001600160a01b0386163314610a8c5760405162461bcd60e51b815260206004820152602660248201527f45697033303039546f6b656e3a2063616c6c6572206d7573742062652074686560448201526520706179656560d01b6064820152608401610566565b610a9887838686610e5a565b610ad9877fd099cc98ef71107a616c4f0f941f04c322d8e254fe26b3c6668db87aae413de889898989898960405160200161098497969594939291906115f6565b610ae38783610f26565b61060d878787610749565b610afa87838686610e5a565b610ad9877f7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a226789898989898960405160200161098497969594939291906115f6565b6001600160a01b038416610b645760405163e602df0560e01b81525f6004820152602401610566565b6001600160a01b038316610b8d57604051634a1406b160e11b81525f6004820152602401610566565b6001600160a01b038085165f908152600160209081526040808320938716835292905220829055801561074357826001600160a01b0316846001600160a01b03167f8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b92584604051610bff91815260200190565b60405180910390a350505050565b6001600160a01b038316610c37578060025f828254610c2c9190611632565b90915550610ca79050565b6001600160a01b0383165f9081526020819052604090205481811015610c895760405163391434e360e21b81526001600160a01b03851660048201526024810182905260448101839052606401610566565b6001600160a01b0384165f9081526020819052604090209082900390555b6001600160a01b038216610cc357600280548290039055610ce1565b6001600160a01b0382165f9081526020819052604090208054820190555b816001600160a01b0316836001600160a01b03167fddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef83604051610d2691815260200190565b60405180910390a3505050565b60605f610d3f83610f7f565b6040805160208082528183019092529192505f91906020820181803683375050509182525060208101929092525090565b6001600160a01b0382165f90815260076020908152604080832084845290915290205460ff16156105795760405162461bcd60e51b815260206004820152602f60248201527f45697033303039546f6b656e3a20617574686f72697a6174696f6e206973207560448201526e1cd959081bdc8818d85b98d95b1959608a1b6064820152608401610566565b610e0e83610e0884610fa6565b83610fd2565b61063d5760405162461bcd60e51b815260206004820152601f60248201527f45697033303039546f6b656e3a20696e76616c6964207369676e6174757265006044820152606401610566565b814211610ebe5760405162461bcd60e51b815260206004820152602c60248201527f45697033303039546f6b656e3a20617574686f72697a6174696f6e206973206e60448201526b1bdd081e595d081d985b1a5960a21b6064820152608401610566565b804210610f1c5760405162461bcd60e51b815260206004820152602660248201527f45697033303039546f6b656e3a20617574686f72697a6174696f6e20697320656044820152651e1c1a5c995960d21b6064820152608401610566565b6107438484610d70565b6001600160a01b0382165f818152600760209081526040808320858452909152808220805460ff19166001179055518392917f98de503528ee59b575ef0c0a2576a82497bfc029a5685b209e9ec333479b10a591a35050565b5f60ff8216601f8111156104aa57604051632cd44ac360e21b815260040160405180910390fd5b5f6104aa610fb26107a6565b8360405161190160f01b8152600281019290925260228201526042902090565b5f836001600160a01b03163b5f03611030575f5f610ff08585611042565b5090925090505f81600381111561100957611009611651565b1480156110275750856001600160a01b0316826001600160a01b0316145b925050506104ce565b61103b84848461108b565b90506104ce565b5f5f5f8351604103611079576020840151604085015160608601515f1a61106b888285856110f0565b955095509550505050611084565b505081515f91506002905b9250925092565b805160408051630b135d3f60e11b8082526004820186905260248201929092525f92906020820185604483015e5f82606483010152601f820160051c60051b915060205f60648401838a5afa9050825f5114601f3d1116811693505050509392505050565b5f80807f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a084111561112957505f915060039050826111ae565b604080515f808252602082018084528a905260ff891692820192909252606081018790526080810186905260019060a0016020604051602081039080840390855afa15801561117a573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b0381166111a557505f9250600191508290506111ae565b92505f91508190505b9450945094915050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b602081525f6104ce60208301846111b8565b80356001600160a01b038116811461120e575f5ffd5b919050565b5f5f60408385031215611224575f5ffd5b61122d836111f8565b946020939093013593505050565b5f5f5f6060848603121561124d575f5ffd5b611256846111f8565b9250611264602085016111f8565b929592945050506040919091013590565b803560ff8116811461120e575f5ffd5b5f5f5f5f5f60a08688031215611299575f5ffd5b6112a2866111f8565b9450602086013593506112b760408701611275565b94979396509394606081013594506080013592915050565b5f602082840312156112df575f5ffd5b6104ce826111f8565b60ff60f81b8816815260e060208201525f61130660e08301896111b8565b828103604084015261131881896111b8565b606084018890526001600160a01b038716608085015260a0840186905283810360c0850152845180825260208087019350909101905f5b8181101561136d57835183526020938401939092019160010161134f565b50909b9a5050505050505050505050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f8301126113a1575f5ffd5b813567ffffffffffffffff8111156113bb576113bb61137e565b604051601f8201601f19908116603f0116810167ffffffffffffffff811182821017156113ea576113ea61137e565b604052818152838201602001851015611401575f5ffd5b816020850160208301375f918101602001919091529392505050565b5f5f5f5f5f5f5f60e0888a031215611433575f5ffd5b61143c886111f8565b965061144a602089016111f8565b955060408801359450606088013593506080880135925060a0880135915060c088013567ffffffffffffffff811115611481575f5ffd5b61148d8a828b01611392565b91505092959891949750929550565b5f5f5f606084860312156114ae575f5ffd5b6114b7846111f8565b925060208401359150604084013567ffffffffffffffff8111156114d9575f5ffd5b6114e586828701611392565b9150509250925092565b5f5f60408385031215611500575f5ffd5b611509836111f8565b9150611517602084016111f8565b90509250929050565b5f5f5f5f5f5f5f5f5f6101208a8c031215611539575f5ffd5b6115428a6111f8565b985061155060208b016111f8565b975060408a0135965060608a0135955060808a0135945060a08a0135935061157a60c08b01611275565b989b979a50959894979396929550929360e081013593506101000135919050565b600181811c908216806115af57607f821691505b6020821081036115cd57634e487b7160e01b5f52602260045260245ffd5b50919050565b928352602083019190915260f81b6001600160f81b031916604082015260410190565b9687526001600160a01b0395861660208801529390941660408601526060850191909152608084015260a083019190915260c082015260e00190565b808201808211156104aa57634e487b7160e01b5f52601160045260245ffd5b634e487b7160e01b5f52602160045260245ffdfea26469706673582212205b8423bfd6de555cc80ddb084d205f56d31fc2b3c9984f061352b2f79ad85d5164736f6c63430008250033',
 } as const;
 
 /** TryAggregate (TryAggregate.sol): ABI and creation bytecode. */
@@ -820,54 +819,53 @@ export const TRY_AGGREGATE = {
   contractName: 'TryAggregate',
   abi: [
     {
-      inputs: [
+      "inputs": [
         {
-          internalType: 'bool',
-          name: 'requireSuccess',
-          type: 'bool',
+          "internalType": "bool",
+          "name": "requireSuccess",
+          "type": "bool"
         },
         {
-          components: [
+          "components": [
             {
-              internalType: 'address',
-              name: 'target',
-              type: 'address',
+              "internalType": "address",
+              "name": "target",
+              "type": "address"
             },
             {
-              internalType: 'bytes',
-              name: 'callData',
-              type: 'bytes',
-            },
+              "internalType": "bytes",
+              "name": "callData",
+              "type": "bytes"
+            }
           ],
-          internalType: 'struct TryAggregate.Call[]',
-          name: 'calls',
-          type: 'tuple[]',
-        },
+          "internalType": "struct TryAggregate.Call[]",
+          "name": "calls",
+          "type": "tuple[]"
+        }
       ],
-      name: 'tryAggregate',
-      outputs: [
+      "name": "tryAggregate",
+      "outputs": [
         {
-          components: [
+          "components": [
             {
-              internalType: 'bool',
-              name: 'success',
-              type: 'bool',
+              "internalType": "bool",
+              "name": "success",
+              "type": "bool"
             },
             {
-              internalType: 'bytes',
-              name: 'returnData',
-              type: 'bytes',
-            },
+              "internalType": "bytes",
+              "name": "returnData",
+              "type": "bytes"
+            }
           ],
-          internalType: 'struct TryAggregate.Result[]',
-          name: 'returnData',
-          type: 'tuple[]',
-        },
+          "internalType": "struct TryAggregate.Result[]",
+          "name": "returnData",
+          "type": "tuple[]"
+        }
       ],
-      stateMutability: 'payable',
-      type: 'function',
-    },
+      "stateMutability": "payable",
+      "type": "function"
+    }
   ],
-  bytecode:
-    '0x6080604052348015600e575f5ffd5b5061043b8061001c5f395ff3fe60806040526004361061001d575f3560e01c8063bce38bd714610021575b5f5ffd5b61003461002f366004610217565b61004a565b604051610041919061029e565b60405180910390f35b60608167ffffffffffffffff81111561006557610065610339565b6040519080825280602002602001820160405280156100aa57816020015b604080518082019091525f8152606060208201528152602001906001900390816100835790505b5090505f5b8281101561020f575f5f8585848181106100cb576100cb61034d565b90506020028101906100dd9190610361565b6100eb90602081019061037f565b6001600160a01b03168686858181106101065761010661034d565b90506020028101906101189190610361565b6101269060208101906103ac565b6040516101349291906103f6565b5f604051808303815f865af19150503d805f811461016d576040519150601f19603f3d011682016040523d82523d5f602084013e610172565b606091505b50915091508180610181575086155b6101d15760405162461bcd60e51b815260206004820152601760248201527f4d756c746963616c6c333a2063616c6c206661696c6564000000000000000000604482015260640160405180910390fd5b60405180604001604052808315158152602001828152508484815181106101fa576101fa61034d565b602090810291909101015250506001016100af565b509392505050565b5f5f5f60408486031215610229575f5ffd5b83358015158114610238575f5ffd5b9250602084013567ffffffffffffffff811115610253575f5ffd5b8401601f81018613610263575f5ffd5b803567ffffffffffffffff811115610279575f5ffd5b8660208260051b840101111561028d575f5ffd5b939660209190910195509293505050565b5f602082016020835280845180835260408501915060408160051b8601019250602086015f5b8281101561032d57603f198786030184528151805115158652602081015190506040602087015280518060408801528060208301606089015e5f606082890101526060601f19601f830116880101965050506020820191506020840193506001810190506102c4565b50929695505050505050565b634e487b7160e01b5f52604160045260245ffd5b634e487b7160e01b5f52603260045260245ffd5b5f8235603e19833603018112610375575f5ffd5b9190910192915050565b5f6020828403121561038f575f5ffd5b81356001600160a01b03811681146103a5575f5ffd5b9392505050565b5f5f8335601e198436030181126103c1575f5ffd5b83018035915067ffffffffffffffff8211156103db575f5ffd5b6020019150368190038213156103ef575f5ffd5b9250929050565b818382375f910190815291905056fea26469706673582212204818c9bc51a80ac48a3c9dddfefcb7e6bb0c3bb1fa16d81ad83ec54278aaa1e764736f6c63430008250033',
+  bytecode: '0x6080604052348015600e575f5ffd5b5061043b8061001c5f395ff3fe60806040526004361061001d575f3560e01c8063bce38bd714610021575b5f5ffd5b61003461002f366004610217565b61004a565b604051610041919061029e565b60405180910390f35b60608167ffffffffffffffff81111561006557610065610339565b6040519080825280602002602001820160405280156100aa57816020015b604080518082019091525f8152606060208201528152602001906001900390816100835790505b5090505f5b8281101561020f575f5f8585848181106100cb576100cb61034d565b90506020028101906100dd9190610361565b6100eb90602081019061037f565b6001600160a01b03168686858181106101065761010661034d565b90506020028101906101189190610361565b6101269060208101906103ac565b6040516101349291906103f6565b5f604051808303815f865af19150503d805f811461016d576040519150601f19603f3d011682016040523d82523d5f602084013e610172565b606091505b50915091508180610181575086155b6101d15760405162461bcd60e51b815260206004820152601760248201527f4d756c746963616c6c333a2063616c6c206661696c6564000000000000000000604482015260640160405180910390fd5b60405180604001604052808315158152602001828152508484815181106101fa576101fa61034d565b602090810291909101015250506001016100af565b509392505050565b5f5f5f60408486031215610229575f5ffd5b83358015158114610238575f5ffd5b9250602084013567ffffffffffffffff811115610253575f5ffd5b8401601f81018613610263575f5ffd5b803567ffffffffffffffff811115610279575f5ffd5b8660208260051b840101111561028d575f5ffd5b939660209190910195509293505050565b5f602082016020835280845180835260408501915060408160051b8601019250602086015f5b8281101561032d57603f198786030184528151805115158652602081015190506040602087015280518060408801528060208301606089015e5f606082890101526060601f19601f830116880101965050506020820191506020840193506001810190506102c4565b50929695505050505050565b634e487b7160e01b5f52604160045260245ffd5b634e487b7160e01b5f52603260045260245ffd5b5f8235603e19833603018112610375575f5ffd5b9190910192915050565b5f6020828403121561038f575f5ffd5b81356001600160a01b03811681146103a5575f5ffd5b9392505050565b5f5f8335601e198436030181126103c1575f5ffd5b83018035915067ffffffffffffffff8211156103db575f5ffd5b6020019150368190038213156103ef575f5ffd5b9250929050565b818382375f910190815291905056fea26469706673582212204818c9bc51a80ac48a3c9dddfefcb7e6bb0c3bb1fa16d81ad83ec54278aaa1e764736f6c63430008250033',
 } as const;
