@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
+import { ScheduleNotFoundError, WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import type { Client as PgClient } from 'pg';
 import { ToolRegistry } from '../../src/registry';
 import type { Canaries } from './canaries';
@@ -21,7 +21,7 @@ import type { HostilePlatform } from './platform';
  * - the victim tool: called as an agent would, it still returns its own output.
  */
 export interface Snapshot {
-  workflows: Map<string, { workflowId: string; status: string; historyLength: number }>;
+  workflows: Map<string, { workflowId: string; status: string; historyLength: number; onItsTime?: boolean }>;
   schedule: string | undefined;
   files: Map<string, string>;
   /** agent-tools/ and FORGE_HOME's own files as they were, to put back after a run that changed them. */
@@ -158,29 +158,31 @@ const DELETE_LAG_NOTE = ' (the dev server removes a history ~35 s after the dele
 const word = (hex: string) => hex.replace(/^0x/, '').padStart(64, '0');
 const ATTACKER = '0x000000000000000000000000000000000000dEaD';
 
+/**
+ * Whether a run is the platform's own re-verification, fired by the forge-reverify schedule at one of its times (the
+ * hostile tests' platform runs it hourly: a test that spans the hour sees one start, and the next test sees it run on).
+ * Only the schedule sets TemporalScheduledById (a client cannot), and a manual trigger fires at the moment it is asked,
+ * not on one of the spec's times, so a tool that reached the frontend and triggered or started anything is still harm.
+ */
+function firedByTheSchedule(d: WorkflowExecutionDescription, interval: { every: number; offset: number } | undefined): boolean {
+  const attrs = d.searchAttributes as Record<string, unknown[] | undefined>;
+  const at = attrs.TemporalScheduledStartTime?.[0];
+  const time = at instanceof Date ? at.getTime() : typeof at === 'string' ? Date.parse(at) : NaN;
+  if (!interval || attrs.TemporalScheduledById?.[0] !== 'forge-reverify' || d.type !== 'reverifyToolsWorkflow') return false;
+  return (time - interval.offset) % interval.every === 0;
+}
+
 export class HarmWatch {
   constructor(readonly options: WatchOptions) {}
 
   async snapshot(): Promise<Snapshot> {
     const { platform, canaries, pg } = this.options;
-    const workflows: Snapshot['workflows'] = new Map();
-    for await (const wf of platform.client.workflow.list()) {
-      workflows.set(`${wf.workflowId} ${wf.runId}`, { workflowId: wf.workflowId, status: wf.status.name, historyLength: wf.historyLength });
-    }
-    // Visibility lags and keeps what was deleted for a while: each run is asked about directly too.
-    for (const [key, wf] of workflows) {
-      try {
-        const d = await platform.client.workflow.getHandle(wf.workflowId, key.split(' ')[1]).describe();
-        workflows.set(key, { workflowId: wf.workflowId, status: d.status.name, historyLength: d.historyLength });
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) workflows.delete(key);
-        else throw err;
-      }
-    }
     let schedule: string | undefined;
+    let every: { every: number; offset: number } | undefined;
     try {
       const d = await platform.client.schedule.getHandle('forge-reverify').describe();
       // What it starts, when, and whether it is paused (describe() lists search attributes in no fixed order).
+      every = d.spec.intervals?.[0];
       const action = d.action as { workflowType?: string; workflowId?: string; taskQueue?: string; args?: unknown[] };
       schedule = canonical({
         workflowType: action.workflowType,
@@ -194,6 +196,20 @@ export class HarmWatch {
       });
     } catch (err) {
       if (!(err instanceof ScheduleNotFoundError)) throw err;
+    }
+    const workflows: Snapshot['workflows'] = new Map();
+    for await (const wf of platform.client.workflow.list()) {
+      workflows.set(`${wf.workflowId} ${wf.runId}`, { workflowId: wf.workflowId, status: wf.status.name, historyLength: wf.historyLength });
+    }
+    // Visibility lags and keeps what was deleted for a while: each run is asked about directly too.
+    for (const [key, wf] of workflows) {
+      try {
+        const d = await platform.client.workflow.getHandle(wf.workflowId, key.split(' ')[1]).describe();
+        workflows.set(key, { workflowId: wf.workflowId, status: d.status.name, historyLength: d.historyLength, onItsTime: firedByTheSchedule(d, every) });
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) workflows.delete(key);
+        else throw err;
+      }
     }
     const files = new Map<string, string>();
     const contents = new Map<string, Buffer>();
@@ -256,12 +272,13 @@ export class HarmWatch {
       (test.ownPaths ?? []).some((p) => file.startsWith(p));
     const harm: string[] = [];
     for (const [key, wf] of after.workflows) {
-      if (!before.workflows.has(key) && !allowed.includes(wf.workflowId)) harm.push(`a workflow the test did not start: ${wf.workflowId} (${wf.status})`);
+      if (!before.workflows.has(key) && !allowed.includes(wf.workflowId) && !wf.onItsTime)
+        harm.push(`a workflow the test did not start: ${wf.workflowId} (${wf.status})`);
     }
     for (const [key, wf] of before.workflows) {
       const now = after.workflows.get(key);
       if (!now) harm.push(`a workflow's history is gone: ${wf.workflowId}${DELETE_LAG_NOTE}`);
-      else if (!allowed.includes(wf.workflowId) && (now.status !== wf.status || now.historyLength !== wf.historyLength)) {
+      else if (!allowed.includes(wf.workflowId) && !wf.onItsTime && (now.status !== wf.status || now.historyLength !== wf.historyLength)) {
         harm.push(`a workflow changed: ${wf.workflowId} ${wf.status}/${wf.historyLength} events -> ${now.status}/${now.historyLength}`);
       }
     }
