@@ -134,6 +134,22 @@ function categoryOf(report: StageReport): FailureCategory {
  */
 export function createPromotionActivities(deps: PromotionActivityDeps) {
   const root = deps.worktreeRoot;
+  /**
+   * A detached worktree of `commit` with the live checkout's node_modules linked in, refused when the change touches
+   * the dependency files (Forge does not install): the workspace of a promotion, and again after its rebase.
+   */
+  const workspaceAt = async (input: { repo: string; runId: string; paths: string[] }, commit: string): Promise<Workspace> => {
+    const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit, root });
+    const linked = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
+    if (linked.status === 'install-needed') {
+      throw promotionRejected({
+        category: 'refused',
+        stage: 'workspace',
+        reason: `${linked.reason}; Forge verifies changes with the installed packages only`,
+      });
+    }
+    return { path: worktree.path, commit: worktree.commit };
+  };
   return {
     /**
      * Runs on the shared promotion queue: reads the base commit and the plan as committed there (never the change's
@@ -195,16 +211,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
     async prepareWorkspace(input: { repo: string; runId: string; commit: string; paths: string[] }): Promise<Workspace> {
       return heartbeating(() =>
         refusing('workspace', async () => {
-          const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: input.commit, root });
-          const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
-          if (deps.status === 'install-needed') {
-            throw promotionRejected({
-              category: 'refused',
-              stage: 'workspace',
-              reason: `${deps.reason}; Forge verifies changes with the installed packages only`,
-            });
-          }
-          return { path: worktree.path, commit: worktree.commit };
+          return workspaceAt(input, input.commit);
         }),
       );
     },
@@ -301,16 +308,7 @@ export function createPromotionActivities(deps: PromotionActivityDeps) {
               reason: `the branch moved and the change no longer applies to it: ${rebased.reason}`,
             });
           }
-          const worktree = await createWorktree({ repo: input.repo, runId: input.runId, commit: rebased.commit, root });
-          const deps = await linkNodeModules({ repo: input.repo, worktree: worktree.path, changedPaths: input.paths });
-          if (deps.status === 'install-needed') {
-            throw promotionRejected({
-              category: 'refused',
-              stage: 'workspace',
-              reason: `${deps.reason}; Forge verifies changes with the installed packages only`,
-            });
-          }
-          return { path: worktree.path, commit: worktree.commit };
+          return workspaceAt(input, rebased.commit);
         }),
       );
     },

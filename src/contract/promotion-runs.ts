@@ -116,3 +116,18 @@ export interface PromoteBuiltinResult {
   /** The run's steps as its progress showed them (workspace, apply, the stages, merge, cleanup). */
   steps: StageRecord[];
 }
+
+/** A stage that did not run because an earlier one decided (a promotion's and a built-in re-verification's report). */
+export function skippedStage(name: StageReport['name']): StageReport {
+  return {
+    name,
+    status: 'skipped',
+    command: [],
+    cwd: '',
+    exitCode: null,
+    durationMs: 0,
+    stdoutTail: '',
+    stderrTail: '',
+    resource: { maxRssBytes: 0, cpuUserMicros: 0 },
+  };
+}

@@ -1,6 +1,7 @@
 import { CancellationScope, isCancellation, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import {
   PROMOTE_STEPS,
+  skippedStage,
   type PromoteBuiltinResult,
   type PromoteBuiltinWorkflowInput,
   type PromotionRejection,
@@ -169,19 +170,4 @@ export async function promoteBuiltinWorkflow(input: PromoteBuiltinWorkflowInput)
   }
   const result = finish(...verdict);
   return result.status === 'rejected' ? refused(result, result.message) : result;
-}
-
-/** A stage that did not run because an earlier one decided. */
-function skippedStage(name: StageReport['name']): StageReport {
-  return {
-    name,
-    status: 'skipped',
-    command: [],
-    cwd: '',
-    exitCode: null,
-    durationMs: 0,
-    stdoutTail: '',
-    stderrTail: '',
-    resource: { maxRssBytes: 0, cpuUserMicros: 0 },
-  };
 }

@@ -1,6 +1,6 @@
 import { CancellationScope, isCancellation, log } from '@temporalio/workflow';
 import type { BuiltinReverifyReport } from '../contract/reverify-runs';
-import type { StageReport } from '../contract/promotion-runs';
+import { skippedStage, type StageReport } from '../contract/promotion-runs';
 import type { PlannedBranchCheck } from '../activities/promotion-activities';
 import { promotionSteps, stageStep } from './activity-options';
 import { promotionRejectionOf } from './failures';
@@ -97,19 +97,4 @@ export async function reverifyBuiltin(target: BuiltinTarget, runId: string): Pro
 function messageOf(err: unknown): string {
   const cause = (err as { cause?: Error }).cause;
   return cause?.message ?? (err as Error).message ?? String(err);
-}
-
-/** A stage that did not run because an earlier one decided. */
-function skippedStage(name: StageReport['name']): StageReport {
-  return {
-    name,
-    status: 'skipped',
-    command: [],
-    cwd: '',
-    exitCode: null,
-    durationMs: 0,
-    stdoutTail: '',
-    stderrTail: '',
-    resource: { maxRssBytes: 0, cpuUserMicros: 0 },
-  };
 }
