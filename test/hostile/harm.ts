@@ -103,6 +103,27 @@ function canonical(value: unknown): string {
 
 const sha = (data: Buffer | string) => createHash('sha256').update(data).digest('hex').slice(0, 16);
 
+/**
+ * The dev chain's state file: anvil rewrites it in place every second (truncate, then write), so a read can land in the
+ * middle and see an empty or partial file though nothing changed (seen in CI: "x402-dev/chain-state.json (... ->
+ * e3b0c442...)", the hash of nothing). Its bytes are still compared, once a read sees a whole JSON document.
+ */
+const CHAIN_STATE = 'x402-dev/chain-state.json';
+
+function readWholeJsonSync(file: string): Buffer {
+  let data = readFileSync(file);
+  for (let attempt = 0; attempt < 40; attempt++) {
+    try {
+      JSON.parse(data.toString('utf8'));
+      return data;
+    } catch {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+      data = readFileSync(file);
+    }
+  }
+  return data;
+}
+
 function walk(root: string, rel: string, files: Map<string, string>, contents: Map<string, Buffer>): void {
   const full = path.join(root, rel);
   let st;
@@ -120,7 +141,7 @@ function walk(root: string, rel: string, files: Map<string, string>, contents: M
     for (const name of readdirSync(full)) walk(root, rel === '' ? name : `${rel}/${name}`, files, contents);
   } else if (st.isFile()) {
     if (rel === '.git' || VOLATILE.has(rel) || rel.endsWith('/.active.json.lock')) return;
-    const data = readFileSync(full);
+    const data = rel === CHAIN_STATE ? readWholeJsonSync(full) : readFileSync(full);
     if (!rel.startsWith('agent-repo/')) contents.set(rel, data);
     if (rel === ACTIVE) {
       const { tools } = readActivePointersSync(path.dirname(full));
