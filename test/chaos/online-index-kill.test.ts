@@ -5,6 +5,7 @@ import type { MigrateSchemaResult } from '../../src/contract/migration-runs';
 import { postgresBackend, type TestBackend } from '../db/backends';
 import { useTemporal } from '../helpers/platform';
 import { describeIf } from '../helpers/skip';
+import { ONLINE_INDEX_KILL_CELLS } from './fault-cells';
 import { killWorkerHard, startForgeWorker, stopWorker, workerExit } from './forge-worker';
 import { createCellPlatform, within, type CellPlatform } from './matrix/cell';
 
@@ -30,22 +31,6 @@ const ROWS = 600_000;
 /** The application's slowest write beside a cell: the migration never holds the table, so this is only slack. */
 const WRITE_BOUND_MS = 5_000;
 const RUN_WITHIN_MS = 120_000;
-
-interface Cell {
-  /** `FORGE_FAULT_KILL_AT`'s point, or 'during the build' for the harness's own SIGKILL while the build runs. */
-  kill: string;
-  /** What buildCoreIndex's step may report, the kill having come where it did. */
-  outcomes: Array<'built' | 'present'>;
-}
-
-const CELLS: Cell[] = [
-  { kill: 'migrateSchemaWorkflow:buildCoreIndex.before', outcomes: ['built'] },
-  // The build done, its completion lost: the retry finds the valid index of that name and keeps it.
-  { kill: 'migrateSchemaWorkflow:buildCoreIndex.after', outcomes: ['present', 'built'] },
-  { kill: 'during the build', outcomes: ['built'] },
-  { kill: 'migrateSchemaWorkflow:completeMigration.before', outcomes: ['built'] },
-  { kill: 'migrateSchemaWorkflow:completeMigration.after', outcomes: ['built'] },
-];
 
 // Run alone, the kill from outside during the build; `npm run test:chaos` (FORGE_CHAOS_MATRIX=full, .ci/run) every cell.
 const full = process.env.FORGE_CHAOS_MATRIX === 'full';
@@ -115,7 +100,7 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
     await backend?.dispose();
   }, 60_000);
 
-  test.each(CELLS.map((c, i) => ({ ...c, n: i + 1 })).filter((c) => full || c.kill === FAST))(
+  test.each(ONLINE_INDEX_KILL_CELLS.map((c, i) => ({ ...c, n: i + 1 })).filter((c) => full || c.kill === FAST))(
     'SIGKILL $kill, then a fresh worker: applied, one valid index, one event, no build left, the application wrote throughout',
     async ({ kill, outcomes, n }) => {
       const name = `online_kill_${n}`;

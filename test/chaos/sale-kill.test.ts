@@ -13,6 +13,7 @@ import { useTemporal } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
 import { localBuyerClient, signedPayment } from '../helpers/x402-buyer';
 import { startForgeWorker, stopWorker, workerExit } from './forge-worker';
+import { SALE_KILL_CELLS } from './fault-cells';
 import { createCellPlatform } from './matrix/cell';
 
 /**
@@ -37,23 +38,6 @@ const TOOL = 'adder';
 const full = process.env.FORGE_CHAOS_MATRIX === 'full';
 const temporal = useTemporal();
 
-interface Cell {
-  point: string;
-  /** Whether the buyer sends the same signed payment again once the fresh worker is up. */
-  buyerRetries: boolean;
-  /** What the payment must end as. */
-  ends: 'settled' | 'failed';
-}
-
-const CELLS: Cell[] = [
-  { point: 'sale:reserveSale.before', buyerRetries: true, ends: 'settled' },
-  { point: 'sale:reserveSale.after', buyerRetries: true, ends: 'settled' },
-  // Reserved, never settled, and the buyer never comes back: only reconciliation can close the row.
-  { point: 'sale:reserveSale.after', buyerRetries: false, ends: 'failed' },
-  // Settled on the chain, the record never written: the retry finds the nonce used; reconciliation settles the row.
-  { point: 'sale:recordSale.before', buyerRetries: true, ends: 'settled' },
-  { point: 'sale:recordSale.after', buyerRetries: true, ends: 'settled' },
-];
 const FAST = 'sale:recordSale.before';
 
 let net: LocalX402Network;
@@ -71,7 +55,7 @@ afterAll(async () => {
   await net?.stop();
 });
 
-const cells = full ? CELLS : CELLS.filter((c) => c.point === FAST);
+const cells = full ? SALE_KILL_CELLS : SALE_KILL_CELLS.filter((c) => c.point === FAST);
 test.each(cells)(
   'SIGKILL at $point (the buyer sends it again: $buyerRetries): one row, $ends, as the chain says',
   async ({ point, buyerRetries, ends }) => {
