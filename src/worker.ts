@@ -3,15 +3,15 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
-import { armFaultPoints } from './activities/fault-points';
+import { armFaultPoints, checkFaultPoints } from './activities/fault-points';
 import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
 import { createPromotionActivities } from './activities/promotion-activities';
 import { createReverifyActivities, createReverifySandboxActivities } from './activities/reverify-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
-import { createDeployHereActivities } from './activities/deploy-here';
+import { createDeployHereActivities, DEPLOY_HERE_INNER_STEPS } from './activities/deploy-here';
 import { SandboxSlots } from './sandbox/slots';
-import { createToolActivities, createToolSteps, type ToolActivityDeps } from './activities/tool-activities';
+import { createToolActivities, TOOL_INNER_STEPS, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { checkedOutBuiltinToolNames } from './git';
@@ -124,6 +124,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     republish.trigger();
   });
 
+  // FORGE_FAULT_KILL_AT (chaos tests only): an activity interceptor for the activities, a checkpoint for the steps an
+  // activity runs inside itself; undefined, and so nothing at all, when no point is armed.
+  const faults = armFaultPoints(config.faultKillAt);
   const toolDeps: ToolActivityDeps = {
     store,
     builtinTools: config.builtinTools,
@@ -135,9 +138,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     publish,
     sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs, here: config.sandbox.testHere },
     typecheck: config.typecheck,
+    checkpoint: faults?.checkpoint,
   };
-  const toolSteps = createToolSteps(toolDeps);
-  const toolActivities = createToolActivities(toolDeps, toolSteps);
+  const toolActivities = createToolActivities(toolDeps);
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool =
     config.sandbox.spares > 0
@@ -145,7 +148,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
-  const deployHereActivities = createDeployHereActivities({ sandbox: sandboxActivities, tools: toolActivities });
+  const deployHereActivities = createDeployHereActivities({ sandbox: sandboxActivities, tools: toolActivities, checkpoint: faults?.checkpoint });
   const reverifyResults = createReverifyStore(database);
   const reverifySandboxActivities = createReverifySandboxActivities({
     tools: store,
@@ -176,7 +179,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const { payActivities, sellActivities } = x402;
   // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
   const attempts = attemptsDirOf(config.home);
-  const interceptors = { activity: [attemptLedger(attempts)] };
+  // The fault interceptor comes last, innermost: an attempt killed at its point is on the ledger's file already, as it
+  // was when the points were inside the activity functions.
+  const interceptors = { activity: [attemptLedger(attempts), ...(faults ? [faults.interceptor] : [])] };
   // Reads answered without a run (src/contract/read-api.ts); the control worker's identity tells clients where, and
   // only a caller holding the token gets an answer (src/process/read-api-token.ts).
   let readApi: ReadApi | undefined;
@@ -208,21 +213,19 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   let promoteShared: Worker;
   let promoteHost: Worker;
   try {
-    armFaultPoints(
-      [
-        toolSteps,
-        toolActivities,
-        deployHereActivities,
-        migrationActivities,
-        sandboxActivities,
-        promotionActivities,
-        reverifyActivities,
-        reverifySandboxActivities,
-        payActivities,
-        sellActivities,
-      ],
-      config.faultKillAt,
-    );
+    const controlActivities = {
+      ...toolActivities,
+      ...deployHereActivities,
+      ...migrationActivities,
+      ...reverifyActivities,
+      ...payActivities,
+      ...sellActivities,
+    };
+    const sandboxQueueActivities = { testTool: sandboxActivities.testTool, ...reverifySandboxActivities };
+    checkFaultPoints(config.faultKillAt, {
+      activities: [controlActivities, sandboxQueueActivities, promotionActivities].flatMap((registered) => Object.keys(registered)),
+      steps: [...TOOL_INNER_STEPS, ...DEPLOY_HERE_INNER_STEPS],
+    });
     if (config.faultKillAt.length > 0) {
       log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
     }
@@ -250,21 +253,14 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
         stickyQueueScheduleToStartTimeout: '2 seconds',
         // testAndCommitHere: a deployment's test (and its commit) in its own workflow task when a sandbox slot is free
         // here (sandboxSlots).
-        activities: {
-          ...toolActivities,
-          ...deployHereActivities,
-          ...migrationActivities,
-          ...reverifyActivities,
-          ...payActivities,
-          ...sellActivities,
-        },
+        activities: controlActivities,
         interceptors,
       }),
       Worker.create({
         connection,
         namespace,
         taskQueue: config.taskQueues.sandbox,
-        activities: { testTool: sandboxActivities.testTool, ...reverifySandboxActivities },
+        activities: sandboxQueueActivities,
         interceptors,
         // Each sandbox activity is one child process busy on a core: more at once only slows all of them down.
         maxConcurrentActivityTaskExecutions: config.sandbox.concurrency,

@@ -2,6 +2,12 @@ import { Context } from '@temporalio/activity';
 import type { SandboxActivities } from './sandbox-activities';
 import type { CommitAndPublishResult, CommitInput, ToolActivities } from './tool-activities';
 import type { TestHereResult } from '../contract/tool-runs';
+import type { StepCheckpoint } from '../contract/fault-points';
+import { atCheckpoint } from './fault-points';
+
+/** The steps testAndCommitHere runs inside itself (fault points of their own; commitAndPublish's steps fire inside it). */
+export const DEPLOY_HERE_INNER_STEPS = ['testToolHere', 'commitAndPublish'] as const;
+export type DeployHereInnerStep = (typeof DEPLOY_HERE_INNER_STEPS)[number];
 
 export type TestAndCommitInput = Omit<CommitInput, 'verdict' | 'runId'>;
 
@@ -16,10 +22,15 @@ export type TestAndCommitHereResult = TestHereResult & { committed?: CommitAndPu
  * run a hand-over through the SDK (~5 ms on an idle machine, ~8–10 ms under load, measured 2026-11-27), a marker and
  * its search-attribute upserts; a test that passed is followed by its commit at once.
  *
- * It calls through the groups' own objects, at call time, so the fault points armed on testToolHere, commitVersion
- * and publishTools fire inside it as they do in the separate steps.
+ * `checkpoint` (a worker armed with fault points passes one) is called around its two steps, so their points fire here;
+ * commitAndPublish calls its own around commitVersion and publishTools.
  */
-export function createDeployHereActivities(groups: { sandbox: Pick<SandboxActivities, 'testToolHere'>; tools: Pick<ToolActivities, 'commitAndPublish'> }) {
+export function createDeployHereActivities(groups: {
+  sandbox: Pick<SandboxActivities, 'testToolHere'>;
+  tools: Pick<ToolActivities, 'commitAndPublish'>;
+  checkpoint?: StepCheckpoint<DeployHereInnerStep>;
+}) {
+  const step = <T>(name: DeployHereInnerStep, run: () => Promise<T>) => atCheckpoint(groups.checkpoint, name, run);
   return {
     /**
      * testToolHere, then, when the test passed, commitAndPublish. A rejected test is the same non-retryable
@@ -29,10 +40,11 @@ export function createDeployHereActivities(groups: { sandbox: Pick<SandboxActivi
      * which finds whatever this attempt stored (idempotent by the run). Idempotent as its two halves are.
      */
     async testAndCommitHere(input: TestAndCommitInput): Promise<TestAndCommitHereResult> {
-      const tested = await groups.sandbox.testToolHere({ name: input.name, source: input.source, testInput: input.testInput });
+      const tested = await step('testToolHere', () => groups.sandbox.testToolHere({ name: input.name, source: input.source, testInput: input.testInput }));
       if (!tested.verdict) return tested;
       try {
-        return { verdict: tested.verdict, committed: await groups.tools.commitAndPublish({ ...input, verdict: tested.verdict }) };
+        const verdict = tested.verdict;
+        return { verdict, committed: await step('commitAndPublish', () => groups.tools.commitAndPublish({ ...input, verdict })) };
       } catch (err) {
         const message = (err as Error).message;
         Context.current().log.warn(`the commit after ${input.name}'s test failed; the workflow retries it as its own step: ${message}`);

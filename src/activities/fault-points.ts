@@ -1,9 +1,19 @@
 import { Context } from '@temporalio/activity';
-import { formatFaultPoint, SALE_FAULT_SCOPE, SALE_FAULT_STEPS, type FaultMoment, type FaultPoint, type SaleCheckpoint } from '../contract/fault-points';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import {
+  formatFaultPoint,
+  SALE_FAULT_SCOPE,
+  SALE_FAULT_STEPS,
+  type FaultMoment,
+  type FaultPoint,
+  type SaleCheckpoint,
+  type StepCheckpoint,
+} from '../contract/fault-points';
 
 /**
- * Fault injection (src/contract/fault-points.ts says what a point is). Unarmed, the activities are left untouched:
- * it costs nothing.
+ * Fault injection (src/contract/fault-points.ts says what a point is). Nothing here rewrites an activity: the worker
+ * registers an activity interceptor that fires the points of the activities it runs, and the factories of activities
+ * that run steps inside themselves take a checkpoint they call around each step. Unarmed, the worker has neither.
  */
 
 /** How the process dies at a fault point; SIGKILL leaves no chance to clean up, which is the point. */
@@ -14,37 +24,69 @@ const sigkillSelf: Killer = (point) => {
   process.kill(process.pid, 'SIGKILL');
 };
 
+/** The armed points of one worker, as the two hooks that fire them. */
+export interface FaultInjection {
+  /**
+   * For WorkerOptions.interceptors.activity, after the others (innermost, so a point fires where the activity function
+   * itself starts and returns): fires `<workflowType>:<activityType>.before` and `.after` of each activity the worker
+   * runs, local activities included (the SDK runs them through the same interceptors, `info.isLocal` set).
+   */
+  interceptor: ActivityInterceptorsFactory;
+  /** For the factories of activities that run steps inside themselves (`checkpoint` in their dependencies). */
+  checkpoint: StepCheckpoint;
+}
+
 /**
- * Arms the fault points on the activities and single steps of one worker, IN PLACE, so that a combined activity
- * (commitAndPublish) that calls its single steps through their object (`steps.commitVersion`) reaches their points.
- * A point naming an activity no factory defines is an error at start-up, not a cell that silently never fires.
+ * The points among `points` that are not a sale's (saleFaults() arms those), as hooks; undefined when there are none,
+ * so that an unarmed worker registers no interceptor and its activities call no checkpoint.
  */
-export function armFaultPoints<T extends object>(groups: T[], allPoints: FaultPoint[], kill: Killer = sigkillSelf): void {
-  const points = allPoints.filter((p) => p.workflowType !== SALE_FAULT_SCOPE); // saleFaults() arms those
-  if (points.length === 0) return;
-  const known = new Set(groups.flatMap((g) => Object.keys(g)));
-  for (const p of points) {
-    if (!known.has(p.activity)) {
-      throw new Error(`FORGE_FAULT_KILL_AT names ${formatFaultPoint(p)}, but no activity is called ${p.activity}; known: ${[...known].sort().join(', ')}`);
-    }
-  }
-  const fire = (activity: string, moment: FaultMoment) => {
-    const point = points.find((p) => p.activity === activity && p.moment === moment && p.workflowType === Context.current().info.workflowType);
+export function armFaultPoints(points: FaultPoint[], kill: Killer = sigkillSelf): FaultInjection | undefined {
+  const armed = points.filter((p) => p.workflowType !== SALE_FAULT_SCOPE);
+  if (armed.length === 0) return undefined;
+  const fire = (workflowType: string | undefined, name: string, moment: FaultMoment) => {
+    const point = armed.find((p) => p.activity === name && p.moment === moment && p.workflowType === workflowType);
     if (point) kill(point);
   };
-  for (const group of groups) {
-    const table = group as Record<string, unknown>;
-    for (const [name, fn] of Object.entries(table)) {
-      if (typeof fn !== 'function' || !points.some((p) => p.activity === name)) continue;
-      const original = fn as (...args: unknown[]) => Promise<unknown>;
-      table[name] = async (...args: unknown[]) => {
-        fire(name, 'before');
-        const result = await original(...args);
-        fire(name, 'after');
-        return result;
-      };
-    }
+  return {
+    interceptor: (ctx) => ({
+      inbound: {
+        async execute(input, next) {
+          const { workflowType, activityType } = ctx.info;
+          fire(workflowType, activityType, 'before');
+          const result = await next(input);
+          fire(workflowType, activityType, 'after');
+          return result;
+        },
+      },
+    }),
+    checkpoint: (step, moment) => fire(Context.current().info.workflowType, step, moment),
+  };
+}
+
+/**
+ * Refuses, at start-up, a point naming neither an activity the worker registers nor a step an activity runs inside
+ * itself: a typo is an error, not a chaos cell that silently never fires. Sale points are saleFaults()' to check.
+ */
+export function checkFaultPoints(points: FaultPoint[], names: { activities: Iterable<string>; steps: Iterable<string> }): void {
+  const known = new Set([...names.activities, ...names.steps]);
+  for (const p of points) {
+    if (p.workflowType === SALE_FAULT_SCOPE || known.has(p.activity)) continue;
+    throw new Error(
+      `FORGE_FAULT_KILL_AT names ${formatFaultPoint(p)}, but no activity or step of one is called ${p.activity}; known: ${[...known].sort().join(', ')}`,
+    );
   }
+}
+
+/**
+ * Runs `step` between `checkpoint`'s two moments; `after` only once it succeeded, as for an activity (a step that
+ * threw has no after). Without a checkpoint, just runs it.
+ */
+export async function atCheckpoint<S extends string, T>(checkpoint: StepCheckpoint<S> | undefined, step: S, run: () => Promise<T>): Promise<T> {
+  if (!checkpoint) return run();
+  checkpoint(step, 'before');
+  const result = await run();
+  checkpoint(step, 'after');
+  return result;
 }
 
 /**

@@ -6,7 +6,16 @@ import { sharedTypechecker, TypecheckCrashedError, TypecheckTimeoutError, typeEr
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
 import { type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
+import type { StepCheckpoint } from '../contract/fault-points';
+import { atCheckpoint } from './fault-points';
 import { notFound, toolRejected } from './failures';
+
+/**
+ * The steps that prepareDeployment and commitAndPublish run inside themselves, not as activities of their own: each is
+ * a fault point all the same (the chaos matrix's `commitVersion.after`), fired by the deps' checkpoint around it.
+ */
+export const TOOL_INNER_STEPS = ['validateDeployment', 'compileCheck', 'typecheckModule', 'commitVersion', 'publishTools'] as const;
+export type ToolInnerStep = (typeof TOOL_INNER_STEPS)[number];
 
 /** What the control-queue activities need; the worker passes real ones, tests may pass their own. */
 export interface ToolActivityDeps {
@@ -40,6 +49,8 @@ export interface ToolActivityDeps {
   typecheck?: TypecheckMode;
   /** The checker (default: the process's warm one); tests may pass their own. */
   typechecker?: { check(source: string, name: string): Promise<TypecheckResult> };
+  /** Called around each of TOOL_INNER_STEPS where an activity runs it (a worker armed with fault points passes one). */
+  checkpoint?: StepCheckpoint<ToolInnerStep>;
 }
 
 export interface SandboxPlacement {
@@ -105,8 +116,8 @@ export interface CommitAndPublishResult extends CommitResult {
 
 /**
  * The single steps of a deployment that the combined activities below run in one local activity each (see
- * prepareDeployment for why). They are not registered with the worker, but they are fault points of the chaos matrix:
- * the worker arms this object in place, and the combined activities call through it.
+ * prepareDeployment for why). They are not registered with the worker; the combined activities call them between the
+ * checkpoint's moments (TOOL_INNER_STEPS).
  */
 export function createToolSteps(deps: ToolActivityDeps) {
   const { store } = deps;
@@ -225,6 +236,7 @@ export type ToolSteps = ReturnType<typeof createToolSteps>;
  */
 export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = createToolSteps(deps)) {
   const { store } = deps;
+  const step = <T>(name: ToolInnerStep, run: () => Promise<T>) => atCheckpoint(deps.checkpoint, name, run);
 
   // Temporal calls activities as plain functions (no `this`), so commitAndPublish reaches publishTools through this
   // object by name.
@@ -237,14 +249,14 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
       const t0 = performance.now();
-      const validated = await steps.validateDeployment(input, currentRun());
+      const validated = await step('validateDeployment', () => steps.validateDeployment(input, currentRun()));
       const validateMs = Math.round(performance.now() - t0);
       if (validated.unchanged) return { ...validated, validateMs };
       const t1 = performance.now();
-      const compiled = await steps.compileCheck(input);
+      const compiled = await step('compileCheck', () => steps.compileCheck(input));
       const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
       const t2 = performance.now();
-      const typecheck = await steps.typecheckModule(input);
+      const typecheck = await step('typecheckModule', () => steps.typecheckModule(input));
       return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
     },
 
@@ -263,10 +275,10 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async commitAndPublish(input: CommitInput): Promise<CommitAndPublishResult> {
       const t0 = performance.now();
-      const committed = await steps.commitVersion({ ...input, runId: currentRun()?.runId });
+      const committed = await step('commitVersion', () => steps.commitVersion({ ...input, runId: currentRun()?.runId }));
       const t1 = performance.now();
       // This tool's pointer only: what a deployment writes and reads of agent-tools/ does not grow with the tools.
-      const published = await activities.publishTools({ names: [input.name] });
+      const published = await step('publishTools', () => activities.publishTools({ names: [input.name] }));
       return { ...committed, commitMs: Math.round(t1 - t0), publishMs: Math.round(performance.now() - t1), generation: published.generation };
     },
 

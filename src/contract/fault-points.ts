@@ -3,8 +3,16 @@
  * SIGKILLs itself right before or right after one activity of one workflow type, as a crash or the OOM killer would.
  * The value is a comma list of `<workflowType>:<activity>.<before|after>`, e.g.
  * `rollbackToolWorkflow:activateEarlierVersion.after`. It is read once at worker start, never from workflow input.
+ * The name may also be a step that an activity runs inside itself rather than as an activity of its own (commitVersion
+ * inside commitAndPublish): that activity calls a {@link StepCheckpoint} around the step.
  */
 export type FaultMoment = 'before' | 'after';
+
+/**
+ * What an activity that runs steps inside itself calls right before each step and right after it succeeded, so that
+ * the step's fault points fire there as an activity's do; `S` names the steps it runs.
+ */
+export type StepCheckpoint<S extends string = string> = (step: S, moment: FaultMoment) => void;
 
 /**
  * The seller's steps are no workflow's (a sale is an HTTP request the worker's x402 server answers): their points are
@@ -14,7 +22,7 @@ export const SALE_FAULT_SCOPE = 'sale';
 export const SALE_FAULT_STEPS = ['reserveSale', 'recordSale'] as const;
 export type SaleFaultStep = (typeof SALE_FAULT_STEPS)[number];
 /** What the seller calls before and after each step of a sale (a worker armed at that point kills itself there). */
-export type SaleCheckpoint = (step: SaleFaultStep, moment: FaultMoment) => void;
+export type SaleCheckpoint = StepCheckpoint<SaleFaultStep>;
 
 export interface FaultPoint {
   workflowType: string;
