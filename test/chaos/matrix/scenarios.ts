@@ -92,7 +92,9 @@ export const SCENARIOS: Scenario[] = [
   {
     workflowType: 'deployToolWorkflow',
     label: 'deploy v2 over v1, tested on the sandbox queue',
-    points: ['testTool.before', 'testTool.after'],
+    // Here the commit and the publish are one activity of their own (commitAndPublish), whose inner steps are reached
+    // through the fault checkpoint rather than the interceptor: one point inside each.
+    points: ['testTool.before', 'testTool.after', 'commitVersion.after', 'publishTools.before'],
     env: () => ({ FORGE_SANDBOX_TEST_HERE: 'off' }),
     setup: (forge) => expectActive(forge, 'v1'),
     run: async (forge) => (await deploy(forge, 'v2', 300)) as unknown as RunResult,
