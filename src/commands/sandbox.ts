@@ -4,6 +4,7 @@ import { isToolName, toolNameMessage } from '../contract/tool-name';
 import type * as ConfigModule from '../config';
 import type { SandboxVerdict, SandboxDiagnostics } from '../sandbox';
 import type * as SandboxModule from '../sandbox';
+import type * as SandboxErrors from '../sandbox/errors';
 import type * as TypecheckModule from '../sandbox/typecheck';
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { beforeExit } from './at-exit';
@@ -74,7 +75,9 @@ async function typecheck(
   name: string,
 ): Promise<{ rejected: Omit<SandboxVerdict, 'durationMs'> } | { typeErrors: TypeCheckError[] }> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { typecheckTool, typeErrorsMessage, TypecheckTimeoutError, TypecheckCrashedError } = require('../sandbox/typecheck') as typeof TypecheckModule;
+  const { typecheckTool, typeErrorsMessage } = require('../sandbox/typecheck') as typeof TypecheckModule;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { TypecheckTimeoutError, TypecheckCrashedError } = require('../sandbox/errors') as typeof SandboxErrors;
   try {
     const result = await typecheckTool(source, name);
     if (result.errors.length === 0 || mode === 'warn') return { typeErrors: result.errors };

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { Duplex, Readable } from 'node:stream';
 import { registerProcessHelper } from './process-helpers';
 import { withParentDeathSignal } from './setpriv';
+import { SpawnerGoneError } from './errors';
 
 /**
  * Starting a process costs the process that starts it time in proportion to its memory: Node on Linux forks (libuv),
@@ -141,11 +142,6 @@ export interface SpawnOutcome {
   stderr: Buffer;
   /** Null when the command exited 0; else what execFile's error said (`code`: the exit code, or a string like ENOENT). */
   error: { code: number | string | undefined; signal: string | null; message: string } | null;
-}
-
-/** Thrown for a command whose helper went away before it answered: whether the command ran is unknown. */
-export class SpawnerGoneError extends Error {
-  override readonly name = 'SpawnerGoneError';
 }
 
 interface Pending {

@@ -2,6 +2,7 @@ import { HTTPFacilitatorClient } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
 import { BAZAAR, withBazaar } from '@x402/extensions/bazaar';
 import type { DiscoveryResource } from '@x402/extensions/bazaar';
+import { DiscoveryError } from './errors';
 
 export interface DiscoverServicesOptions {
   /** The facilitator whose bazaar catalogue is read (`GET /discovery/resources`, or `/discovery/search` with `query`). */
@@ -39,11 +40,6 @@ export interface DiscoveredService {
   /** The example input it declares. */
   inputExample?: unknown;
   lastUpdated: string;
-}
-
-/** Thrown when the facilitator's discovery endpoint cannot be reached or answers with an error. */
-export class DiscoveryError extends Error {
-  override readonly name = 'DiscoveryError';
 }
 
 /**

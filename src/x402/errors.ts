@@ -43,3 +43,18 @@ export class LedgerConflictError extends Error {
 export class LedgerNotReadyError extends Error {
   override readonly name = 'LedgerNotReadyError';
 }
+
+/** Thrown when the resource cannot be reached or answers something x402 cannot read (retryable: the network). */
+export class PaymentRequestError extends Error {
+  override readonly name = 'PaymentRequestError';
+}
+
+/** Thrown when the facilitator's discovery endpoint cannot be reached or answers with an error. */
+export class DiscoveryError extends Error {
+  override readonly name = 'DiscoveryError';
+}
+
+/** Thrown when the seller cannot start: the facilitator is unreachable or does not settle `exact` on the network. */
+export class SellerStartError extends Error {
+  override readonly name = 'SellerStartError';
+}

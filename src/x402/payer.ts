@@ -12,6 +12,7 @@ import {
 } from '../contract/pay-runs';
 import { EIP3009_TOKEN } from './contracts/artifacts';
 import { viem, viemAccounts, type Hex } from './viem';
+import { PaymentRequestError } from './errors';
 
 /**
  * The buyer's side of one x402 payment, in steps a workflow can retry one by one: ask for the terms, sign once, send
@@ -22,11 +23,6 @@ import { viem, viemAccounts, type Hex } from './viem';
 
 /** How long one HTTP exchange with the resource may take. */
 const REQUEST_TIMEOUT_MS = 30_000;
-
-/** Thrown when the resource cannot be reached or answers something x402 cannot read (retryable: the network). */
-export class PaymentRequestError extends Error {
-  override readonly name = 'PaymentRequestError';
-}
 
 /**
  * Reads the response, its body only up to MAX_PAID_BODY_BYTES: the rest is never read (the stream is cancelled), so a

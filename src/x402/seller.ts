@@ -20,6 +20,7 @@ import { paymentMiddlewareFromHTTPServer } from '@x402/hono';
 import { isToolName, toolNameMessage } from '../contract/tool-name';
 import { Mutex } from '../registry/mutex';
 import { MAX_AUTHORIZATION_SECONDS, TOOL_ROUTE_PREFIX } from '../contract/pay-runs';
+import { SellerStartError } from './errors';
 
 /** A tool offered for sale: what its paid route charges, to whom, and what it takes. */
 export interface Offer {
@@ -143,11 +144,6 @@ export interface Seller {
   refresh(): Promise<SellerRefresh>;
   /** Stops serving (and withdraws the listings when `discoveryUrl` is set). Idempotent. */
   close(): Promise<void>;
-}
-
-/** Thrown when the seller cannot start: the facilitator is unreachable or does not settle `exact` on the network. */
-export class SellerStartError extends Error {
-  override readonly name = 'SellerStartError';
 }
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;

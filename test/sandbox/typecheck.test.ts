@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { stopProcessHelpers } from '../../src/process/process-helpers';
-import { sharedTypechecker, ToolTypechecker, TypecheckTimeoutError, typeErrorsMessage } from '../../src/sandbox/typecheck';
+import { TypecheckTimeoutError } from '../../src/sandbox/errors';
+import { sharedTypechecker, ToolTypechecker, typeErrorsMessage } from '../../src/sandbox/typecheck';
 import { adderTool } from '../helpers/tools';
 
 const fixtures = path.join(__dirname, '..', 'fixtures', 'tools');
