@@ -2,10 +2,12 @@
 'use strict';
 /**
  * `npm run lint` (and so `npm test`): eslint over the tree, tsc's type check of the TypeScript and of the plain
- * CommonJS files (tsconfig.cjs.json), and prettier's check that the code is formatted (.prettierrc.json; `npx prettier
- * --write .` formats it). eslint and the first tsc each take most of a minute on one core and need
- * nothing from each other, so they run side by side (issue 28: `npm test` under 12 minutes on two cores); each one's
- * output is held and printed whole when it ends, so the two do not interleave. Exits 1 when any failed.
+ * CommonJS files (tsconfig.cjs.json), prettier's check that the code is formatted (.prettierrc.json; `npx prettier
+ * --write .` formats it), and knip's check that no export, file or dependency goes unused (knip.jsonc says what the
+ * entry points and the public API are). eslint and the first tsc each take most of a minute on one core and need
+ * nothing from each other, so they run side by side (issue 28: `npm test` under 12 minutes on two cores), and so do
+ * prettier and knip (a few seconds each); each one's output is held and printed whole when it ends, so they do not
+ * interleave. Exits 1 when any failed.
  */
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -16,6 +18,7 @@ const jobs = [
   ['eslint', [bin('eslint'), '.']],
   ['tsc', [bin('tsc'), '--noEmit', '-p', 'tsconfig.json'], [bin('tsc'), '-p', 'tsconfig.cjs.json']],
   ['prettier', [bin('prettier'), '--check', '--log-level', 'warn', '.']],
+  ['knip', [bin('knip'), '--no-progress']],
 ];
 
 Promise.all(jobs.map(([name, ...commands]) => runInTurn(name, commands))).then((codes) => {

@@ -353,7 +353,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_X402_SELL_NETWORK',
   'FORGE_TYPECHECK',
 ] as const;
-export type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
+type ConfigEnvName = (typeof CONFIG_ENV_NAMES)[number];
 
 /** Variables whose values are secrets: never echoed in an error, never passed to a tool (FORGE_SANDBOX_ENV_PASSTHROUGH). */
 const SECRET_ENV_NAMES: readonly string[] = [

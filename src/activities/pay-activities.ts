@@ -29,7 +29,7 @@ const payingSide = () => require('../x402/payer') as typeof PayerModule;
 const chainTruth = () => require('../x402/chain-truth') as typeof ChainTruthModule;
 
 /** What paying needs of the ledger: the outgoing rows, one per pay run. */
-export type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;
+type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;
 
 export interface PayActivityDeps {
   ledger: OutgoingLedger;

@@ -8,7 +8,7 @@ import type * as ConnectionModule from '../platform/temporal-connection';
  * How long a command waits for a run's result before it checks that a Forge worker polls, and gives up (exit 3) when
  * none does: a run that answers sooner costs no check at all.
  */
-export const NO_WORKER_CHECK_AFTER_MS = 2_500;
+const NO_WORKER_CHECK_AFTER_MS = 2_500;
 
 /** The help of `--wait`, the flag of every command that waits on a run a worker must take. */
 export const WAIT_HELP = 'when no Forge worker polls, wait for one however long it takes (default: say so within a few seconds, exit 3)';

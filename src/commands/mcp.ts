@@ -4,7 +4,7 @@ import { UsageError } from './exit-codes';
 import type * as Mcp from '../mcp';
 
 /** Where `forge mcp --http` listens unless told otherwise: next to the dev server's Web UI (8233). */
-export const DEFAULT_MCP_PORT = 8234;
+const DEFAULT_MCP_PORT = 8234;
 
 /**
  * `forge mcp [--http [--host H] [--port N]]`: Forge's operations and every active agent tool as an MCP server, over

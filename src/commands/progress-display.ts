@@ -3,7 +3,7 @@ import type { RunProgress, StageRecord } from '../contract/run-progress';
 const ICON: Record<StageRecord['status'], string> = { pending: ' ', running: '…', done: '✓', failed: '✗', skipped: '-' };
 
 /** How often a stage still running says so (an agent or a CI log otherwise sees nothing for minutes of tests). */
-export const STILL_RUNNING_EVERY_MS = 5_000;
+const STILL_RUNNING_EVERY_MS = 5_000;
 
 /**
  * Live progress of a run on stderr: one line per stage as it starts and as it ends, so the output reads the same in a

@@ -30,7 +30,7 @@ export const toolName = z
 export const baseUnits = z.string().regex(BASE_UNITS_PATTERN, `must be ${BASE_UNITS_HELP}`);
 
 /** An amount as the SDK takes it: base units as a decimal string, a bigint or a safe integer, none negative. */
-export const amount = z.union([baseUnits, z.bigint().nonnegative(), z.number().int().nonnegative()]);
+const amount = z.union([baseUnits, z.bigint().nonnegative(), z.number().int().nonnegative()]);
 
 /** A price as `forge sell --price` writes it: base units (`10000`) or money as x402 does (`$0.01`); src/contract/price.ts. */
 export const priceText = z.string().superRefine((v, ctx) => {
@@ -42,7 +42,7 @@ export const priceText = z.string().superRefine((v, ctx) => {
 export const httpUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), 'must be an http:// or https:// URL');
 
 /** Any value JSON can carry (what a tool's input or test input is). */
-export const jsonValue = z.unknown().superRefine((value, ctx) => {
+const jsonValue = z.unknown().superRefine((value, ctx) => {
   try {
     const text = canonicalJson(value);
     if (text === undefined) ctx.addIssue({ code: 'custom', message: 'must be a JSON value (not undefined or a function)' });
@@ -90,7 +90,7 @@ export const migrateSchemaInput = z.object({
 export type MigrateSchemaInput = z.input<typeof migrateSchemaInput>;
 
 /** One file of a promotion: its path in the repository and its whole new content. */
-export const proposedChange = z.object({ path: z.string().min(1).max(4096).describe('relative to the repository'), content: z.string() });
+const proposedChange = z.object({ path: z.string().min(1).max(4096).describe('relative to the repository'), content: z.string() });
 export type ProposedChange = z.input<typeof proposedChange>;
 
 /** `promoteBuiltin` (`forge promote`, MCP `promote_builtin`). */
@@ -116,7 +116,6 @@ export const listRunsInput = z.object({
   status: z.enum(RUN_STATUSES).optional(),
   limit: z.number().int().positive().max(1000).default(20),
 });
-export type ListRunsInput = z.input<typeof listRunsInput>;
 
 /** `pay` (`forge pay`, MCP `pay`): the request to pay for and the caller's limits. */
 export const payInput = z.object({

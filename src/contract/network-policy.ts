@@ -7,7 +7,7 @@ import { ConfigError } from './errors';
 
 export type NetworkPolicy = { kind: 'internet' } | { kind: 'none' } | { kind: 'allow'; hosts: AllowedHost[] };
 
-export interface AllowedHost {
+interface AllowedHost {
   host: string;
   /** Unset: any port. */
   port?: number;

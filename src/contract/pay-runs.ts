@@ -38,8 +38,7 @@ export const CHAIN_PATIENCE_SECONDS = 60;
 export const CALLER_MAXIMUM_NOTE = 'set for this payment';
 
 /** The spend-policy limits a payment can be refused by (each named in the refusal with its amounts). */
-export const SPEND_LIMITS = ['maxPerPayment', 'dailyBudget', 'payee', 'network', 'asset', 'scheme', 'wallet'] as const;
-export type SpendLimit = (typeof SPEND_LIMITS)[number];
+export type SpendLimit = 'maxPerPayment' | 'dailyBudget' | 'payee' | 'network' | 'asset' | 'scheme' | 'wallet';
 
 /**
  * `paid`: the chain shows the payment settled (or the resource asked for none: amount "0"); the response is what came
@@ -47,7 +46,7 @@ export type SpendLimit = (typeof SPEND_LIMITS)[number];
  * `pending`: the chain could not say yet (unreachable, or the cancellation could not be sent): the amount stays
  * reserved against the budget until reconciliation decides it from the chain, at the latest when it expires.
  */
-export type PayStatus = 'paid' | 'refused' | 'failed' | 'pending';
+type PayStatus = 'paid' | 'refused' | 'failed' | 'pending';
 
 /**
  * The signal by which PayWorkflow's send step hands a settled answer to its run before returning: if the worker dies

@@ -16,7 +16,7 @@ const USD_SUFFIX = /^(\d+(?:\.\d+)?)\s*USD$/i;
 const MAX_PRICE_LENGTH = 100;
 
 /** How to write a price, for error messages. */
-export const PRICE_HELP =
+const PRICE_HELP =
   'write money as x402 does ($0.01, or 0.01 USD: whole tokens of the sale asset), or a whole number of base units (10000 is $0.01 of a 6-decimals token)';
 
 /** Reads a price text: its notation, or why it is not one (an error message that quotes it). */

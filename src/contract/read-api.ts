@@ -11,7 +11,7 @@
  */
 
 /** What the worker's identity says after the pid and host: where its read API is. */
-export const READ_API_IDENTITY_KEY = 'forge-api';
+const READ_API_IDENTITY_KEY = 'forge-api';
 
 /** The read API's paths (versioned, so an older client of a newer worker still finds what it knows). */
 export const READ_API_PATHS = {

@@ -9,7 +9,7 @@ import type { ForgeDatabase } from './types';
 export type AgentMigration = typeof agentMigrations.$inferSelect;
 
 /** One statement of an accepted migration: its text as the policy split it, and where it starts in the whole. */
-export interface MigrationStatement {
+interface MigrationStatement {
   text: string;
   /** 0-based UTF-16 offset of `text` in the whole migration. */
   offset: number;
@@ -50,7 +50,7 @@ export function coreLockTimeoutMs(limits: MigrationLimits): number {
 }
 
 /** The row's `state`: committed whole, or committed but for core indexes still being built concurrently. */
-export type AgentMigrationState = 'applied' | 'building';
+type AgentMigrationState = 'applied' | 'building';
 
 /** What {@link applyAgentMigration} found or did. */
 export type ApplyAgentMigrationOutcome =

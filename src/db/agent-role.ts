@@ -15,7 +15,7 @@ export const AGENT_ROLE = 'forge_agent';
  * Predefined roles that reach outside the database: server files, server programs, signalling other sessions. The
  * role a migration runs as must hold none of them (a superuser holds them all).
  */
-export const PRIVILEGED_ROLES = ['pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program', 'pg_signal_backend'] as const;
+const PRIVILEGED_ROLES = ['pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program', 'pg_signal_backend'] as const;
 
 /**
  * Creates {@link AGENT_ROLE} when Forge connects as a superuser and it does not exist yet, and grants it the

@@ -27,7 +27,7 @@ export function migrationsFolder(): string {
 }
 
 /** Where drizzle records which migrations ran: its usual `drizzle` schema, or Forge's own when FORGE_SCHEMA is set. */
-export function migrationsSchemaFor(schema: string): string {
+function migrationsSchemaFor(schema: string): string {
   return schema === 'public' ? 'drizzle' : schema;
 }
 

@@ -107,23 +107,6 @@ export async function buildIndexOnline(
 }
 
 /**
- * Drops the index if it is there and INVALID (the compensation of a build that cannot finish), CONCURRENTLY and under
- * the agent role, which owns it. A valid index is left alone. Idempotent.
- */
-export async function dropInvalidIndex(database: ForgeDatabase, index: string, lockTimeoutMs: number): Promise<boolean> {
-  if (database.kind !== 'postgres') return false;
-  return database.isolatedSession(async (db) => {
-    await takeBuildLock(db, database.schema, index, lockTimeoutMs);
-    const existing = await indexState(db, database.schema, index);
-    if (!existing || existing.valid) return false;
-    await enterAgentRole(db, 'session');
-    await db.execute(sql`SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, false)`);
-    await dropInvalid(db, database.schema, index);
-    return true;
-  });
-}
-
-/**
  * The sessions holding a lock on any of `tables` (in the configured schema) that another session waits for or could
  * wait for: who a migration's `lock_timeout` gave up on. Read after the fact, so it names who held it then or since.
  */

@@ -11,7 +11,7 @@ import type { ForgeDatabase, ForgeDb } from './types';
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
 
 /** host:port of a postgres URL, for messages (never the password). */
-export function describePostgresUrl(url: string): string {
+function describePostgresUrl(url: string): string {
   try {
     const u = new URL(url);
     return `${u.hostname}:${u.port || '5432'}${u.pathname}`;

@@ -6,7 +6,7 @@ import type { ForgeDatabase } from './types';
 export type ReverifyResultRow = typeof reverifyResults.$inferSelect;
 
 /** What a re-verification test records; (runKey, name, version, attempt) is its key. */
-export interface NewReverifyResult {
+interface NewReverifyResult {
   runKey: string;
   name: string;
   version: number;
@@ -20,7 +20,7 @@ export interface NewReverifyResult {
 }
 
 /** An active tool a re-verification batch tests, with what this run recorded of it already. */
-export interface ReverifyCandidate {
+interface ReverifyCandidate {
   name: string;
   version: number;
   /** Stored versions below the active one, newest first: the fallbacks to try. */

@@ -7,14 +7,14 @@ import type { ForgeDatabase, ForgeDb, ForgeTx } from './types';
 /** A persisted tool version, as stored. */
 export type ToolVersion = typeof toolVersions.$inferSelect;
 /** One active pointer: which version of a tool registries load. */
-export type ActiveTool = typeof activeTools.$inferSelect;
+type ActiveTool = typeof activeTools.$inferSelect;
 /** One row of the event log. */
-export type ToolEvent = typeof events.$inferSelect;
+type ToolEvent = typeof events.$inferSelect;
 /** A tool re-verification moved: quarantined (nothing active) or degraded (an older version active). */
 export type ToolQuarantine = typeof toolQuarantine.$inferSelect;
 
 /** What re-verification asks of the store once a tool's active version failed twice (see {@link ToolStore.quarantine}). */
-export interface QuarantineRequest {
+interface QuarantineRequest {
   name: string;
   /** The version that failed; nothing moves unless it is still the active one. */
   failedVersion: number;
@@ -26,7 +26,7 @@ export interface QuarantineRequest {
 }
 
 /** What {@link ToolStore.quarantine} did. */
-export interface QuarantineResult {
+interface QuarantineResult {
   /** quarantined / degraded; superseded when the failed version was no longer active (a deployment came first). */
   state: 'quarantined' | 'degraded' | 'superseded';
   activeVersion?: number;
@@ -44,7 +44,7 @@ export interface NewToolVersion {
   workflowId?: string;
 }
 
-export interface InsertVersionResult {
+interface InsertVersionResult {
   /** The version number: new, or the one already stored for this (name, contentHash). */
   version: number;
   /** False when this content was already persisted (a retried activity): nothing was written. */
@@ -52,7 +52,7 @@ export interface InsertVersionResult {
   row: ToolVersion;
 }
 
-export interface ActivationResult {
+interface ActivationResult {
   name: string;
   version: number;
   /** The version that was active before, if any. */
@@ -64,25 +64,25 @@ export interface ActivationResult {
 }
 
 /** What {@link ToolStore.commitVersion} did: the insert's outcome and the activation's. */
-export interface CommitVersionResult extends InsertVersionResult {
+interface CommitVersionResult extends InsertVersionResult {
   /** The version that was active before, if any (equal to `version` when it already was active). */
   previousVersion: number | undefined;
   /** False when this version was already active: no pointer move, no event, no notification. */
   changed: boolean;
 }
 
-export interface DeactivationResult {
+interface DeactivationResult {
   name: string;
   /** The version that was active, or undefined when the tool was not active (then nothing changed). */
   previousVersion: number | undefined;
 }
 
-export interface RemovalResult extends DeactivationResult {
+interface RemovalResult extends DeactivationResult {
   /** How many stored versions were deleted. */
   removedVersions: number;
 }
 
-export interface NewEvent {
+interface NewEvent {
   /** Dotted kind, e.g. `tool.activated`. */
   kind: string;
   /** What it is about, e.g. the tool name. */
@@ -91,7 +91,7 @@ export interface NewEvent {
   workflowId?: string;
 }
 
-export interface WorkflowRef {
+interface WorkflowRef {
   workflowId?: string;
   /**
    * The run of `workflowId`, kept in the activation's event: runs of one deployment ID (the same content submitted

@@ -77,7 +77,7 @@ async function parentsAndTree(repo: string, commit: string): Promise<{ parents: 
 }
 
 /** Whether `commit` has exactly `tree` and the single parent `base`: "the same change", whatever its message or date. */
-export async function isSameChange(repo: string, commit: string, tree: string, base: string): Promise<boolean> {
+async function isSameChange(repo: string, commit: string, tree: string, base: string): Promise<boolean> {
   const actual = await parentsAndTree(repo, commit);
   return actual.tree === tree && actual.parents.length === 1 && actual.parents[0] === base;
 }

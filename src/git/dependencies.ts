@@ -7,7 +7,7 @@ import { assertSafeRelativePath } from './path-safety';
  * Files that decide what node_modules holds. A change touching one of them (at any depth: workspaces have their own)
  * cannot be verified against the live checkout's installed packages.
  */
-export const DEPENDENCY_FILES: readonly string[] = [
+const DEPENDENCY_FILES: readonly string[] = [
   'package.json',
   'package-lock.json',
   'npm-shrinkwrap.json',
@@ -23,7 +23,7 @@ export const DEPENDENCY_FILES: readonly string[] = [
 ];
 
 /** The changed paths that touch dependency files ({@link DEPENDENCY_FILES}), in the order given. */
-export function dependencyChanges(changedPaths: readonly string[]): string[] {
+function dependencyChanges(changedPaths: readonly string[]): string[] {
   return changedPaths.filter((p) => DEPENDENCY_FILES.includes(p.split('/').pop() ?? ''));
 }
 

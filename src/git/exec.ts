@@ -2,7 +2,7 @@ import { GitCommandError } from './errors';
 import { spawnThroughHelper, type SpawnOutcome } from '../process/spawner';
 
 /** The longest any one git command may run before it is killed (bounded everything: git included). */
-export const GIT_TIMEOUT_MS = 120_000;
+const GIT_TIMEOUT_MS = 120_000;
 
 /**
  * Configuration every Forge git command runs with, whatever the repository or the user configures: no hooks (a hook

@@ -18,9 +18,9 @@
  *     head})` → `createWorktree({commit: rebased})` (a fresh one) → link → stages again → merge with base = head.
  *  6. Always: `cleanupRun({repo, runId, root})`; `listLeftovers` shows what is left (nothing).
  */
-export { cleanupRun, listLeftovers, type CleanupRunInput, type CleanupRunResult, type Leftovers } from './cleanup';
-export { commitChange, isSameChange, type CommitChangeInput, type CommitChangeResult, type ProposedFile } from './commit';
-export { DEPENDENCY_FILES, dependencyChanges, linkNodeModules, type LinkDependenciesInput, type LinkDependenciesResult } from './dependencies';
+export { cleanupRun, listLeftovers } from './cleanup';
+export { commitChange, type CommitChangeInput, type ProposedFile } from './commit';
+export { linkNodeModules } from './dependencies';
 export {
   BranchNotFoundError,
   CommitNotFoundError,
@@ -32,27 +32,14 @@ export {
   UnsafePathError,
   VerifyPlanError,
   WorktreeRootError,
-  type VerifyPlanIssue,
 } from './errors';
-export { GIT_TIMEOUT_MS } from './exec';
 export { compileGlob, globSyntaxError } from './glob';
 export { type CommitIdentity } from './identity';
+export { advanceLiveCheckout, inspectLiveCheckout, mergeIntoBranch } from './live-checkout';
+export { compareAndSwapBranch } from './merge';
+export { assertSafeRelativePath, checkProposedPath, writeProposedFile } from './path-safety';
+export { rebaseChange } from './rebase';
 export {
-  advanceLiveCheckout,
-  inspectLiveCheckout,
-  mergeIntoBranch,
-  type LiveCheckoutInput,
-  type LiveCheckoutResult,
-  type MergeIntoBranchResult,
-} from './live-checkout';
-export { compareAndSwapBranch, type CompareAndSwapInput, type CompareAndSwapResult } from './merge';
-export { PROMOTE_BRANCH_PREFIX, assertBranchName, assertRunId, promoteBranchName } from './names';
-export { assertSafeRelativePath, checkProposedPath, writeProposedFile, type ProposedPathInfo } from './path-safety';
-export { rebaseChange, type RebaseChangeInput, type RebaseChangeResult } from './rebase';
-export {
-  CHANGED_FILES_PLACEHOLDER,
-  STAGE_NAMES,
-  VERIFY_PLAN_FILE,
   builtinToolNames,
   checkedOutBuiltinToolNames,
   parseVerifyPlan,
@@ -62,24 +49,6 @@ export {
   readVerifyPlan,
   trackedFiles,
   type PlannedStage,
-  type StageCommand,
-  type StageName,
   type VerifyPlan,
-  type VerifyRule,
 } from './verify-plan';
-export {
-  checkedOutBranch,
-  createWorktree,
-  defaultWorktreeRoot,
-  isRepository,
-  listWorktrees,
-  prepareWorktreeRoot,
-  removeWorktree,
-  resolveBranchCommit,
-  resolveCommit,
-  worktreePath,
-  type CreateWorktreeInput,
-  type CreateWorktreeResult,
-  type RegisteredWorktree,
-  type RemoveWorktreeInput,
-} from './worktree';
+export { checkedOutBranch, createWorktree, isRepository, listWorktrees, resolveBranchCommit } from './worktree';

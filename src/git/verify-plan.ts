@@ -7,17 +7,16 @@ import { compileGlob, globSyntaxError } from './glob';
 import { assertSafeRelativePath } from './path-safety';
 
 /** The plan file, at the root of the agent's repository. */
-export const VERIFY_PLAN_FILE = 'forge.verify.json';
+const VERIFY_PLAN_FILE = 'forge.verify.json';
 
-/** The stages of a verification, in the order they run: the contract's {@link PROMOTION_STAGES}, by their old name. */
-export const STAGE_NAMES = PROMOTION_STAGES;
-export type StageName = PromotionStage;
+/** A stage of a verification: the contract's {@link PromotionStage}, by its old name. */
+type StageName = PromotionStage;
 
 /**
  * An argv element that is exactly this stands for the changed paths the rule matched, one argv element each (never
  * joined into one string, never given to a shell). It may appear once per argv, not as argv[0], not inside a word.
  */
-export const CHANGED_FILES_PLACEHOLDER = '{changedFiles}';
+const CHANGED_FILES_PLACEHOLDER = '{changedFiles}';
 
 const relativePath = z.string().superRefine((value, ctx) => {
   try {
@@ -82,8 +81,6 @@ const planSchema = z.strictObject({
 
 /** A parsed, valid forge.verify.json. */
 export type VerifyPlan = z.infer<typeof planSchema>;
-/** One rule of a stage: globs of changed paths → a command. */
-export type VerifyRule = z.infer<typeof rule>;
 
 /** `stages.compile[0].argv[2]`, `builtinTools["a b"]`. */
 function formatField(path: readonly PropertyKey[]): string {

@@ -129,16 +129,6 @@ export async function runKey(repo: string, runId: string): Promise<string> {
   return `run\0${await realpath(repo)}\0${runId}`;
 }
 
-/**
- * The real path of the worktree root, created if missing. Refused when it is inside the repository's own checkout:
- * a worktree there would show up in (and could be committed by) the live checkout.
- * @throws WorktreeRootError
- */
-export async function prepareWorktreeRoot(repo: string, root: string = defaultWorktreeRoot()): Promise<string> {
-  const [realRoot, top] = await Promise.all([makeRoot(root), repositoryTop(repo)]);
-  return checkedRoot(root, realRoot, top);
-}
-
 async function makeRoot(root: string): Promise<string> {
   await mkdir(root, { recursive: true });
   return realpath(root);
@@ -184,8 +174,8 @@ async function resolveForWorktree(repo: string, rev: string): Promise<{ commit: 
   return { commit, top: await realpath(top) };
 }
 
-/** Where the run's worktree lives under `realRoot` (the root's real path, see {@link prepareWorktreeRoot}). */
-export function worktreePath(realRoot: string, runId: string): string {
+/** Where the run's worktree lives under `realRoot` (the root's real path, see {@link checkedRoot}). */
+function worktreePath(realRoot: string, runId: string): string {
   assertRunId(runId);
   return path.join(realRoot, runId);
 }

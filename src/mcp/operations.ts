@@ -37,7 +37,7 @@ export interface OperationResult {
 }
 
 /** The MCP tool annotations (spec 2025-06-18): hints a client shows or acts on, so they must be honest. */
-export interface Annotations {
+interface Annotations {
   title: string;
   readOnlyHint: boolean;
   destructiveHint: boolean;

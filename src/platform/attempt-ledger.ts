@@ -20,7 +20,7 @@ import { liveProcess } from '../process/live-process';
  */
 
 /** The failure type of an attempt handed back because its worker died. */
-export const WORKER_DIED = 'ForgeWorkerDied';
+const WORKER_DIED = 'ForgeWorkerDied';
 
 /** Where the workers of FORGE_HOME `home` keep their attempts (host-local state, like the embedded database). */
 export const attemptsDirOf = (home: string) => path.join(home, 'attempts');

@@ -5,7 +5,7 @@ import { REVERIFY_SCHEDULE_ID, REVERIFY_WORKFLOW_ID_PREFIX, type ReverifyToolsIn
 import { WORKFLOW_TASK_TIMEOUT } from '../contract/workflow-task-timeout';
 
 /** The schedule as configured: every `FORGE_REVERIFY_INTERVAL`, overlap SKIP, starting ReverifyToolsWorkflow. */
-export function reverifyScheduleOptions(config: ForgeConfig): ScheduleOptions {
+function reverifyScheduleOptions(config: ForgeConfig): ScheduleOptions {
   const args: [ReverifyToolsInput] = [{ trigger: 'schedule' }];
   const every = formatInterval(config.reverify.intervalMs);
   return {
@@ -56,7 +56,7 @@ export async function ensureReverifySchedule(client: Client, config: ForgeConfig
 }
 
 /** 3600000 → `1h`, 90000 → `90s`: how the schedule's summary says its interval. */
-export function formatInterval(ms: number): string {
+function formatInterval(ms: number): string {
   for (const [unit, size] of [
     ['d', 86_400_000],
     ['h', 3_600_000],

@@ -43,7 +43,7 @@ export function terminalLogFunction(write: (text: string) => void = (text) => pr
 const MAX_REMEMBERED_OUTCOMES = 1_000;
 
 /** The Forge verdict type of an error or of any error in its cause chain (an ActivityFailure wraps the verdict). */
-export function verdictType(error: unknown): string | undefined {
+function verdictType(error: unknown): string | undefined {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const type = (e as { type?: unknown }).type;
     if (typeof type === 'string' && (FAILURE_TYPES as readonly string[]).includes(type)) return type;

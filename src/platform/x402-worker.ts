@@ -14,10 +14,10 @@ import type * as SalesModule from '../x402/sales';
 import type { Sales } from '../x402/sales';
 
 /** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
-export const OFFERS_CHANNEL = 'forge_x402_offers';
+const OFFERS_CHANNEL = 'forge_x402_offers';
 
 /** The file under FORGE_HOME (0600) holding the secret the dev facilitator's registration asks of this worker's seller. */
-export const DISCOVERY_TOKEN_FILE = 'x402-discovery.token';
+const DISCOVERY_TOKEN_FILE = 'x402-discovery.token';
 
 /** How often a worker asks the chain about payments left reserved: a decision within seconds of the chain's (issue 26). */
 const RECONCILE_EVERY_MS = 15_000;

@@ -10,9 +10,6 @@ const immutableFunctions: ReadonlySet<string> = new Set(builtins.immutableFuncti
 const refusedFunctions: Readonly<Record<string, string>> = builtins.refusedFunctions;
 const allowedOperators: ReadonlySet<string> = new Set(builtins.operators);
 
-/** Where the data came from, for messages and the bench: e.g. `PostgreSQL 18.6 (PGlite 0.5.16)`. */
-export const BUILTINS_SOURCE = builtins.generatedFrom;
-
 /** Why a built-in function name is refused: the catalogue's word for it, or `unknown` when no built-in has the name. */
 export type RefusalReason = 'volatile' | 'parallel-unsafe' | 'parallel-restricted' | 'deny-list' | 'reads' | 'unknown';
 

@@ -26,7 +26,7 @@ const CORE_COLUMN_CONSTRAINTS = new Set([
 ]);
 
 /** The Constraint nodes of a list (column constraints or table elements). */
-export function constraintsOf(list: Node[] | undefined): Constraint[] {
+function constraintsOf(list: Node[] | undefined): Constraint[] {
   const out: Constraint[] = [];
   for (const item of list ?? []) if ('Constraint' in item) out.push(item.Constraint);
   return out;

@@ -5,7 +5,7 @@ import { isAgentName, showIdent } from './names';
 import type { Verdict } from './verdict';
 import { reject } from './verdict';
 
-export type { CoreTableUsage, CoreTablesUsage };
+export type { CoreTablesUsage };
 
 /**
  * The cap verdicts of a migration (SCHEMA_POLICY.md "Round three", counts): walking the statements in order, the

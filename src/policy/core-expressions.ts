@@ -166,7 +166,7 @@ function isIntegerLiteral(arg: unknown): boolean {
 }
 
 /** A constant: a literal, or a string literal cast to a type. */
-export function isLiteral(expr: unknown): boolean {
+function isLiteral(expr: unknown): boolean {
   const node = expr as TreeNode | undefined;
   if (!node) return false;
   if (node.A_Const) return true;

@@ -9,7 +9,7 @@ import { reject } from './verdict';
  * SQLSTATE 54000 ("index row size ... exceeds btree version 4 maximum 2704"). GiST, SP-GiST, GIN and BRIN entries
  * have limits of the same order; only a hash index stores a fixed 4-byte hash of any value.
  */
-export const INDEX_ENTRY_MAX_BYTES = 2704;
+const INDEX_ENTRY_MAX_BYTES = 2704;
 /** An index tuple's header, and the padding each value may need to be aligned (both counted generously). */
 const ENTRY_HEADER_BYTES = 8;
 const VALUE_ALIGN_BYTES = 4;
@@ -64,7 +64,7 @@ const FIXED_BYTES: Readonly<Record<string, number>> = {
  * `bit(n)`/`varbit(n)`, ranges of a fixed-width subtype; `undefined` for every type without a bound (`text`, `bytea`,
  * `jsonb`, arrays, unconstrained `numeric`, ...).
  */
-export function typeMaxBytes(type: string, typmod: number | undefined, length?: number, rangeSubtypeLength?: number): number | undefined {
+function typeMaxBytes(type: string, typmod: number | undefined, length?: number, rangeSubtypeLength?: number): number | undefined {
   if (length !== undefined && length > 0) return length;
   if (FIXED_BYTES[type] !== undefined) return FIXED_BYTES[type];
   const mod = typmod ?? -1;

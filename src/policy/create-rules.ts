@@ -20,7 +20,7 @@ import type { RuleContext, Verdict } from './verdict';
 import { accept, reject } from './verdict';
 
 /** Refuses creating `what` named `name` outside the agent namespace, suggesting the name to use instead. */
-export function outsideNamespace(what: string, name: string): Verdict {
+function outsideNamespace(what: string, name: string): Verdict {
   return reject(
     'agent-namespace',
     `${what} ${showIdent(name)} is outside the agent namespace: every object a migration creates must be named ` +

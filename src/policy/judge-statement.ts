@@ -91,7 +91,7 @@ function checkDefine(s: DefineStmt): Verdict {
 }
 
 /** The default-deny verdict: `what` is not among the accepted statements of SCHEMA_POLICY.md. */
-export function defaultDeny(what: string): Verdict {
+function defaultDeny(what: string): Verdict {
   return reject(
     'default-deny',
     `${what} is not among the statements a migration may run (default deny). Allowed: CREATE TABLE, CREATE ` +

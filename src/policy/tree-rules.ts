@@ -15,7 +15,7 @@ export interface TreeFacts {
  * How deep a parse tree may nest before the judge gives up on it. PostgreSQL's own parser (and V8's stack) stop
  * somewhere past this; a real migration's deepest expression is a few dozen levels.
  */
-export const MAX_TREE_DEPTH = 1_000;
+const MAX_TREE_DEPTH = 1_000;
 
 /** Table sampling methods built into PostgreSQL (others come from extensions and run their own code). */
 const SAMPLING_METHODS = new Set(['system', 'bernoulli']);
@@ -185,7 +185,7 @@ function sequenceLiteral(arg: unknown): string | undefined {
  * A name as PostgreSQL reads it from text (regclass input, `nextval('...')`): dot-separated parts, quoted parts kept
  * as written, unquoted parts folded to lower case. Undefined for text that is not a plain qualified name.
  */
-export function parseQualifiedName(text: string): string[] | undefined {
+function parseQualifiedName(text: string): string[] | undefined {
   const parts: string[] = [];
   let i = 0;
   for (;;) {

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 const LOWEST_PORT = 20_000;
 
 /** The kernel's ephemeral range (where `listen(0)` and outgoing connections take their ports); Linux default if unreadable. */
-export function ephemeralPortRange(): { low: number; high: number } {
+function ephemeralPortRange(): { low: number; high: number } {
   try {
     const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
     if (Number.isInteger(low) && Number.isInteger(high) && low > LOWEST_PORT + 1_000) return { low, high };

@@ -14,7 +14,7 @@ import { homeSecret } from './home-secret';
  */
 
 /** The file under FORGE_HOME that holds the read API's token. */
-export const READ_API_TOKEN_FILE = 'read-api.token';
+const READ_API_TOKEN_FILE = 'read-api.token';
 
 /** What a token in that file looks like (ours are 43 base64url characters; FORGE_API_TOKEN's rule is the config's). */
 const TOKEN = /^[\x21-\x7e]{16,}$/;

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 let works: boolean | undefined;
 
 /** Whether util-linux `setpriv --pdeathsig KILL` works here (probed once per process). */
-export function setprivWorks(): boolean {
+function setprivWorks(): boolean {
   works ??= spawnSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
   return works;
 }

@@ -283,7 +283,7 @@ function start(): Spawner {
 }
 
 /** Ends the helper, if one runs, and resolves once it has exited; the next command starts a new one. */
-export function stopSpawnHelper(): Promise<void> {
+function stopSpawnHelper(): Promise<void> {
   const spawner = current;
   current = undefined;
   return spawner ? spawner.stop() : Promise.resolve();

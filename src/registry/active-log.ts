@@ -59,7 +59,7 @@ export interface ActiveIndexRead {
 }
 
 /** Parses active.json's bytes (generation, updatedAt, tools). */
-export function parseActiveSnapshot(file: string, text: string): { generation: number; updatedAt: string; tools: Map<string, ActiveEntry> } {
+function parseActiveSnapshot(file: string, text: string): { generation: number; updatedAt: string; tools: Map<string, ActiveEntry> } {
   let raw: unknown;
   try {
     raw = JSON.parse(text);

@@ -129,7 +129,7 @@ export interface ContainedProcessResult {
 }
 
 /** How often a running tree's memory and CPU are sampled (and its cgroup checked for OOM kills). */
-export const SAMPLE_MS = 100;
+const SAMPLE_MS = 100;
 const DEFAULT_KEEP_BYTES = 64 * 1024;
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 

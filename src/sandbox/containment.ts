@@ -417,7 +417,7 @@ async function waitGone(pid: number): Promise<void> {
 }
 
 /** Process ids whose environment holds FORGE_SANDBOX_RUN=<marker>. */
-export function processesWithMarker(marker: string): number[] {
+function processesWithMarker(marker: string): number[] {
   const needle = `FORGE_SANDBOX_RUN=${marker}\0`;
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {

@@ -47,7 +47,7 @@ export interface SandboxLimits {
   tmpDir?: string;
 }
 
-export { MAX_UID_BASE, RUN_UID_RANGE } from '../contract/limits';
+export { RUN_UID_RANGE } from '../contract/limits';
 
 export const DEFAULT_LIMITS: SandboxLimits = {
   maxTimeoutMs: 30_000,

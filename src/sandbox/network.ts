@@ -19,11 +19,9 @@ import { networkInterfaces } from 'node:os';
 import type { NetworkPolicy } from '../contract/network-policy';
 import { isNeverReachable, NEVER_REACHABLE_V4 } from '../contract/never-reachable';
 
-export { INTERNET, parseNetworkPolicy, describeNetworkPolicy, type NetworkPolicy } from '../contract/network-policy';
+export { INTERNET, describeNetworkPolicy, type NetworkPolicy } from '../contract/network-policy';
 
 /** The ranges no run ever reaches, whatever the policy: one list, shared with the dev facilitator (src/contract). */
-export { NEVER_REACHABLE_V4, isNeverReachable } from '../contract/never-reachable';
-
 /** slirp4netns's fixed layout inside the namespace (its defaults). */
 export const SLIRP = { device: 'tap0', cidr: '10.0.2.0/24', gateway: '10.0.2.2', dns: '10.0.2.3', address: '10.0.2.100' } as const;
 
@@ -38,7 +36,7 @@ export interface NetworkPlan {
 }
 
 /** The host's own IPv4 addresses outside {@link NEVER_REACHABLE_V4} (a public address of this machine). */
-export function hostPublicAddresses(): string[] {
+function hostPublicAddresses(): string[] {
   const found = new Set<string>();
   for (const list of Object.values(networkInterfaces())) {
     for (const info of list ?? []) {

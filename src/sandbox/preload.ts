@@ -61,7 +61,7 @@ function pick(target: unknown): string | undefined {
  * The file a require of the package `name` loads from a module beside `nodeModules` (its "require" entry), real
  * path, as CommonJS keys its cache; undefined when it has none.
  */
-export function cjsEntryOf(name: string, nodeModules = projectNodeModules()): string | undefined {
+function cjsEntryOf(name: string, nodeModules = projectNodeModules()): string | undefined {
   try {
     return realpathSync(createRequire(join(nodeModules, '_')).resolve(name));
   } catch {

@@ -41,7 +41,7 @@ export interface RunStageOptions {
 }
 
 /** How much of each stream's end the report keeps (the primitive keeps 64 KiB of each; locations are parsed from it). */
-export const STAGE_TAIL_BYTES = 8 * 1024;
+const STAGE_TAIL_BYTES = 8 * 1024;
 const MiB = 1024 * 1024;
 const BASE_PATH = '/usr/local/bin:/usr/bin:/bin';
 

@@ -16,7 +16,7 @@ import { runToTheEnd } from './run-to-the-end';
 import { ensureLedger, LEDGER_STEP } from './x402-ledger';
 
 /** The stages of a pay run, in order. */
-export const PAY_STAGES = ['terms', 'policy', 'sign', 'send', 'record'] as const;
+const PAY_STAGES = ['terms', 'policy', 'sign', 'send', 'record'] as const;
 
 /**
  * Steps that read the ledger, the policy or the chain: retried without limit (a database that is down makes the run

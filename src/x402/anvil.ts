@@ -19,7 +19,7 @@ const PLATFORM_PACKAGES: Record<string, string | undefined> = {
 };
 
 /** The anvil binary installed for this platform. @throws LocalNetworkError when there is none. */
-export function anvilBinary(): string {
+function anvilBinary(): string {
   const pkg = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
   if (!pkg) throw new LocalNetworkError(`anvil has no npm package for ${process.platform}-${process.arch}`);
   const binary = process.platform === 'win32' ? 'anvil.exe' : 'anvil';

@@ -16,7 +16,7 @@ import { presentsToken, tokenDigest } from '../process/read-api-token';
  * A seller allowed to ask for its own resources to be listed (`POST /discovery/register`): it proves who it is with a
  * bearer token, and the facilitator fetches only URLs at the origin it serves.
  */
-export interface Registrant {
+interface Registrant {
   /** The secret it sends as `Authorization: Bearer <token>`. */
   token: string;
   /** The origin its resources are served at (`http://127.0.0.1:41234`): the only one registration fetches for it. */

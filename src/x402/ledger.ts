@@ -7,8 +7,8 @@ import { LEDGER_TABLES } from './ledger-sql';
 import { LedgerConflictError, LedgerInputError, LedgerNotReadyError, LedgerRowNotFoundError } from './errors';
 import type { LedgerDirection, LedgerStatus, LedgerTransaction } from './ledger-rows';
 
-export { LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, LEDGER_TABLES } from './ledger-sql';
-export type { LedgerDirection, LedgerStatus, LedgerTransaction } from './ledger-rows';
+export { LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from './ledger-sql';
+export type { LedgerTransaction } from './ledger-rows';
 
 /**
  * The x402 ledger (issue 13, AGENT-04): every payment in or out as one row of `agent_x402_transactions`, the tools
@@ -22,7 +22,7 @@ export type { LedgerDirection, LedgerStatus, LedgerTransaction } from './ledger-
  */
 
 /** A row of `agent_x402_offers`: a tool sold over x402. */
-export interface LedgerOffer {
+interface LedgerOffer {
   tool: string;
   /** Decimal string of base units of `asset`. */
   price: string;
@@ -35,7 +35,7 @@ export interface LedgerOffer {
 }
 
 /** Base units: a non-negative bigint, or its decimal string. */
-export type BaseUnits = bigint | string;
+type BaseUnits = bigint | string;
 
 export interface ReserveOutInput {
   /** The PayWorkflow run: the row's identity, so a retried reservation finds its own row. */
@@ -51,7 +51,7 @@ export interface ReserveOutInput {
   now?: Date;
 }
 
-export type ReserveOutResult =
+type ReserveOutResult =
   /** `created` false: this workflow had reserved already (its row, in whatever status it is now; counted once). */
   | { ok: true; row: LedgerTransaction; created: boolean }
   /** Nothing was reserved: `spentInWindow + amount` would pass `budget` (all decimal strings of base units). */
@@ -63,12 +63,12 @@ export type ReserveOutResult =
  * status and is left as it is (a settled row never becomes failed, nor a failed one settled): the caller must look
  * at `row`, since what it asked for did not happen.
  */
-export interface LedgerTransition {
+interface LedgerTransition {
   outcome: 'updated' | 'unchanged' | 'conflict';
   row: LedgerTransaction;
 }
 
-export interface RecordInInput {
+interface RecordInInput {
   /** The EIP-3009 nonce of the payment received: one row per nonce. */
   nonce: string;
   /** The payer. */
@@ -94,7 +94,7 @@ export interface RecordInResult {
   row: LedgerTransaction;
 }
 
-export interface PutOfferInput {
+interface PutOfferInput {
   tool: string;
   price: BaseUnits;
   asset: string;
@@ -104,7 +104,7 @@ export interface PutOfferInput {
 }
 
 /** One line of the P&L: settled income, settled spend and their difference, in base units (decimal strings). */
-export interface PnlRow {
+interface PnlRow {
   /** The tool (or {@link PNL_NO_TOOL} for payments out, which sell no tool), or the UTC day `YYYY-MM-DD`. */
   key: string;
   asset: string;
@@ -114,7 +114,7 @@ export interface PnlRow {
   net: string;
 }
 
-export interface PnlReport {
+interface PnlReport {
   /** By key, then asset and network; ordered by key. */
   rows: PnlRow[];
   /** The sum of `rows`. Meaningful as money only when `assets` has one entry: pass `asset`/`network` otherwise. */
@@ -180,8 +180,6 @@ export interface Ledger {
 // payments (a reservation holds it for a few ms).
 const LEDGER_LOCK_CLASS = 0x46783432; // "Fx42"
 const LEDGER_LOCK_KEY = 1;
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** The ledger over `database`, addressing its tables in `database.schema`, where the migration creates them. */
 export function createLedger(database: ForgeDatabase): Ledger {
@@ -529,6 +527,3 @@ function baseUnits(value: BaseUnits, field: string): bigint {
 function nonEmpty(value: unknown, field: string): void {
   if (typeof value !== 'string' || value.length === 0) throw new LedgerInputError(`${field} must be a non-empty string`);
 }
-
-/** The rolling window reserveOut sums over, for callers that show it. */
-export const LEDGER_BUDGET_WINDOW_MS = DAY_MS;

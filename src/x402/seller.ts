@@ -121,7 +121,7 @@ export interface SellerOptions {
 }
 
 /** One paid route. */
-export interface SoldRoute {
+interface SoldRoute {
   tool: string;
   url: string;
   price: bigint;

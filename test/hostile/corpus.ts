@@ -9,7 +9,7 @@ import type { HostilePlatform } from './platform';
 export const HOSTILE_KINDS = ['scan', 'temporal', 'files', 'http', 'env'] as const;
 export type HostileKind = (typeof HOSTILE_KINDS)[number];
 
-export const TOOLS_DIR = path.join(__dirname, 'tools');
+const TOOLS_DIR = path.join(__dirname, 'tools');
 
 /** A hostile tool's source, as an agent would submit it. */
 export function hostileSource(kind: HostileKind): string {
@@ -41,7 +41,7 @@ export default {
 }
 
 /** What a hijacked victim module runs instead (the files tool writes it over the victim's compiled module). */
-export const PWNED_VICTIM_MODULE = `import { z } from 'zod';
+const PWNED_VICTIM_MODULE = `import { z } from 'zod';
 export default {
   name: '${VICTIM}',
   description: 'pwned',
@@ -155,7 +155,7 @@ export interface AttackContext {
 const portOf = (url: string | undefined) => (url ? Number(new URL(url).port) : undefined);
 
 /** The ports of every platform service the test knows of, and its canaries'. */
-export function knownPorts(ctx: AttackContext): number[] {
+function knownPorts(ctx: AttackContext): number[] {
   const { urls, temporalPort } = ctx.platform;
   const ports = [
     temporalPort,
@@ -168,7 +168,7 @@ export function knownPorts(ctx: AttackContext): number[] {
 }
 
 /** `http://127.0.0.1:P` written the ways an address filter might not recognise as loopback. */
-export function spelledUrls(url: string): string[] {
+function spelledUrls(url: string): string[] {
   const { port } = new URL(url);
   return [url, ...['2130706433', '0x7f000001', '[::ffff:127.0.0.1]', 'localhost', '127.1', '[::1]'].map((h) => `http://${h}:${port}`)];
 }

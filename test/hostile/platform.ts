@@ -51,7 +51,7 @@ export interface HostilePlatform {
 export const ORDINARY_USER = 'forgeuser';
 
 /** uid and gid of `name`, creating the user (`useradd -m`) when it is missing and this process is root. */
-export function ensureUser(name: string): { uid: number; gid: number } {
+function ensureUser(name: string): { uid: number; gid: number } {
   let id = spawnSync('id', ['-u', name], { encoding: 'utf8' });
   if (id.status !== 0) {
     if (process.getuid?.() !== 0) throw new Error(`there is no user ${name}, and only root may create it`);

@@ -13,7 +13,7 @@
  */
 import type { Client } from 'pg';
 
-export interface CoreColumn {
+interface CoreColumn {
   name: string;
   /** format_type of the column: `numeric(12,2)`, `text`, ... */
   type: string;
@@ -32,7 +32,7 @@ export interface CoreColumn {
   enumLabels: string[];
 }
 
-export interface ForeignKey {
+interface ForeignKey {
   columns: string[];
   refTable: string;
   refColumns: string[];
@@ -163,7 +163,7 @@ export async function readSampleRows(client: Client, schema: string, tables: Cor
 // Values
 
 /** A deterministic string of letters and digits that pglz cannot shrink (no repeats to speak of). */
-export function incompressible(length: number, seed = 1): string {
+function incompressible(length: number, seed = 1): string {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
   let x = seed >>> 0 || 1;
   let out = '';
@@ -219,7 +219,7 @@ function charLimit(c: CoreColumn): number | undefined {
 }
 
 /** The edge values of a column's type, NULL first. Types not listed here get NULL only (and their default). */
-export function edgeValues(c: CoreColumn): Array<[string, string | null]> {
+function edgeValues(c: CoreColumn): Array<[string, string | null]> {
   const out: Array<[string, string | null]> = [['NULL', null]];
   const add = (...values: Array<[string, string]>) => out.push(...values);
   const limit = charLimit(c);
@@ -369,7 +369,7 @@ const isUnique = (t: CoreTable, column: string) => t.uniques.some((u) => u.inclu
  * The row an application inserts: a value for every column it must give (NOT NULL, no default, not generated or an
  * identity), the rest left to their defaults. Undefined when some such column has a type this module cannot fill.
  */
-export function baseRow(t: CoreTable, n: number): Map<string, string | null> | undefined {
+function baseRow(t: CoreTable, n: number): Map<string, string | null> | undefined {
   const row = new Map<string, string | null>();
   for (const c of t.columns) {
     if (!writable(c) || !c.notNull || c.hasDefault) continue;

@@ -16,15 +16,6 @@
  * Parameters: $1 the schema Forge and the agent share, $2 the names of Forge's tables in it.
  */
 
-/** Where a row of the fingerprint comes from. Groups starting with `~` are facts for the other facets, not objects. */
-export type CatalogGroup = string;
-
-export interface CatalogRow {
-  grp: CatalogGroup;
-  key: string;
-  def: string | null;
-}
-
 /** oid below which objects were made by initdb (FirstNormalObjectId). */
 const FIRST_NORMAL_OID = 16384;
 

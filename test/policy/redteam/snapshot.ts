@@ -105,7 +105,7 @@ export function diffMaps(before: Map<string, string>, after: Map<string, string>
 }
 
 /** Set diff of sorted string lists. */
-export function diffLists(before: string[], after: string[]): string[] {
+function diffLists(before: string[], after: string[]): string[] {
   const a = new Map<string, number>();
   for (const x of before) a.set(x, (a.get(x) ?? 0) + 1);
   const b = new Map<string, number>();
@@ -117,7 +117,7 @@ export function diffLists(before: string[], after: string[]): string[] {
 }
 
 /** A line diff (longest common subsequence) of two short texts: `  same`, `- removed`, `+ added`. */
-export function lineDiff(a: string[], b: string[]): string[] {
+function lineDiff(a: string[], b: string[]): string[] {
   const n = a.length;
   const m = b.length;
   const lcs: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
@@ -300,7 +300,7 @@ export async function runPgDump(pgDump: string, url: string): Promise<string> {
 // Files
 
 /** The server's own bookkeeping under its data directory: written all the time, by design (the brief's list). */
-export const SERVER_OWN_DIRS = new Set([
+const SERVER_OWN_DIRS = new Set([
   'pg_wal',
   'base',
   'global',

@@ -120,10 +120,7 @@ type WorkflowActivities = Parameters<typeof applyToTheEnd>[0];
  * A migration applied as MigrateSchemaWorkflow applies it, without Temporal (test/migrate/helpers.ts applyToTheEnd:
  * the transaction, each core-table index built CONCURRENTLY, the record), with the number of online builds.
  */
-export async function applyLikeTheWorkflow(
-  activities: WorkflowActivities,
-  input: ApplyMigrationInput,
-): Promise<{ result: ApplyMigrationResult; online: number }> {
+async function applyLikeTheWorkflow(activities: WorkflowActivities, input: ApplyMigrationInput): Promise<{ result: ApplyMigrationResult; online: number }> {
   const result = await applyToTheEnd(activities, input);
   return { result, online: result.online?.length ?? 0 };
 }
