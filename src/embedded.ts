@@ -11,6 +11,10 @@ import type { EmbeddedForge, StartForgeOptions } from './platform/embedded';
 // declared here and imported there made the two files a circle).
 export type { EmbeddedForge, StartForgeOptions };
 
+/** The worker side, loaded when startForge is called (see there). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const embeddedPlatformModule = (): typeof EmbeddedPlatform => require('./platform/embedded');
+
 /**
  * Runs Forge inside this process: starts the Temporal dev server (or connects to `temporal.address` /
  * TEMPORAL_ADDRESS), opens the database (PGlite under `home`, or DATABASE_URL), starts Forge's workers, and returns a
@@ -27,7 +31,6 @@ export type { EmbeddedForge, StartForgeOptions };
 export async function startForge(options: StartForgeOptions = {}): Promise<EmbeddedForge> {
   // Loaded at call time: the worker side (Temporal's native worker, PGlite, esbuild, x402) is tens of megabytes that
   // a program which only connects to a platform never needs.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { startEmbeddedForge } = require('./platform/embedded') as typeof EmbeddedPlatform;
+  const { startEmbeddedForge } = embeddedPlatformModule();
   return startEmbeddedForge(options);
 }

@@ -24,9 +24,9 @@ export type { PaidExchange };
 
 /** The paying side (viem, @x402/evm, @x402/core), loaded by the first payment: see x402/runtime.ts. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const payingSide = () => require('../x402/payer') as typeof PayerModule;
+const payingSide = (): typeof PayerModule => require('../x402/payer');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const chainTruth = () => require('../x402/chain-truth') as typeof ChainTruthModule;
+const chainTruth = (): typeof ChainTruthModule => require('../x402/chain-truth');
 
 /** What paying needs of the ledger: the outgoing rows, one per pay run. */
 type OutgoingLedger = Pick<Ledger, 'isReady' | 'reserveOut' | 'attachNonce' | 'settleOut' | 'failOut' | 'getOut' | 'pnl'>;

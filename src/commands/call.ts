@@ -1,11 +1,9 @@
 import type { Command } from 'commander';
-import type * as ConfigModule from '../config';
-import type * as RegistryModule from '../registry';
-import type * as SandboxModule from '../sandbox';
 import { beforeExit } from './at-exit';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 import { parseJsonOption } from './read-input';
+import { configModule, registryModule, sandboxModule } from './deferred';
 
 /**
  * `forge call NAME --input JSON [--json]`: invokes the active version exactly as an agent's registry would — from
@@ -21,11 +19,9 @@ export function registerCall(program: Command): void {
     .action(async (name: string, opts: { input: string; json?: boolean }) => {
       const input = parseJsonOption('--input', opts.input);
       // Loaded when the command runs (see at-exit.ts); the tool's run may leave its cleanup to finish before exit.
-      /* eslint-disable @typescript-eslint/no-require-imports */
-      const { loadConfig } = require('../config') as typeof ConfigModule;
-      const { ToolRegistry } = require('../registry') as typeof RegistryModule;
-      const { sandboxCleanupsDone } = require('../sandbox') as typeof SandboxModule;
-      /* eslint-enable @typescript-eslint/no-require-imports */
+      const { loadConfig } = configModule();
+      const { ToolRegistry } = registryModule();
+      const { sandboxCleanupsDone } = sandboxModule();
       beforeExit(sandboxCleanupsDone);
       const config = loadConfig();
       const registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined, spares: 0 });

@@ -1,8 +1,7 @@
 import { connect as tcpConnect } from 'node:net';
-import type * as ClientModule from '../client';
 import type { ForgeClient } from '../client';
 import { PlatformUnreachableError } from '../contract/errors';
-import type * as ConnectionModule from '../platform/temporal-connection';
+import { clientModule, temporalConnectionModule } from './deferred';
 
 /**
  * How long a command waits for a run's result before it checks that a Forge worker polls, and gives up (exit 3) when
@@ -20,8 +19,7 @@ export const WAIT_HELP = 'when no Forge worker polls, wait for one however long 
 export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>, options: { wait?: boolean } = {}): Promise<T> {
   // Loaded here, not at the top: the SDK and gRPC are ~0.4 s of start-up that --help, --version, lint-sql and
   // sandbox never need.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { ForgeClient } = require('../client') as typeof ClientModule;
+  const { ForgeClient } = clientModule();
   await failFastWhenRefused();
   let said = 0;
   const client = await ForgeClient.connect({
@@ -50,8 +48,7 @@ export async function withForgeClient<T>(fn: (client: ForgeClient) => Promise<T>
 async function failFastWhenRefused(): Promise<void> {
   // Through a proxy the direct port says nothing about reachability.
   if (['grpc_proxy', 'https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].some((v) => process.env[v])) return;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { resolveTemporalConnection, toPlatformError } = require('../platform/temporal-connection') as typeof ConnectionModule;
+  const { resolveTemporalConnection, toPlatformError } = temporalConnectionModule();
   const { address } = resolveTemporalConnection();
   const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);
   if (!match) return;

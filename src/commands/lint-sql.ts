@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import type { PolicyReport } from '../policy';
-import type * as PolicyModule from '../policy';
 import { ExitCode } from './exit-codes';
 import { printResult } from './output';
 import { readInputBytes } from './read-input';
+import { policyModule } from './deferred';
 
 /**
  * `forge lint-sql FILE|- [--json] [--schema NAME]`: judges a migration against the schema policy, no database needed.
@@ -21,8 +21,7 @@ export function registerLintSql(program: Command): void {
       // Bytes, not a string: text that is not UTF-8 is refused by the policy (invalid-utf8), never silently replaced.
       const sql = await readInputBytes(file);
       // The parser (PostgreSQL's, in WebAssembly) is loaded when the command runs, not for --help.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { checkMigration } = require('../policy') as typeof PolicyModule;
+      const { checkMigration } = policyModule();
       const report = await checkMigration(sql, { schema: opts.schema });
       printResult(!!opts.json, report, () => describeReport(file, report));
       process.exitCode = report.accepted ? ExitCode.ok : ExitCode.refused;

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import type * as Config from '../config';
 import { UsageError } from './exit-codes';
-import type * as Mcp from '../mcp';
+import { configModule, mcpModule } from './deferred';
 
 /** Where `forge mcp --http` listens unless told otherwise: next to the dev server's Web UI (8233). */
 const DEFAULT_MCP_PORT = 8234;
@@ -23,10 +22,8 @@ export function registerMcp(program: Command): void {
       const port = opts.port === undefined ? DEFAULT_MCP_PORT : Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError('--port must be a whole number from 0 to 65535');
       // Configuration (zod) and the MCP SDK load only here: every other command stays as fast to start as before.
-      /* eslint-disable @typescript-eslint/no-require-imports */
-      const { ConfigError, loadConfig } = require('../config') as typeof Config;
-      const { ForgeMcp, serveHttp, serveStdio, isLoopback } = require('../mcp') as typeof Mcp;
-      /* eslint-enable @typescript-eslint/no-require-imports */
+      const { ConfigError, loadConfig } = configModule();
+      const { ForgeMcp, serveHttp, serveStdio, isLoopback } = mcpModule();
       const config = loadConfig();
       if (opts.http && !config.mcp.token) {
         throw new ConfigError(

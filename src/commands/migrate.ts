@@ -4,8 +4,8 @@ import { WAIT_HELP, withForgeClient } from './connect';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { progressPrinter } from './progress-display';
-import type * as PolicyModule from '../policy';
 import { readInputBytes } from './read-input';
+import { policyModule } from './deferred';
 
 /**
  * `forge migrate --name NAME FILE.sql [--json]`: through the migration workflow. Prints
@@ -39,8 +39,7 @@ export function registerMigrate(program: Command): void {
  * byte offset) before any run starts, since decoding it would send PostgreSQL other text than the file holds.
  */
 function decodeMigrationFile(file: string, bytes: Buffer): string {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { decodeMigration } = require('../policy') as typeof PolicyModule;
+  const { decodeMigration } = policyModule();
   const decoded = decodeMigration(bytes);
   if ('problem' in decoded) throw new UsageError(`${file === '-' ? 'stdin' : file}: ${decoded.problem.message} (rule ${decoded.problem.rule})`);
   return decoded.sql;

@@ -1,16 +1,13 @@
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { isToolName, toolNameMessage } from '../contract/tool-name';
-import type * as ConfigModule from '../config';
 import type { SandboxVerdict, SandboxDiagnostics } from '../sandbox';
-import type * as SandboxModule from '../sandbox';
-import type * as SandboxErrors from '../sandbox/errors';
-import type * as TypecheckModule from '../sandbox/typecheck';
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { beforeExit } from './at-exit';
 import { ExitCode, UsageError } from './exit-codes';
 import { printResult } from './output';
 import { parseJsonOption, readInputFile } from './read-input';
+import { configModule, sandboxErrorsModule, sandboxModule, typecheckModule } from './deferred';
 
 /** `forge sandbox FILE.ts [--name N] [--test-input JSON] [--json]`: the sandbox check alone, no Temporal needed. */
 export function registerSandbox(program: Command): void {
@@ -29,10 +26,8 @@ export function registerSandbox(program: Command): void {
       const input = parseJsonOption('--test-input', opts.testInput);
       const source = await readInputFile(file);
       // Loaded when the command runs (see at-exit.ts); the run's cleanup may finish after its verdict.
-      /* eslint-disable @typescript-eslint/no-require-imports */
-      const { runSandbox, sandboxCleanupsDone, compileTool } = require('../sandbox') as typeof SandboxModule;
-      const { loadConfig } = require('../config') as typeof ConfigModule;
-      /* eslint-enable @typescript-eslint/no-require-imports */
+      const { runSandbox, sandboxCleanupsDone, compileTool } = sandboxModule();
+      const { loadConfig } = configModule();
       beforeExit(sandboxCleanupsDone);
       const config = loadConfig();
       const started = performance.now();
@@ -74,10 +69,8 @@ async function typecheck(
   source: string,
   name: string,
 ): Promise<{ rejected: Omit<SandboxVerdict, 'durationMs'> } | { typeErrors: TypeCheckError[] }> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { typecheckTool, typeErrorsMessage } = require('../sandbox/typecheck') as typeof TypecheckModule;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { TypecheckTimeoutError, TypecheckCrashedError } = require('../sandbox/errors') as typeof SandboxErrors;
+  const { typecheckTool, typeErrorsMessage } = typecheckModule();
+  const { TypecheckTimeoutError, TypecheckCrashedError } = sandboxErrorsModule();
   try {
     const result = await typecheckTool(source, name);
     if (result.errors.length === 0 || mode === 'warn') return { typeErrors: result.errors };

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import type * as TemporalBinaryModule from '../platform/temporal-binary';
 import { ExitCode } from './exit-codes';
 import { printError, printResult } from './output';
+import { temporalBinaryModule } from './deferred';
 
 /**
  * `forge setup [--json]`: scripts/setup.js, as `npm run setup` runs it in a checkout, for a project that installed the
@@ -15,8 +15,7 @@ export function registerSetup(program: Command): void {
     .description("Find or install the temporal CLI (its dev server runs Forge's Temporal) under $FORGE_HOME, as `npm run setup` does in a checkout")
     .option('--json', 'print one JSON object')
     .action((opts: { json?: boolean }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { findTemporalBinary, runSetup } = require('../platform/temporal-binary') as typeof TemporalBinaryModule;
+      const { findTemporalBinary, runSetup } = temporalBinaryModule();
       // Both read the process's own environment (PATH, FORGE_HOME), as setup.js does: temporal-binary.ts is their reader.
       const code = runSetup();
       const binary = findTemporalBinary();

@@ -2,9 +2,8 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import type * as ConfigModule from '../config';
 import type * as DbModule from '../db';
-import type * as AgentRepoModule from '../platform/agent-repo';
-import type * as PrivateHomeModule from '../platform/private-home';
 import type * as RunWorkers from './run-workers';
+import { agentRepoModule, configModule, dbModule, privateHomeModule, runWorkersModule } from './deferred';
 
 /**
  * `forge up`: the embedded platform in the foreground (dev server with its SQLite file under $FORGE_HOME, the
@@ -18,8 +17,7 @@ export function registerUp(program: Command): void {
     .action(async () => {
       const config = loadConfig();
       makeStatePrivate(config);
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { seedAgentRepo } = require('../platform/agent-repo') as typeof AgentRepoModule;
+      const { seedAgentRepo } = agentRepoModule();
       // With TEMPORAL_ADDRESS set, use that Temporal (CLI.md) instead of starting the dev server.
       const embeddedTemporal = !process.env.TEMPORAL_ADDRESS;
       // The default agent repository is seeded from examples/agent-repo the first time, so `forge promote` works at once.
@@ -58,14 +56,12 @@ export function registerUp(program: Command): void {
 
 /** FORGE_HOME (and agent-tools/) private to this user, before the database, the dev server or a worker writes there. */
 function makeStatePrivate(config: ConfigModule.ForgeConfig): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  (require('../platform/private-home') as typeof PrivateHomeModule).makeStatePrivate(config, (line) => process.stderr.write(`${line}\n`));
+  privateHomeModule().makeStatePrivate(config, (line) => process.stderr.write(`${line}\n`));
 }
 
 /** Forge's configuration (zod and the schemas: ~90 ms), read only by the commands that need it. */
 function loadConfig(): ConfigModule.ForgeConfig {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('../config') as typeof ConfigModule).loadConfig();
+  return configModule().loadConfig();
 }
 
 /**
@@ -74,14 +70,12 @@ function loadConfig(): ConfigModule.ForgeConfig {
  * polls that much sooner. The promise is marked handled here; startPlatform awaits it and reports its failure.
  */
 function openDatabaseAhead(config: ConfigModule.ForgeConfig): Promise<DbModule.ForgeDatabase> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const opening = (require('../db') as typeof DbModule).openDatabase(config);
+  const opening = dbModule().openDatabase(config);
   opening.catch(() => undefined);
   return opening;
 }
 
 /** The worker side, required only when `up` or `worker` runs (see run-workers.ts for why). */
 function workerSide(): typeof RunWorkers {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require('./run-workers') as typeof RunWorkers;
+  return runWorkersModule();
 }

@@ -10,6 +10,10 @@ import { ensureTemporalBinary } from './temporal-binary';
 import type { TemporalConnectOptions } from './temporal-connection';
 import { connectWorkerConnection } from './worker-connection';
 
+/** The workers' modules (activities, sandbox, registry): see where startPlatform loads them, and why then. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const workerModule = (): typeof WorkerModule => require('../worker');
+
 export interface PlatformOptions {
   config: ForgeConfig;
   /** Start the embedded Temporal dev server (forge up), or connect to the configured one (forge worker). */
@@ -82,8 +86,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // The workers' modules (the activities, the sandbox, the registry) load only now: a worker restarted after a crash
     // races each killed attempt's heartbeat timeout (3 s) with its hand-back, which needs only the connection, and on a
     // loaded machine every module loaded before it widens the gap.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { createForgeWorkers } = require('../worker') as typeof WorkerModule;
+    const { createForgeWorkers } = workerModule();
     const database = await opening;
     // A new PGlite directory holds PGlite's initdb image, files of mode 0666: private now, as everything under FORGE_HOME.
     if (db.kind === 'pglite') tightenTree(db.dataDir);

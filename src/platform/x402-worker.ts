@@ -13,6 +13,13 @@ import { salesUnavailable, startX402Runtime } from '../x402/runtime';
 import type * as SalesModule from '../x402/sales';
 import type { Sales } from '../x402/sales';
 
+/** The selling side (hono, @x402/*), loaded only on a worker that sells (see x402/runtime.ts). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const salesModule = (): typeof SalesModule => require('../x402/sales');
+/** What asks the chain about reserved payments, loaded only on a worker whose ledger exists (x402 was used). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const reconcileModule = (): typeof ReconcileModule => require('../x402/reconcile');
+
 /** Every worker's seller re-reads the offers when one changes (a `forge sell` run on any host). */
 const OFFERS_CHANNEL = 'forge_x402_offers';
 
@@ -51,8 +58,7 @@ export async function startX402Worker(input: {
   try {
     if (!off) {
       // The selling side loads only on a worker that sells (see x402/runtime.ts).
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { startSales } = require('../x402/sales') as typeof SalesModule;
+      const { startSales } = salesModule();
       registry = await ToolRegistry.open({ dir: config.agentToolsDir, limits: config.sandbox.limits, onReloadError: () => undefined });
       const started = await startSales({
         config: config.x402,
@@ -89,8 +95,7 @@ export async function startX402Worker(input: {
   const reconcile = async () => {
     if (!(await ledger.isReady())) return;
     // Only a worker whose ledger exists (x402 was used) loads what asks the chain.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { reconcileReserved } = require('../x402/reconcile') as typeof ReconcileModule;
+    const { reconcileReserved } = reconcileModule();
     const report = await reconcileReserved({ ledger, payer: runtime.address, rpcUrl: runtime.rpcUrl });
     // Open rows (authorizations still usable) are asked about again next time: no line for them every 15 s.
     if (report.settled + report.failed + report.undecided > 0) {

@@ -13,7 +13,11 @@ import type { Hex } from './viem';
  * after a crash polls that much sooner.
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const viemAccounts = () => (require('./viem') as typeof ViemModule).viemAccounts;
+const viemModule = (): typeof ViemModule => require('./viem');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const localNetworkModule = (): typeof LocalNetworkModule => require('./local-network');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const devNetworkStateModule = (): typeof DevNetworkStateModule => require('./dev-network-state');
 
 /** What the dev wallet holds at start: 100.00 of the local 6-decimals token. */
 export const DEV_WALLET_FUNDS = 100_000_000n;
@@ -44,22 +48,20 @@ export async function startX402Runtime(config: X402Config, log: (line: string) =
   let allowedAssets = config.policy.allowedAssets;
   let local: LocalX402Network | undefined;
   if (config.dev && !rpcUrl) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    local = await (require('./local-network') as typeof LocalNetworkModule).startLocalX402Network({
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      ...(options.home ? { stateDir: (require('./dev-network-state') as typeof DevNetworkStateModule).devNetworkDirOf(options.home) } : {}),
+    local = await localNetworkModule().startLocalX402Network({
+      ...(options.home ? { stateDir: devNetworkStateModule().devNetworkDirOf(options.home) } : {}),
       log,
     });
     const configured = config.walletKey();
     const key = configured ?? (await local.keptWallet('wallet')).privateKey;
-    await local.fundOnce(viemAccounts().privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
+    await local.fundOnce(viemModule().viemAccounts.privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
     walletKey = () => key;
     rpcUrl = local.rpcUrl;
     allowedAssets = [...new Set([...allowedAssets, local.token.address.toLowerCase()])];
     log(`forge: x402 dev network at ${local.rpcUrl} (chain ${local.chainId}); token ${local.token.symbol} at ${local.token.address}`);
   }
   const key = walletKey();
-  const address = key ? viemAccounts().privateKeyToAccount(key).address : undefined;
+  const address = key ? viemModule().viemAccounts.privateKeyToAccount(key).address : undefined;
   if (address && local) {
     log(
       `forge: x402 wallet ${address} holds ${await local.balanceOf(address as `0x${string}`)} base units of ${local.token.symbol}${local.durable ? ' (kept across restarts)' : ''}`,

@@ -13,6 +13,6 @@ export type { Account, Address, Chain, Hash, Hex, PrivateKeyAccount, PublicClien
 };
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-export const viem = require('viem') as typeof ViemModule;
+export const viem: typeof ViemModule = require('viem');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-export const viemAccounts = require('viem/accounts') as typeof ViemAccounts;
+export const viemAccounts: typeof ViemAccounts = require('viem/accounts');
