@@ -8,7 +8,10 @@ import {
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
+import type { Workflow, WorkflowResultType } from '@temporalio/common';
+import type * as Workflows from './workflows';
 import { z } from 'zod';
 import path from 'node:path';
 import { loadConfig, type ForgeConfig } from './config';
@@ -77,6 +80,17 @@ import {
 
 // The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
 export * from './contract';
+
+/**
+ * Forge's workflows by the names the worker registers them under (src/workflows/index.ts). Imported as types only: the
+ * client loads no workflow code (test/contract/import-graph.test.ts), yet a start that names one is checked against it,
+ * its name, its arguments and its result.
+ */
+type ForgeWorkflows = typeof Workflows;
+/** The name of one of Forge's workflows. */
+type ForgeWorkflowName = { [K in keyof ForgeWorkflows]: ForgeWorkflows[K] extends Workflow ? K : never }[keyof ForgeWorkflows];
+/** The workflow function registered under `K`. */
+type ForgeWorkflow<K extends ForgeWorkflowName> = Extract<ForgeWorkflows[K], Workflow>;
 
 /** Called with each change of a run's progress while the client waits for it. */
 export type ProgressListener = (progress: RunProgress) => void;
@@ -268,7 +282,7 @@ export class ForgeClient {
     const contentHash = toolContentHash(parsed);
     const workflowId = `tool-deploy/${parsed.name}/${contentHash.slice(0, 16)}`;
     const handle = await this.call(() =>
-      this.temporal.workflow.start('deployToolWorkflow', {
+      this.start('deployToolWorkflow', {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
@@ -291,7 +305,7 @@ export class ForgeClient {
       workflowId,
       runId,
       progress: () => this.progressOf(handle),
-      result: (opts = {}) => this.waitWithProgress<DeployToolResult>(handle, opts.onProgress, { kind: 'deploy', subject: parsed.name }),
+      result: (opts = {}) => this.waitWithProgress(handle, opts.onProgress, { kind: 'deploy', subject: parsed.name }),
     };
   }
 
@@ -299,7 +313,7 @@ export class ForgeClient {
   async rollbackTool(name: string, options: { toVersion?: number } = {}): Promise<RollbackToolResult> {
     const input = parseInput(rollbackToolInput, { name, toVersion: options.toVersion }, 'rollbackTool');
     const workflowId = `tool-rollback/${input.name}/${input.toVersion !== undefined ? `v${input.toVersion}` : 'previous'}-${shortId()}`;
-    return this.run<RollbackToolResult>('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`, [
+    return this.run('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`, [
       `**tool:** ${input.name}`,
       `**to:** ${input.toVersion !== undefined ? `v${input.toVersion}` : 'the newest version below the active one'}`,
     ]);
@@ -308,15 +322,10 @@ export class ForgeClient {
   /** Deactivates a tool and removes its versions, and waits. */
   async deleteTool(name: string): Promise<DeleteToolResult> {
     const input = parseInput(deleteToolInput, { name }, 'deleteTool');
-    return this.run<DeleteToolResult>(
-      'deleteToolWorkflow',
-      `tool-delete/${input.name}/${shortId()}`,
-      'delete',
-      input.name,
-      [input],
-      `Delete tool ${input.name}`,
-      [`**tool:** ${input.name}`, '**does:** deactivates it and removes every version; the name can be deployed again'],
-    );
+    return this.run('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`, [
+      `**tool:** ${input.name}`,
+      '**does:** deactivates it and removes every version; the name can be deployed again',
+    ]);
   }
 
   /**
@@ -327,7 +336,7 @@ export class ForgeClient {
     const read = await this.readThroughApi<ListToolsResult>(READ_API_PATHS.tools);
     if (read) return read;
     await this.requireWorker();
-    return this.run<ListToolsResult>('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
+    return this.run('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
   }
 
   /**
@@ -344,7 +353,7 @@ export class ForgeClient {
     const workflowId = `schema-migrate/${parsed.name}`;
     for (let attempt = 1; ; attempt++) {
       const handle = await this.call(() =>
-        this.temporal.workflow.start('migrateSchemaWorkflow', {
+        this.start('migrateSchemaWorkflow', {
           taskQueue: this.taskQueue,
           workflowId,
           workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
@@ -355,7 +364,7 @@ export class ForgeClient {
           staticDetails: [`**migration:** ${parsed.name}`, `**checksum:** \`${checksum}\``, `**SQL:** ${Buffer.byteLength(parsed.sql)} bytes`].join('\n'),
         }),
       );
-      const result = await this.waitWithProgress<MigrateSchemaResult>(handle, options.onProgress, { kind: 'migrate', subject: parsed.name });
+      const result = await this.waitWithProgress(handle, options.onProgress, { kind: 'migrate', subject: parsed.name });
       if (result.checksum === checksum) return result;
       if (attempt >= 5) {
         throw new Error(`migrateSchema: runs of "${parsed.name}" for other SQL kept starting before ours; try again later`);
@@ -368,14 +377,7 @@ export class ForgeClient {
     const read = await this.readThroughApi<ListMigrationsResult>(READ_API_PATHS.migrations);
     if (read) return read;
     await this.requireWorker();
-    return this.run<ListMigrationsResult>(
-      'listMigrationsWorkflow',
-      `forge-query/list-migrations/${shortId()}`,
-      'query',
-      'migrations',
-      [],
-      'List applied migrations',
-    );
+    return this.run('listMigrationsWorkflow', `forge-query/list-migrations/${shortId()}`, 'query', 'migrations', [], 'List applied migrations');
   }
 
   /**
@@ -398,7 +400,7 @@ export class ForgeClient {
     const subject = `${path.basename(repo)}/${parsed.branch ?? 'HEAD'}`;
     const workflowInput: PromoteBuiltinWorkflowInput = { ...parsed, repo, message, promoteQueue: this.promotion.taskQueue };
     const handle = await this.call(() =>
-      this.temporal.workflow.start('promoteBuiltinWorkflow', {
+      this.start('promoteBuiltinWorkflow', {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
@@ -417,7 +419,7 @@ export class ForgeClient {
       workflowId,
       runId: handle.firstExecutionRunId,
       progress: () => this.progressOf(handle),
-      result: (opts = {}) => this.waitWithProgress<PromoteBuiltinResult>(handle, opts.onProgress, { kind: 'promote', subject }),
+      result: (opts = {}) => this.waitWithProgress(handle, opts.onProgress, { kind: 'promote', subject }),
     };
   }
 
@@ -436,7 +438,7 @@ export class ForgeClient {
     const subject = `${target.host}${target.pathname}`;
     const workflowId = payWorkflowId(input, idempotencyKey);
     const start = () =>
-      this.temporal.workflow.start('payWorkflow', {
+      this.start('payWorkflow', {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
@@ -453,14 +455,14 @@ export class ForgeClient {
           ...(input.maxAmount ? [`**max amount:** ${input.maxAmount}`] : []),
         ].join('\n'),
       });
-    let handle: WorkflowHandle;
+    let handle: WorkflowHandle<ForgeWorkflow<'payWorkflow'>>;
     try {
       handle = await this.call(start);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      handle = this.temporal.workflow.getHandle(workflowId);
+      handle = this.temporal.workflow.getHandle<ForgeWorkflow<'payWorkflow'>>(workflowId);
     }
-    return this.waitWithProgress<PayResult>(handle, options.onProgress, { kind: 'pay', subject });
+    return this.waitWithProgress(handle, options.onProgress, { kind: 'pay', subject });
   }
 
   /**
@@ -477,7 +479,7 @@ export class ForgeClient {
       stop: parsed.stop,
       description: parsed.description,
     };
-    return this.run<SellResult>(
+    return this.run(
       'sellToolWorkflow',
       `x402-sell/${tool}/${shortId()}`,
       'sell',
@@ -533,7 +535,7 @@ export class ForgeClient {
     const read = await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay);
     if (read) return read;
     await this.requireWorker();
-    return this.run<PnlResult>('readPnlWorkflow', `forge-query/pnl/${shortId()}`, 'query', 'pnl', [{ by }], `Read the x402 P&L by ${by}`);
+    return this.run('readPnlWorkflow', `forge-query/pnl/${shortId()}`, 'query', 'pnl', [{ by }], `Read the x402 P&L by ${by}`);
   }
 
   /**
@@ -561,7 +563,7 @@ export class ForgeClient {
       }
     }
     // The schedule's run, not this client's: left to go on should no worker poll.
-    return this.waitWithProgress<ReverifySummary>(this.temporal.workflow.getHandle(workflowId), options.onProgress, {
+    return this.waitWithProgress(this.temporal.workflow.getHandle<ForgeWorkflow<'reverifyToolsWorkflow'>>(workflowId), options.onProgress, {
       kind: 'reverify',
       subject: 'tools',
       startedHere: false,
@@ -576,14 +578,14 @@ export class ForgeClient {
     const last = d.info.recentActions.at(-1);
     let lastRun: ReverifyScheduleInfo['lastRun'];
     if (last) {
-      const run = this.temporal.workflow.getHandle(last.action.workflow.workflowId);
+      const run = this.temporal.workflow.getHandle<ForgeWorkflow<'reverifyToolsWorkflow'>>(last.action.workflow.workflowId);
       const status = await this.call(() => run.describe()).then(
         (r) => r.status.name,
         () => 'UNKNOWN',
       );
       lastRun = { workflowId: last.action.workflow.workflowId, startedAt: last.takenAt.toISOString(), status };
       if (status === 'COMPLETED') {
-        const summary = await this.call(() => run.result() as Promise<ReverifySummary>).catch(() => undefined);
+        const summary = await this.call(() => run.result()).catch(() => undefined);
         if (summary) {
           const { quarantined, degraded, flaky, counts, builtin } = summary;
           lastRun.summary = { quarantined, degraded, flaky, counts, ...(builtin ? { builtin } : {}) };
@@ -731,18 +733,23 @@ export class ForgeClient {
     return undefined;
   }
 
+  /** Starts the workflow registered as `type`, its options (arguments included) checked against that workflow. */
+  private start<K extends ForgeWorkflowName>(type: K, options: WorkflowStartOptions<ForgeWorkflow<K>>) {
+    return this.temporal.workflow.start<ForgeWorkflow<K>>(type, options);
+  }
+
   /** Starts a workflow that answers quickly and waits for its result. */
-  private async run<T>(
-    type: string,
+  private async run<K extends ForgeWorkflowName>(
+    type: K,
     workflowId: string,
     kind: ForgeKind,
     subject: string,
-    args: unknown[],
+    args: Parameters<ForgeWorkflow<K>>,
     summary: string,
     details: string[] = [],
-  ): Promise<T> {
+  ): Promise<WorkflowResultType<ForgeWorkflow<K>>> {
     const handle = await this.call(() =>
-      this.temporal.workflow.start(type, {
+      this.start(type, {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
@@ -751,24 +758,26 @@ export class ForgeClient {
         staticSummary: summary,
         // The Web UI's details (markdown): what the run was asked to do, beside its summary.
         ...(details.length > 0 ? { staticDetails: details.join('\n') } : {}),
-      }),
+        // `args` is the workflow's parameters (checked at every call of run()); TypeScript cannot resolve the SDK's
+        // conditional options type for a `K` not yet known, so the object is asserted to it here.
+      } as WorkflowStartOptions<ForgeWorkflow<K>>),
     );
-    return this.awaitResult<T>(handle);
+    return this.awaitResult(handle);
   }
 
   /**
    * A run's result. A long wait outlives servers: while the service cannot be reached the wait tries again, with
    * backoff, for up to `waitThroughOutageMs` (the SDK's own retries give up after ~20 s), telling `onOutage` each time.
    */
-  private async awaitResult<T>(handle: WorkflowHandle, startedHere = true): Promise<T> {
+  private async awaitResult<W extends Workflow>(handle: WorkflowHandle<W>, startedHere = true): Promise<WorkflowResultType<W>> {
     const afterMs = this.outage.failWithoutWorkerAfterMs;
-    if (afterMs === undefined) return this.resultThroughOutages<T>(handle);
+    if (afterMs === undefined) return this.resultThroughOutages(handle);
     // The check runs beside the wait and only once the result is `afterMs` late: a run that answers quickly costs
     // nothing more.
     const stop = new AbortController();
     // A run withdrawn for want of a worker ends terminated: that end is the NoWorkerError's to report, not the wait's.
     let withdrawing = false;
-    const result = this.resultThroughOutages<T>(handle, stop.signal).catch((err: unknown) => {
+    const result = this.resultThroughOutages(handle, stop.signal).catch((err: unknown) => {
       if (withdrawing) return new Promise<never>(() => undefined);
       throw err;
     });
@@ -780,16 +789,17 @@ export class ForgeClient {
     }
   }
 
-  private async resultThroughOutages<T>(handle: WorkflowHandle, signal?: AbortSignal): Promise<T> {
+  private async resultThroughOutages<W extends Workflow>(handle: WorkflowHandle<W>, signal?: AbortSignal): Promise<WorkflowResultType<W>> {
     const giveUpAfterMs = this.outage.waitThroughOutageMs ?? DEFAULT_WAIT_THROUGH_OUTAGE_MS;
     let since: number | undefined;
     for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 5_000)) {
       try {
-        return (signal ? await this.resultInSlices(handle, signal) : await handle.result()) as T;
+        return signal ? await this.resultInSlices(handle, signal) : await handle.result();
       } catch (err) {
         if (signal?.aborted) throw err;
         const refused = refusedResult(err);
-        if (refused !== undefined) return refused as T;
+        // The result a refused run carries is its workflow's result type (src/workflows/refusal.ts: `refused<R>`).
+        if (refused !== undefined) return refused as WorkflowResultType<W>;
         const platform = toPlatformError(err, this.address);
         if (!(platform instanceof PlatformUnreachableError)) throw platform;
         since ??= Date.now();
@@ -807,7 +817,7 @@ export class ForgeClient {
    * {@link withOwnSignal}), so one signal for a wait of minutes (a promotion, `forge reverify --now`) collected more
    * than ten.
    */
-  private async resultInSlices(handle: WorkflowHandle, signal: AbortSignal): Promise<unknown> {
+  private async resultInSlices<W extends Workflow>(handle: WorkflowHandle<W>, signal: AbortSignal): Promise<WorkflowResultType<W>> {
     for (;;) {
       // A slice ends by cancelling its call (not with a deadline: near one the server answers the long poll at once,
       // and result() then spins on new calls until it passes).
@@ -910,12 +920,12 @@ export class ForgeClient {
     }
   }
 
-  private async waitWithProgress<T>(
-    handle: WorkflowHandle,
+  private async waitWithProgress<W extends Workflow>(
+    handle: WorkflowHandle<W>,
     onProgress: ProgressListener | undefined,
     run: { kind: ForgeKind; subject: string; startedHere?: boolean },
-  ): Promise<T> {
-    if (!onProgress) return this.awaitResult<T>(handle, run.startedHere);
+  ): Promise<WorkflowResultType<W>> {
+    if (!onProgress) return this.awaitResult(handle, run.startedHere);
     let last = '';
     let latest: RunProgress | undefined;
     let done = false;
@@ -942,7 +952,7 @@ export class ForgeClient {
     };
     const polling = poll(); // progressOf never rejects
     try {
-      const result = await this.awaitResult<T>(handle, run.startedHere);
+      const result = await this.awaitResult(handle, run.startedHere);
       done = true;
       // The query in flight is given a moment to be answered before it is cancelled: a live worker answers in
       // milliseconds, and one whose query was cancelled under it found the query gone and logged Core's "Query not

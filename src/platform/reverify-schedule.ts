@@ -1,33 +1,36 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import type { ForgeConfig } from '../config';
 import { ForgeKindKey, ForgeSubjectKey } from '../contract/search-attributes';
 import { REVERIFY_SCHEDULE_ID, REVERIFY_WORKFLOW_ID_PREFIX, type ReverifyToolsInput } from '../contract/reverify-runs';
 import { WORKFLOW_TASK_TIMEOUT } from '../contract/workflow-task-timeout';
+import type { reverifyToolsWorkflow } from '../workflows/reverify-tools';
 
 /** The schedule as configured: every `FORGE_REVERIFY_INTERVAL`, overlap SKIP, starting ReverifyToolsWorkflow. */
 function reverifyScheduleOptions(config: ForgeConfig): ScheduleOptions {
   const args: [ReverifyToolsInput] = [{ trigger: 'schedule' }];
   const every = formatInterval(config.reverify.intervalMs);
+  // Typed by the workflow it starts (a type-only import: no workflow code loads here), so its name and args are checked.
+  const action: ScheduleOptionsStartWorkflowAction<typeof reverifyToolsWorkflow> = {
+    type: 'startWorkflow',
+    workflowType: 'reverifyToolsWorkflow',
+    workflowId: REVERIFY_WORKFLOW_ID_PREFIX,
+    taskQueue: config.taskQueues.control,
+    args,
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    typedSearchAttributes: [
+      { key: ForgeKindKey, value: 'reverify' },
+      { key: ForgeSubjectKey, value: 'tools' },
+    ],
+    staticSummary: `Re-verify every active tool (scheduled every ${every})`,
+    staticDetails: [
+      `**schedule:** \`${REVERIFY_SCHEDULE_ID}\`, every ${every}, overlap SKIP`,
+      '**what:** each active version runs its stored sandbox test again; a failure is retested at once (a pass is flaky), a second failure quarantines the tool or degrades it to the newest earlier version that passes',
+    ].join('\n'),
+  };
   return {
     scheduleId: REVERIFY_SCHEDULE_ID,
     spec: { intervals: [{ every: config.reverify.intervalMs }] },
-    action: {
-      type: 'startWorkflow',
-      workflowType: 'reverifyToolsWorkflow',
-      workflowId: REVERIFY_WORKFLOW_ID_PREFIX,
-      taskQueue: config.taskQueues.control,
-      args,
-      workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
-      typedSearchAttributes: [
-        { key: ForgeKindKey, value: 'reverify' },
-        { key: ForgeSubjectKey, value: 'tools' },
-      ],
-      staticSummary: `Re-verify every active tool (scheduled every ${every})`,
-      staticDetails: [
-        `**schedule:** \`${REVERIFY_SCHEDULE_ID}\`, every ${every}, overlap SKIP`,
-        '**what:** each active version runs its stored sandbox test again; a failure is retested at once (a pass is flaky), a second failure quarantines the tool or degrades it to the newest earlier version that passes',
-      ].join('\n'),
-    },
+    action,
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
     memo: { forge: 'reverify', intervalMs: config.reverify.intervalMs },
   };

@@ -2,9 +2,10 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ApplicationFailure, executeChild, proxyActivities, sleep, type ActivityOptions } from '@temporalio/workflow';
 import type { PayActivities } from '../activities/pay-activities';
 import { FailureType } from '../contract/failures';
-import type { MigrateSchemaResult, MigrateSchemaWorkflowInput } from '../contract/migration-runs';
+import type { MigrateSchemaWorkflowInput } from '../contract/migration-runs';
 import { ForgeKindKey, ForgeSubjectKey } from '../contract/search-attributes';
 import { WORKFLOW_TASK_TIMEOUT } from '../contract/workflow-task-timeout';
+import type { migrateSchemaWorkflow } from './migrate-schema';
 
 /**
  * Steps that read or write the ledger: retried without limit (a database that is down makes the run wait, then
@@ -29,7 +30,7 @@ export async function ensureLedger(): Promise<void> {
     if (tries >= 60) throw ApplicationFailure.nonRetryable('the x402 ledger migration did not complete within a minute');
     const migration: MigrateSchemaWorkflowInput = ready.migration;
     try {
-      const result = await executeChild<(i: MigrateSchemaWorkflowInput) => Promise<MigrateSchemaResult>>('migrateSchemaWorkflow', {
+      const result = await executeChild<typeof migrateSchemaWorkflow>('migrateSchemaWorkflow', {
         workflowId: `schema-migrate/${migration.name}`,
         args: [migration],
         staticSummary: `Migrate schema: ${migration.name} (the x402 ledger, for the first payment)`,
