@@ -87,6 +87,21 @@ export * from './contract';
  * its name, its arguments and its result.
  */
 type ForgeWorkflows = typeof Workflows;
+/** A run `ForgeClient.run()` starts and waits for: which workflow, under what ID, and what the Web UI shows of it. */
+interface QuickRun<K extends ForgeWorkflowName> {
+  /** The workflow's registered name. */
+  workflow: K;
+  workflowId: string;
+  /** ForgeKind and ForgeSubject, its search attributes. */
+  kind: ForgeKind;
+  subject: string;
+  /** The workflow's arguments. */
+  args: Parameters<ForgeWorkflow<K>>;
+  /** The Web UI's one-line summary. */
+  summary: string;
+  /** The Web UI's details, one markdown line each. */
+  details?: string[];
+}
 /** The name of one of Forge's workflows. */
 type ForgeWorkflowName = { [K in keyof ForgeWorkflows]: ForgeWorkflows[K] extends Workflow ? K : never }[keyof ForgeWorkflows];
 /** The workflow function registered under `K`. */
@@ -313,19 +328,29 @@ export class ForgeClient {
   async rollbackTool(name: string, options: { toVersion?: number } = {}): Promise<RollbackToolResult> {
     const input = parseInput(rollbackToolInput, { name, toVersion: options.toVersion }, 'rollbackTool');
     const workflowId = `tool-rollback/${input.name}/${input.toVersion !== undefined ? `v${input.toVersion}` : 'previous'}-${shortId()}`;
-    return this.run('rollbackToolWorkflow', workflowId, 'rollback', input.name, [input], `Roll back tool ${input.name}`, [
-      `**tool:** ${input.name}`,
-      `**to:** ${input.toVersion !== undefined ? `v${input.toVersion}` : 'the newest version below the active one'}`,
-    ]);
+    return this.run({
+      workflow: 'rollbackToolWorkflow',
+      workflowId,
+      kind: 'rollback',
+      subject: input.name,
+      args: [input],
+      summary: `Roll back tool ${input.name}`,
+      details: [`**tool:** ${input.name}`, `**to:** ${input.toVersion !== undefined ? `v${input.toVersion}` : 'the newest version below the active one'}`],
+    });
   }
 
   /** Deactivates a tool and removes its versions, and waits. */
   async deleteTool(name: string): Promise<DeleteToolResult> {
     const input = parseInput(deleteToolInput, { name }, 'deleteTool');
-    return this.run('deleteToolWorkflow', `tool-delete/${input.name}/${shortId()}`, 'delete', input.name, [input], `Delete tool ${input.name}`, [
-      `**tool:** ${input.name}`,
-      '**does:** deactivates it and removes every version; the name can be deployed again',
-    ]);
+    return this.run({
+      workflow: 'deleteToolWorkflow',
+      workflowId: `tool-delete/${input.name}/${shortId()}`,
+      kind: 'delete',
+      subject: input.name,
+      args: [input],
+      summary: `Delete tool ${input.name}`,
+      details: [`**tool:** ${input.name}`, '**does:** deactivates it and removes every version; the name can be deployed again'],
+    });
   }
 
   /**
@@ -336,7 +361,14 @@ export class ForgeClient {
     const read = await this.readThroughApi<ListToolsResult>(READ_API_PATHS.tools);
     if (read) return read;
     await this.requireWorker();
-    return this.run('listToolsWorkflow', `forge-query/list-tools/${shortId()}`, 'query', 'tools', [], 'List active tools');
+    return this.run({
+      workflow: 'listToolsWorkflow',
+      workflowId: `forge-query/list-tools/${shortId()}`,
+      kind: 'query',
+      subject: 'tools',
+      args: [],
+      summary: 'List active tools',
+    });
   }
 
   /**
@@ -377,7 +409,14 @@ export class ForgeClient {
     const read = await this.readThroughApi<ListMigrationsResult>(READ_API_PATHS.migrations);
     if (read) return read;
     await this.requireWorker();
-    return this.run('listMigrationsWorkflow', `forge-query/list-migrations/${shortId()}`, 'query', 'migrations', [], 'List applied migrations');
+    return this.run({
+      workflow: 'listMigrationsWorkflow',
+      workflowId: `forge-query/list-migrations/${shortId()}`,
+      kind: 'query',
+      subject: 'migrations',
+      args: [],
+      summary: 'List applied migrations',
+    });
   }
 
   /**
@@ -479,15 +518,15 @@ export class ForgeClient {
       stop: parsed.stop,
       description: parsed.description,
     };
-    return this.run(
-      'sellToolWorkflow',
-      `x402-sell/${tool}/${shortId()}`,
-      'sell',
-      tool,
-      [input],
-      input.stop ? `Stop selling ${tool}` : `Sell ${tool} at ${input.price} per call`,
-      [`**tool:** ${tool}`, input.stop ? '**withdraw**' : `**price:** ${input.price}${/^\d+$/.test(input.price ?? '') ? ' base units' : ''} per call`],
-    );
+    return this.run({
+      workflow: 'sellToolWorkflow',
+      workflowId: `x402-sell/${tool}/${shortId()}`,
+      kind: 'sell',
+      subject: tool,
+      args: [input],
+      summary: input.stop ? `Stop selling ${tool}` : `Sell ${tool} at ${input.price} per call`,
+      details: [`**tool:** ${tool}`, input.stop ? '**withdraw**' : `**price:** ${input.price}${/^\d+$/.test(input.price ?? '') ? ' base units' : ''} per call`],
+    });
   }
 
   /** The worker's x402 side, from its read API: its wallet address, its seller, the facilitator it uses. */
@@ -535,7 +574,14 @@ export class ForgeClient {
     const read = await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay);
     if (read) return read;
     await this.requireWorker();
-    return this.run('readPnlWorkflow', `forge-query/pnl/${shortId()}`, 'query', 'pnl', [{ by }], `Read the x402 P&L by ${by}`);
+    return this.run({
+      workflow: 'readPnlWorkflow',
+      workflowId: `forge-query/pnl/${shortId()}`,
+      kind: 'query',
+      subject: 'pnl',
+      args: [{ by }],
+      summary: `Read the x402 P&L by ${by}`,
+    });
   }
 
   /**
@@ -739,17 +785,17 @@ export class ForgeClient {
   }
 
   /** Starts a workflow that answers quickly and waits for its result. */
-  private async run<K extends ForgeWorkflowName>(
-    type: K,
-    workflowId: string,
-    kind: ForgeKind,
-    subject: string,
-    args: Parameters<ForgeWorkflow<K>>,
-    summary: string,
-    details: string[] = [],
-  ): Promise<WorkflowResultType<ForgeWorkflow<K>>> {
+  private async run<K extends ForgeWorkflowName>({
+    workflow,
+    workflowId,
+    kind,
+    subject,
+    args,
+    summary,
+    details = [],
+  }: QuickRun<K>): Promise<WorkflowResultType<ForgeWorkflow<K>>> {
     const handle = await this.call(() =>
-      this.start(type, {
+      this.start(workflow, {
         taskQueue: this.taskQueue,
         workflowId,
         workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
