@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createToolActivities, createToolSteps, type ToolActivityDeps } from '../src/activities/tool-activities';
+import { createToolActivities, createToolInnerSteps, type ToolActivityDeps } from '../src/activities/tool-activities';
 import { loadConfig } from '../src/config';
 import { createToolStore, openDatabase } from '../src/db';
 import { toolContentHash } from '../src/contract/hashes';
@@ -65,7 +65,7 @@ export const deployBench: Bench = {
         },
         sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs },
       };
-      const steps = createToolSteps(deps);
+      const steps = createToolInnerSteps(deps);
       const activities = createToolActivities(deps, steps);
       const direct = async (variant: number) => {
         const input = { name: 'direct_tool', source: zodTool('direct_tool', variant), testInput: { celsius: 1 } };

@@ -116,11 +116,12 @@ export interface CommitAndPublishResult extends CommitResult {
 }
 
 /**
- * The single steps of a deployment that the combined activities below run in one local activity each (see
- * prepareDeployment for why). They are not registered with the worker; the combined activities call them between the
- * checkpoint's moments (TOOL_INNER_STEPS).
+ * A deployment's inner steps (TOOL_INNER_STEPS): the single steps that the combined activities below run in one local
+ * activity each (see prepareDeployment for why). They are not activities: not registered with the worker, and no
+ * workflow calls them; the combined activities call them between the checkpoint's moments. (Workflow-side, `toolSteps`
+ * in src/workflows/activity-options.ts is something else: the proxy through which workflows call the tool activities.)
  */
-export function createToolSteps(deps: ToolActivityDeps) {
+export function createToolInnerSteps(deps: ToolActivityDeps) {
   const { store } = deps;
   const mode = deps.typecheck ?? 'error';
   const typechecker = deps.typechecker ?? (mode === 'off' ? undefined : sharedTypechecker());
@@ -229,13 +230,13 @@ export function createToolSteps(deps: ToolActivityDeps) {
   };
 }
 
-export type ToolSteps = ReturnType<typeof createToolSteps>;
+export type ToolInnerSteps = ReturnType<typeof createToolInnerSteps>;
 
 /**
  * The control-queue activities of tool deployment, rollback and deletion. Each is a thin adapter over the store and
  * the sandbox's compiler; each is idempotent as its TSDoc says, so Temporal may retry any of them.
  */
-export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = createToolSteps(deps)) {
+export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInnerSteps = createToolInnerSteps(deps)) {
   const { store } = deps;
   const step = <T>(name: ToolInnerStep, run: () => Promise<T>) => atCheckpoint(deps.checkpoint, name, run);
 
@@ -250,14 +251,14 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
       const t0 = performance.now();
-      const validated = await step('validateDeployment', () => steps.validateDeployment(input, currentRun()));
+      const validated = await step('validateDeployment', () => innerSteps.validateDeployment(input, currentRun()));
       const validateMs = Math.round(performance.now() - t0);
       if (validated.unchanged) return { ...validated, validateMs };
       const t1 = performance.now();
-      const compiled = await step('compileCheck', () => steps.compileCheck(input));
+      const compiled = await step('compileCheck', () => innerSteps.compileCheck(input));
       const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
       const t2 = performance.now();
-      const typecheck = await step('typecheckModule', () => steps.typecheckModule(input));
+      const typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input));
       return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
     },
 
@@ -276,7 +277,7 @@ export function createToolActivities(deps: ToolActivityDeps, steps: ToolSteps = 
      */
     async commitAndPublish(input: CommitInput): Promise<CommitAndPublishResult> {
       const t0 = performance.now();
-      const committed = await step('commitVersion', () => steps.commitVersion({ ...input, runId: currentRun()?.runId }));
+      const committed = await step('commitVersion', () => innerSteps.commitVersion({ ...input, runId: currentRun()?.runId }));
       const t1 = performance.now();
       // This tool's pointer only: what a deployment writes and reads of agent-tools/ does not grow with the tools.
       const published = await step('publishTools', () => activities.publishTools({ names: [input.name] }));

@@ -48,6 +48,10 @@ export function boundedStep(taskQueue: string, sandboxMaxTimeoutMs: number): Act
   };
 }
 
+/**
+ * How tool workflows call the tool activities (createToolActivities): local activities, fast steps. Like the other
+ * `...Steps` here, a workflow-side proxy; the steps those activities run inside themselves are ToolInnerSteps.
+ */
 export const toolSteps = proxyLocalActivities<ToolActivities>(FAST_STEP);
 
 export function sandboxSteps(taskQueue: string, sandboxMaxTimeoutMs: number) {

@@ -7,7 +7,7 @@ import { createPromotionActivities } from '../../src/activities/promotion-activi
 import { createReverifyActivities, createReverifySandboxActivities } from '../../src/activities/reverify-activities';
 import { createSandboxActivities } from '../../src/activities/sandbox-activities';
 import { createSellActivities } from '../../src/activities/sell-activities';
-import { createToolActivities, TOOL_INNER_STEPS, type ToolActivityDeps, type ToolSteps } from '../../src/activities/tool-activities';
+import { createToolActivities, TOOL_INNER_STEPS, type ToolActivityDeps, type ToolInnerSteps } from '../../src/activities/tool-activities';
 import { formatFaultPoint, parseFaultPoints, type FaultPoint, type StepCheckpoint } from '../../src/contract/fault-points';
 import type { VerdictSummary } from '../../src/contract/tool-runs';
 import { ONLINE_INDEX_KILL_CELLS, SALE_KILL_CELLS } from '../chaos/fault-cells';
@@ -72,7 +72,7 @@ function deploymentActivities(checkpoint: StepCheckpoint | undefined, log: Log) 
     compileCheck: effect('compile', { compiledBytes: 1, warnings: [] }),
     typecheckModule: effect('typecheck', undefined),
     commitVersion: effect('commit', { version: 2, previousVersion: 1, created: true }),
-  } as unknown as ToolSteps;
+  } as unknown as ToolInnerSteps;
   const tools = createToolActivities({ publish: effect('publish', { generation: 1, tools: 1 }), checkpoint } as unknown as ToolActivityDeps, steps);
   const here = createDeployHereActivities({
     sandbox: { testToolHere: effect('test', { verdict: { status: 'passed' } as VerdictSummary }) },

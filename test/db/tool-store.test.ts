@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm';
 import { DatabaseOpenError, ToolVersionNotFoundError } from '../../src/db/errors';
 import { migrationsFolder } from '../../src/db/migrate';
 import { openPostgres } from '../../src/db/postgres';
-import { createToolActivities, createToolSteps, type ToolActivityDeps } from '../../src/activities/tool-activities';
+import { createToolActivities, createToolInnerSteps, type ToolActivityDeps } from '../../src/activities/tool-activities';
 import { toolContentHash } from '../../src/contract/hashes';
 import { createToolStore, type NewToolVersion, type ToolStore } from '../../src/db/tool-store';
 import { TOOLS_CHANNEL } from '../../src/db/channels';
@@ -338,7 +338,7 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
   // A deployment whose test runs in its workflow task is one task from start to commit: a worker killed after the
   // commit loses the whole task, and the run starts again from validate, which then finds its own content active.
   test('validate tells a run that starts again after its own commit from a later run of the same content', async () => {
-    const steps = createToolSteps(activityDeps());
+    const steps = createToolInnerSteps(activityDeps());
     const submission = { name: 'restarted', source: 'export default {};', testInput: {} };
     const input = { ...submission, contentHash: toolContentHash(submission) };
     const run = { workflowId: `tool-deploy/restarted/${input.contentHash.slice(0, 16)}`, runId: 'run-one' };
