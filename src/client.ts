@@ -34,13 +34,18 @@ import { canonicalJson, migrationChecksum, toolContentHash } from './contract/ha
 import {
   deleteToolInput,
   deployToolInput,
+  discoverServicesInput,
+  getRunInput,
   listRunsInput,
   migrateSchemaInput,
   payInput,
+  pnlInput,
   promoteBuiltinInput,
   rollbackToolInput,
   sellInput,
+  type DiscoverServicesInput,
   type PayOptionsInput,
+  type PnlInput,
   type SellOptionsInput,
 } from './contract/inputs';
 import type { ForgeKind, RUN_STATUSES } from './contract/kinds';
@@ -539,7 +544,8 @@ export class ForgeClient {
    * uses (FORGE_X402_FACILITATOR_URL, or the local network's with FORGE_X402_DEV). `query` keeps those whose
    * description or input mention every word of it.
    */
-  async discoverServices(options: { query?: string; facilitatorUrl?: string; network?: string; limit?: number } = {}): Promise<ServicesResult> {
+  async discoverServices(input: DiscoverServicesInput = {}): Promise<ServicesResult> {
+    const options = parseInput(discoverServicesInput, input, 'discoverServices');
     const facilitatorUrl = options.facilitatorUrl ?? (await this.x402Info())?.facilitatorUrl ?? this.facilitatorUrl;
     if (!facilitatorUrl) {
       throw new ForgeInputError(
@@ -567,10 +573,8 @@ export class ForgeClient {
   }
 
   /** The x402 P&L: settled income, spend and net by tool or by UTC day, read by the worker that holds the ledger. */
-  async pnl(options: { by?: 'tool' | 'day' } = {}): Promise<PnlResult> {
-    const by = options.by ?? 'tool';
-    if (by !== 'tool' && by !== 'day')
-      throw new ForgeInputError(`pnl: by must be "tool" or "day", not ${JSON.stringify(by)}`, [{ path: ['by'], message: 'must be tool or day' }]);
+  async pnl(options: PnlInput = {}): Promise<PnlResult> {
+    const by = parseInput(pnlInput, options, 'pnl').by ?? 'tool';
     const read = await this.readThroughApi<PnlResult>(by === 'tool' ? READ_API_PATHS.pnlByTool : READ_API_PATHS.pnlByDay);
     if (read) return read;
     await this.requireWorker();
@@ -705,7 +709,8 @@ export class ForgeClient {
   }
 
   /** Everything Temporal knows of one Forge run: status, search attributes, live progress, result or failure. */
-  async getRun(workflowId: string): Promise<RunInfo> {
+  async getRun(id: string): Promise<RunInfo> {
+    const { workflowId } = parseInput(getRunInput, { workflowId: id }, 'getRun');
     const handle = this.temporal.workflow.getHandle(workflowId);
     let description: WorkflowExecutionDescription;
     try {

@@ -21,7 +21,7 @@ import { TOOL_NAME_PATTERN, toolNameMessage } from './tool-name';
 const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 
 /** A tool name (TOOL_NAME_PATTERN), refused with the one sentence Forge says about a bad name. */
-export const toolName = z
+const toolName = z
   .string()
   .regex(TOOL_NAME_PATTERN, { error: (issue) => toolNameMessage(issue.input) })
   .describe('the tool name: 1-64 characters of a-z, 0-9 and _, starting with a letter');
@@ -164,3 +164,52 @@ export const sellInput = sellInputFields.refine((v) => (v.stop ? v.price === und
   path: ['price'],
 });
 export type SellOptionsInput = z.input<typeof sellInput>;
+
+/** `lint_sql` (`forge lint-sql`, MCP `lint_sql`): SQL judged against the schema policy; no database is touched. */
+export const lintSqlInput = z.object({
+  sql: z.string().describe('one or more SQL statements, judged as a migration would be'),
+  schema: z.string().optional().describe('the schema migrations may touch (default public)'),
+});
+
+/** `getRun` (MCP `get_run`): one run by its workflow ID. */
+export const getRunInput = z.object({ workflowId: z.string().min(1).describe("the run's workflow ID, as `forge runs` lists it") });
+
+/** What can be done with the re-verification schedule (`forge reverify`, MCP `reverify`). */
+const REVERIFY_ACTIONS = ['show', 'now', 'pause', 'resume'] as const;
+
+/** MCP `reverify`: show the schedule (default), run it now, pause or resume it. */
+export const reverifyInput = z.object({
+  action: z.enum(REVERIFY_ACTIONS).optional().describe('show (default), now (run it and wait for the summary), pause or resume'),
+});
+
+/** `discoverServices` (`forge services`, MCP `list_services`): what an agent may ask of x402 discovery. */
+export const listServicesInput = z.object({
+  query: z.string().optional().describe('keep the services whose description or input mention every word of it'),
+  network: z.string().optional().describe('keep the services paid on this network (CAIP-2, e.g. eip155:84532)'),
+});
+
+/**
+ * `discoverServices` in the SDK: the same, and where to ask and how many, which only the caller's own program chooses
+ * (not offered over MCP: an MCP client does not point the server at URLs of its choosing).
+ */
+export const discoverServicesInput = listServicesInput.extend({
+  facilitatorUrl: httpUrl.optional().describe("the facilitator to ask (default: the worker's)"),
+  limit: z.number().int().positive().optional(),
+});
+export type DiscoverServicesInput = z.input<typeof discoverServicesInput>;
+
+/** How the P&L groups the ledger (`forge pnl --by`, MCP `get_pnl`). */
+const PNL_GROUPINGS = ['tool', 'day'] as const;
+
+/** `pnl` (`forge pnl`, MCP `get_pnl`). */
+export const pnlInput = z.object({ by: z.enum(PNL_GROUPINGS).optional().describe('tool (default) or UTC day') });
+export type PnlInput = z.input<typeof pnlInput>;
+
+/**
+ * `call` (`forge call`, MCP `call_tool`): an active tool by name and its input. The name is any string: one that breaks
+ * the rule names no tool, and the registry answers not_found, as for any name it does not hold.
+ */
+export const callToolInput = z.object({
+  name: z.string().describe(toolName.description ?? ''),
+  input: jsonValue.optional().describe('the input (default {})'),
+});

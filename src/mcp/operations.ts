@@ -2,16 +2,21 @@ import { z } from 'zod';
 import type { ForgeClient, ProgressListener } from '../client';
 import {
   baseUnits,
+  callToolInput,
   deleteToolInput,
   deployToolInput,
+  getRunInput,
+  lintSqlInput,
   listRunsInput,
+  listServicesInput,
   migrateSchemaInput,
   payInput,
+  pnlInput,
   priceText,
   promoteBuiltinInput,
+  reverifyInput,
   rollbackToolInput,
   sellInputFields,
-  toolName,
 } from '../contract/inputs';
 import type { DeployToolResult } from '../contract/tool-runs';
 import type { MigrateSchemaResult } from '../contract/migration-runs';
@@ -179,8 +184,7 @@ export const OPERATIONS: Operation[] = [
     description:
       "Call an active tool's current version by name, in a bounded sandbox process (as every agent tool listed here is " +
       'called): {ok, output} or {ok: false, status, error}.',
-    // A name that breaks the rule names no tool: the registry answers not_found, as for any name it does not hold.
-    input: z.object({ name: z.string().describe(toolName.description ?? ''), input: z.unknown().optional().describe('the input (default {})') }),
+    input: callToolInput,
     output: z.looseObject({
       ok: z.boolean(),
       name: z.string(),
@@ -203,7 +207,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'lint_sql',
     description: 'Judge a migration against the schema policy (no database touched): each statement accepted or not, with its rule, message and location.',
-    input: z.object({ sql: z.string(), schema: z.string().optional().describe('the schema migrations may touch (default public)') }),
+    input: lintSqlInput,
     output: z.looseObject({
       accepted: z.boolean(),
       statements: z.array(
@@ -293,7 +297,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'get_run',
     description: 'Everything Forge knows of one run by its workflow ID: status, stage, live progress, and its result or failure.',
-    input: z.object({ workflowId: z.string().min(1) }),
+    input: getRunInput,
     output: z.looseObject({ workflowId: z.string(), status: z.string(), type: z.string(), stage: z.string().optional(), outcome: z.string().optional() }),
     annotations: readOnly('Show a run'),
     async run(args, ctx) {
@@ -334,7 +338,7 @@ export const OPERATIONS: Operation[] = [
     description:
       'The re-verification schedule: `show` it (default), `pause` or `resume` it, or run it `now` and wait for the summary ' +
       '(every active tool tested again; what fails twice is degraded to an earlier version or quarantined).',
-    input: z.object({ action: z.enum(['show', 'now', 'pause', 'resume']).optional() }),
+    input: reverifyInput,
     output: z.looseObject({ action: z.string(), schedule: z.looseObject({}).optional(), summary: z.looseObject({}).optional() }),
     // `now` may quarantine tools.
     annotations: { title: 'Re-verify tools', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
@@ -428,7 +432,7 @@ export const OPERATIONS: Operation[] = [
     name: 'list_services',
     description:
       "Services offered over x402, as the facilitator's bazaar discovery lists them, with their price and input schema; query keeps those mentioning every word.",
-    input: z.object({ query: z.string().optional(), network: z.string().optional() }),
+    input: listServicesInput,
     output: z.looseObject({ facilitatorUrl: z.string(), services: z.array(z.looseObject({ url: z.string() })) }),
     annotations: { ...readOnly('Discover x402 services'), openWorldHint: true },
     async run(args, ctx) {
@@ -439,7 +443,7 @@ export const OPERATIONS: Operation[] = [
   operation({
     name: 'get_pnl',
     description: 'The x402 ledger: settled income (tools sold), spend (resources paid for) and net, by tool or by UTC day, in base units.',
-    input: z.object({ by: z.enum(['tool', 'day']).optional() }),
+    input: pnlInput,
     output: z.looseObject({
       by: z.string(),
       rows: z.array(z.looseObject({ key: z.string() })),

@@ -1,12 +1,18 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  callToolInput,
   deleteToolInput,
   deployToolInput,
+  getRunInput,
+  lintSqlInput,
   listRunsInput,
+  listServicesInput,
   migrateSchemaInput,
   payInput,
+  pnlInput,
   promoteBuiltinInput,
+  reverifyInput,
   rollbackToolInput,
   sellInputFields,
 } from '../../src/contract/inputs';
@@ -51,6 +57,12 @@ test("the MCP operations take the SDK's inputs: the same schemas, extended only 
   expect(input('migrate_schema')).toBe(migrateSchemaInput);
   expect(input('promote_builtin')).toBe(promoteBuiltinInput);
   expect(input('list_runs')).toBe(listRunsInput);
+  expect(input('lint_sql')).toBe(lintSqlInput);
+  expect(input('get_run')).toBe(getRunInput);
+  expect(input('reverify')).toBe(reverifyInput);
+  expect(input('list_services')).toBe(listServicesInput);
+  expect(input('get_pnl')).toBe(pnlInput);
+  expect(input('call_tool')).toBe(callToolInput);
   for (const field of ['url', 'headers', 'body', 'idempotencyKey'] as const) expect(input('pay').shape[field]).toBe(payInput.shape[field]);
   for (const field of ['tool', 'stop', 'description'] as const) expect(input('sell_tool').shape[field]).toBe(sellInputFields.shape[field]);
 });
@@ -61,6 +73,17 @@ test('neither the client nor the MCP server writes an input schema of its own fo
   // The client's zod is parseInput's type and pay()'s listener; the schemas are contract/'s.
   expect(client.match(/z\.(object|string|union|array|number)\(/g) ?? []).toEqual([]);
   expect(mcp).not.toMatch(/\.regex\(/);
+  // Every operation's input is contract/'s: an operation that takes nothing says so with z.object({}), and the two
+  // that carry a value differently in JSON (pay's amount, sell's price) extend contract/'s schema.
+  expect(mcp.match(/input: z\.object\(\{[^}]/g) ?? []).toEqual([]);
+});
+
+test("the SDK's inputs are refused with contract/'s rules and messages, as the MCP server refuses them", () => {
+  expect(pnlInput.safeParse({ by: 'week' }).success).toBe(false);
+  expect(getRunInput.safeParse({ workflowId: '' }).success).toBe(false);
+  expect(reverifyInput.safeParse({ action: 'later' }).success).toBe(false);
+  expect(callToolInput.safeParse({ name: 'add', input: { a: 1 } }).success).toBe(true);
+  expect(lintSqlInput.safeParse({ sql: 'SELECT 1' }).success).toBe(true);
 });
 
 test('an amount is refused with one message wherever it enters', () => {
