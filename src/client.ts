@@ -986,7 +986,7 @@ export class ForgeClient {
     let inFlight: Promise<unknown> | undefined;
     // A running stage's summary counts too: a migration waiting out a lock says there who holds it.
     const keyOf = (p: RunProgress): string =>
-      JSON.stringify(p.stages.map((s) => [s.status, s.durationMs, s.status === 'running' ? s.summary : undefined])) + p.stage;
+      JSON.stringify(p.steps.map((s) => [s.status, s.durationMs, s.status === 'running' ? s.summary : undefined])) + p.stage;
     const poll = async () => {
       while (!done) {
         const query = this.progressOf(handle, queries.signal);
@@ -1012,10 +1012,10 @@ export class ForgeClient {
       if (inFlight) await Promise.race([inFlight, sleep(QUERY_GRACE_MS, undefined, { ref: false })]);
       queries.abort();
       await polling;
-      // The last stages come from the result itself, which every run carries, not from one more query.
-      const stages = stagesOf(result);
-      if (stages) {
-        const final: RunProgress = { ...(latest ?? run), stage: stages.at(-1)?.name ?? latest?.stage ?? '', stages };
+      // The last steps come from the result itself, which every run carries, not from one more query.
+      const steps = stepsOf(result);
+      if (steps) {
+        const final: RunProgress = { ...(latest ?? run), stage: steps.at(-1)?.name ?? latest?.stage ?? '', steps, stages: steps };
         if (keyOf(final) !== last) onProgress(final);
       }
       return result;
@@ -1030,7 +1030,7 @@ export class ForgeClient {
     try {
       const query = () => handle.query<RunProgress>('progress');
       // Its own signal per query: one every 150 ms under the wait's signal left one listener each on it.
-      return await (signal ? withOwnSignal(this.temporal, signal, query) : query());
+      return withSteps(await (signal ? withOwnSignal(this.temporal, signal, query) : query()));
     } catch {
       return undefined;
     }
@@ -1093,9 +1093,18 @@ function refusedResult(err: unknown): unknown {
  * The steps a run's result reports: every result's `steps`; a run that ended before results had them (issue 29) has
  * them as a migration's `stages` or a deployment's `diagnostics.stages`.
  */
-function stagesOf(result: unknown): StageRecord[] | undefined {
+function stepsOf(result: unknown): StageRecord[] | undefined {
   const r = result as { steps?: StageRecord[]; stages?: StageRecord[]; diagnostics?: { stages?: StageRecord[] } } | undefined;
   return r?.steps ?? r?.stages ?? r?.diagnostics?.stages;
+}
+
+/**
+ * A progress report with both `steps` and its old name `stages`: a worker from before `steps` (issue 29) answers the
+ * query with `stages` only.
+ */
+function withSteps(progress: RunProgress): RunProgress {
+  const steps = (progress as Partial<RunProgress>).steps ?? progress.stages;
+  return { ...progress, steps, stages: steps };
 }
 
 /**

@@ -24,7 +24,7 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
     timer.unref(); // never what keeps the CLI from exiting
   };
   return (progress: RunProgress) => {
-    for (const stage of progress.stages) {
+    for (const stage of progress.steps) {
       const before = shown.get(stage.name);
       // A running stage whose summary changes says so again (a migration waiting out a lock names who holds it).
       const newSummary = stage.status === 'running' && before === 'running' && summaries.get(stage.name) !== stage.summary;

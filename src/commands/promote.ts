@@ -74,7 +74,7 @@ function runningTimer() {
   interval.unref();
   return {
     update(progress: RunProgress) {
-      const stage = progress.stages.find((s) => s.status === 'running');
+      const stage = progress.steps.find((s) => s.status === 'running');
       if (!stage) running = undefined;
       else if (running?.name !== stage.name) running = { name: stage.name, since: Date.now() };
     },

@@ -14,6 +14,13 @@ export interface RunProgress {
   kind: ForgeKind;
   subject: string;
   stage: string;
+  /** The run's steps, in order, each with its status: what every run's result also calls `steps`. */
+  steps: StageRecord[];
+  /**
+   * The same records under the name progress reports had before results said `steps` (issue 29); kept because readers
+   * of the JSON (`forge runs ID --json`, MCP get_run) may use it.
+   * @deprecated read `steps`
+   */
   stages: StageRecord[];
   outcome?: string;
 }

@@ -166,11 +166,11 @@ function progressNotifier(send: (progress: number, message: string) => Promise<v
   let chain: Promise<void> = Promise.resolve();
   return {
     listener(p: RunProgress): void {
-      const current = p.stages.find((s) => s.status === 'running') ?? [...p.stages].reverse().find((s) => s.status !== 'pending');
-      const done = p.stages.filter((s) => s.status === 'done' || s.status === 'skipped').length;
+      const current = p.steps.find((s) => s.status === 'running') ?? [...p.steps].reverse().find((s) => s.status !== 'pending');
+      const done = p.steps.filter((s) => s.status === 'done' || s.status === 'skipped').length;
       const what = current ? `${current.name} ${current.status}${current.durationMs !== undefined ? ` (${current.durationMs} ms)` : ''}` : p.stage;
       const n = ++sent;
-      chain = chain.then(() => send(n, `${p.kind} ${p.subject}: ${what} [${done}/${p.stages.length} stages done]`)).catch(() => undefined);
+      chain = chain.then(() => send(n, `${p.kind} ${p.subject}: ${what} [${done}/${p.steps.length} steps done]`)).catch(() => undefined);
     },
     flush: (): Promise<void> => chain,
   };

@@ -9,11 +9,11 @@ import { ForgeStageKey } from '../contract/search-attributes';
 export const progressQuery = defineQuery<RunProgress>('progress');
 
 /**
- * A run's stages as the `progress` query and the Web UI's current details show them. Timestamps come from the
+ * A run's steps as the `progress` query and the Web UI's current details show them. Timestamps come from the
  * workflow clock, so replay produces the same records.
  */
 export class Progress {
-  private readonly stages: StageRecord[];
+  private readonly steps: StageRecord[];
   private current = 'starting';
   private outcome: string | undefined;
   /** The last stage started, and the last sent as ForgeStage. */
@@ -25,7 +25,7 @@ export class Progress {
     private readonly subject: string,
     stageNames: readonly string[],
   ) {
-    this.stages = stageNames.map((name) => ({ name, status: 'pending' }));
+    this.steps = stageNames.map((name) => ({ name, status: 'pending' }));
     // The first stage, when the client set it at the start (deployments and migrations): the run upserts it no more.
     // Read from the run's start event, so a replay reads the same. A run continued as new inherits the attribute from
     // the run before it: that one is not a stage its client set.
@@ -74,7 +74,7 @@ export class Progress {
 
   /** Marks every stage not yet started as skipped (a rejection or a no-op ends the run early). */
   skipRest(): void {
-    for (const s of this.stages) if (s.status === 'pending') s.status = 'skipped';
+    for (const s of this.steps) if (s.status === 'pending') s.status = 'skipped';
     this.publish();
   }
 
@@ -88,7 +88,7 @@ export class Progress {
     this.outcome = outcome;
     this.current = 'finished';
     this.skipRest();
-    const failed = this.stages.find((s) => s.status === 'failed');
+    const failed = this.steps.find((s) => s.status === 'failed');
     const at = note.at ?? failed?.name;
     const message = note.message ?? failed?.summary;
     const line = `${workflowInfo().workflowId} ${outcome}${at ? ` at ${at}` : ''}${note.verdict ? ` (${note.verdict})` : ''}${message ? `: ${message}` : ''}`;
@@ -98,11 +98,13 @@ export class Progress {
   }
 
   records(): StageRecord[] {
-    return this.stages.map((s) => ({ ...s }));
+    return this.steps.map((s) => ({ ...s }));
   }
 
   snapshot(): RunProgress {
-    return { kind: this.kind, subject: this.subject, stage: this.current, stages: this.records(), outcome: this.outcome };
+    const steps = this.records();
+    // `stages`: the same records under the old name, for readers of the progress JSON from before `steps`.
+    return { kind: this.kind, subject: this.subject, stage: this.current, steps, stages: steps, outcome: this.outcome };
   }
 
   private finish(name: string, status: 'done' | 'failed', summary?: string, durationMs?: number): void {
@@ -130,7 +132,7 @@ export class Progress {
   }
 
   private stage(name: string): StageRecord {
-    const stage = this.stages.find((s) => s.name === name);
+    const stage = this.steps.find((s) => s.name === name);
     if (!stage) throw new Error(`unknown stage ${name} in ${workflowInfo().workflowType}`);
     return stage;
   }
@@ -138,7 +140,7 @@ export class Progress {
   /** The Web UI's "current details": one markdown line per stage. */
   private publish(): void {
     const icon: Record<StageRecord['status'], string> = { pending: '·', running: '▶', done: '✓', failed: '✗', skipped: '–' };
-    const lines = this.stages.map(
+    const lines = this.steps.map(
       (s) => `${icon[s.status]} **${s.name}**${s.durationMs !== undefined ? ` (${s.durationMs} ms)` : ''}${s.summary ? `: ${s.summary}` : ''}`,
     );
     if (this.outcome) lines.push(`**outcome:** ${this.outcome}`);

@@ -2,12 +2,10 @@ import type { RunProgress, StageRecord } from '../../src/contract/run-progress';
 import { progressPrinter } from '../../src/commands/progress-display';
 
 /** The CLI's live progress lines (stderr): one per stage change, and a long stage says it is still running. */
-const progress = (stages: [string, StageRecord['status'], number?][]): RunProgress => ({
-  kind: 'deploy',
-  subject: 'adder',
-  stage: stages.find(([, s]) => s === 'running')?.[0] ?? 'finished',
-  stages: stages.map(([name, status, durationMs]) => ({ name, status, ...(durationMs !== undefined ? { durationMs } : {}) })),
-});
+const progress = (stages: [string, StageRecord['status'], number?][]): RunProgress => {
+  const steps = stages.map(([name, status, durationMs]) => ({ name, status, ...(durationMs !== undefined ? { durationMs } : {}) }));
+  return { kind: 'deploy', subject: 'adder', stage: stages.find(([, s]) => s === 'running')?.[0] ?? 'finished', steps, stages: steps };
+};
 
 test('one line per stage as it starts and ends; a long stage says it is still running until it ends', async () => {
   const lines: string[] = [];

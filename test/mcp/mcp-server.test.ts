@@ -136,7 +136,7 @@ async function deployListCallRollback(client: Client, name: string): Promise<voi
   expect(deployed.steps.map((s) => s.name)).toEqual(['validate', 'compile', 'typecheck', 'test', 'commit', 'notify']);
   expect(deployed.diagnostics.stages).toEqual(deployed.steps);
   expect(progress.length).toBeGreaterThan(0);
-  expect(progress.at(-1)).toMatch(/\[6\/6 stages done\]/);
+  expect(progress.at(-1)).toMatch(/\[6\/6 steps done\]/);
   await announced;
 
   const { tools: after } = await client.listTools();
