@@ -83,6 +83,10 @@ import {
   type TemporalConnectOptions,
 } from './platform/temporal-connection';
 
+/** The x402 discovery client, loaded by discoverServices only: not every program that imports the SDK needs the x402 packages. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const discoveryModule = (): typeof DiscoveryModule => require('./x402/discovery');
+
 // The SDK's whole vocabulary: its inputs, results and errors come from the contract every layer shares.
 export * from './contract';
 
@@ -553,9 +557,7 @@ export class ForgeClient {
         [{ path: ['facilitatorUrl'], message: 'required' }],
       );
     }
-    // Loaded here: the x402 packages are needed by this call only, not by every program that imports the SDK.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { discoverServices } = require('./x402/discovery') as typeof DiscoveryModule;
+    const { discoverServices } = discoveryModule();
     const found = await discoverServices({ facilitatorUrl, query: options.query, network: options.network, limit: options.limit });
     return {
       facilitatorUrl,

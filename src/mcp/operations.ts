@@ -25,6 +25,10 @@ import type * as Policy from '../policy';
 import type { ToolRegistry } from '../registry';
 import { withOutcome } from '../run-outcome';
 
+/** The policy parser (WebAssembly), loaded on the first lint, not when the server starts. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const policyModule = (): typeof Policy => require('../policy');
+
 /** What an operation needs: the platform (connected on first use) and this process's registry. */
 export interface OperationContext {
   forge(): Promise<ForgeClient>;
@@ -224,9 +228,7 @@ export const OPERATIONS: Operation[] = [
     }),
     annotations: readOnly('Check SQL against the schema policy'),
     async run(args) {
-      // The policy parser (WebAssembly) loads on the first lint, not when the server starts.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { checkMigration } = require('../policy') as typeof Policy;
+      const { checkMigration } = policyModule();
       const report = await checkMigration(args.sql, { schema: args.schema ?? 'public' });
       const refused = report.statements.filter((s) => !s.accepted);
       const text = report.accepted
