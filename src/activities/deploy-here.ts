@@ -3,7 +3,7 @@ import type { SandboxActivities } from './sandbox-activities';
 import type { CommitAndPublishResult, CommitInput, ToolActivities } from './tool-activities';
 import type { TestHereResult } from '../contract/tool-runs';
 import type { StepCheckpoint } from '../contract/fault-points';
-import { atCheckpoint } from './fault-points';
+import { atCheckpoint } from '../contract/fault-points';
 
 /** The steps testAndCommitHere runs inside itself (fault points of their own; commitAndPublish's steps fire inside it). */
 export const DEPLOY_HERE_INNER_STEPS = ['testToolHere', 'commitAndPublish'] as const;

@@ -78,18 +78,6 @@ export function checkFaultPoints(points: FaultPoint[], names: { activities: Iter
 }
 
 /**
- * Runs `step` between `checkpoint`'s two moments; `after` only once it succeeded, as for an activity (a step that
- * threw has no after). Without a checkpoint, just runs it.
- */
-export async function atCheckpoint<S extends string, T>(checkpoint: StepCheckpoint<S> | undefined, step: S, run: () => Promise<T>): Promise<T> {
-  if (!checkpoint) return run();
-  checkpoint(step, 'before');
-  const result = await run();
-  checkpoint(step, 'after');
-  return result;
-}
-
-/**
  * The `sale:` points among `points`, as the hook the seller calls around its steps; undefined when none is armed.
  * A point naming no step of a sale is an error at start-up, as for activities.
  */

@@ -8,7 +8,7 @@ import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict'
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
 import { type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
 import type { StepCheckpoint } from '../contract/fault-points';
-import { atCheckpoint } from './fault-points';
+import { atCheckpoint } from '../contract/fault-points';
 import { notFound, toolRejected } from './failures';
 
 /**

@@ -15,6 +15,18 @@ export type FaultMoment = 'before' | 'after';
 export type StepCheckpoint<S extends string = string> = (step: S, moment: FaultMoment) => void;
 
 /**
+ * Runs `step` between `checkpoint`'s two moments; `after` only once it succeeded, as for an activity (a step that
+ * threw has no after). Without a checkpoint, just runs it.
+ */
+export async function atCheckpoint<S extends string, T>(checkpoint: StepCheckpoint<S> | undefined, step: S, run: () => Promise<T>): Promise<T> {
+  if (!checkpoint) return run();
+  checkpoint(step, 'before');
+  const result = await run();
+  checkpoint(step, 'after');
+  return result;
+}
+
+/**
  * The seller's steps are no workflow's (a sale is an HTTP request the worker's x402 server answers): their points are
  * `sale:<step>.<before|after>`, around the ledger writes of a sale (src/x402/sales.ts).
  */

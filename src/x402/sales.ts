@@ -1,7 +1,7 @@
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
 import type { Network } from '@x402/core/types';
 import type { X402Config } from '../config';
-import type { SaleCheckpoint } from '../contract/fault-points';
+import { atCheckpoint, type SaleCheckpoint } from '../contract/fault-points';
 import { parseHostPort } from '../contract/host-port';
 import type { ToolRegistry } from '../registry';
 import { startFacilitatorServer, type FacilitatorServer } from './facilitator-server';
@@ -176,9 +176,7 @@ export async function startSales(input: {
       // reserved row that reconciliation settles or fails from the chain.
       onSale: async (sale) => {
         const step = sale.status === 'reserved' ? 'reserveSale' : 'recordSale';
-        checkpoint?.(step, 'before');
-        await recordSale(ledger, sale);
-        checkpoint?.(step, 'after');
+        await atCheckpoint(checkpoint, step, () => recordSale(ledger, sale));
       },
       onError: input.onError,
       ...parseHostPort(config.sellAddress as string),
