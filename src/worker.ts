@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { armFaultPoints, checkFaultPoints } from './activities/fault-points';
 import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
@@ -59,7 +59,7 @@ export interface ForgeWorkersOptions {
   /** The database, already open; with PGlite this process is the only one that may hold it. */
   database: ForgeDatabase;
   /** A prebuilt workflow bundle (tests build one per suite); by default the worker bundles src/workflows itself. */
-  workflowBundle?: WorkflowBundle;
+  workflowBundle?: WorkflowBundleOption;
   /** Where progress lines go (default stderr). */
   log?: (line: string) => void;
   /** Create or update the `forge-reverify` schedule at start (default true). */
@@ -335,7 +335,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
  * `npm run build` wrote beside this file (loading it takes milliseconds; bundling takes seconds at every start, which a
  * worker restarted after a crash would spend while its runs wait), else bundled now from the sources (ts-jest, tsx).
  */
-function workflowSource(bundle: WorkflowBundle | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
+function workflowSource(bundle: WorkflowBundleOption | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
   if (bundle) return { workflowBundle: bundle };
   const prebuilt = path.join(__dirname, PREBUILT_WORKFLOW_BUNDLE);
   if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };

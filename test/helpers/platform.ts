@@ -1,11 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, type Dirent } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SearchAttributeType } from '@temporalio/common';
 import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleOption } from '@temporalio/worker';
 import { ForgeClient } from '../../src/client';
 import { loadConfig, type ForgeConfig } from '../../src/config';
 import type { ForgeDatabase } from '../../src/db';
@@ -27,14 +27,43 @@ export function quietTemporalRuntime(): void {
   }
 }
 
-let bundle: Promise<WorkflowBundle> | undefined;
-/** The workflow bundle, built once per test process (webpack takes seconds). */
-export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    logger: new DefaultLogger('WARN'),
-  });
+let bundle: Promise<WorkflowBundleOption> | undefined;
+/**
+ * The workflow bundle of src/workflows. webpack takes ~3 s of wall and ~4 s of CPU, and jest loads this module afresh
+ * for every test file, so it is kept on disk, named by the hash of every file under src/ and the SDK's version: the
+ * suites that start a platform bundle once per change of the sources, not once each (issue 28: `npm test`'s CPU).
+ */
+export function workflowBundle(): Promise<WorkflowBundleOption> {
+  bundle ??= cachedWorkflowBundle();
   return bundle;
+}
+
+async function cachedWorkflowBundle(): Promise<WorkflowBundleOption> {
+  const dir = path.join(tmpdir(), 'forge-test-workflow-bundles');
+  const codePath = path.join(dir, `${sourcesHash(path.join(__dirname, '..', '..', 'src'))}.js`);
+  if (existsSync(codePath)) return { codePath };
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('WARN') });
+  try {
+    // Another test process may be writing the same bundle: each writes its own file and renames it into place whole.
+    mkdirSync(dir, { recursive: true });
+    for (const old of readdirSync(dir)) if (old !== path.basename(codePath)) rmSync(path.join(dir, old), { force: true });
+    const tmp = `${codePath}.${process.pid}.tmp`;
+    writeFileSync(tmp, code);
+    renameSync(tmp, codePath);
+  } catch {
+    // Not kept: the next file bundles again, nothing worse.
+  }
+  return { code };
+}
+
+/** sha256 over the paths and bytes of every file under `root`, and the versions of the SDK that bundles them. */
+function sourcesHash(root: string): string {
+  const hash = createHash('sha256');
+  for (const pkg of ['@temporalio/worker', '@temporalio/workflow'])
+    hash.update(`${pkg}@${(JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')) as { version: string }).version}\n`);
+  const files = (readdirSync(root, { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+  for (const file of files.sort()) hash.update(`${path.relative(root, file)}\n`).update(readFileSync(file));
+  return hash.digest('hex').slice(0, 24);
 }
 
 /** What a suite may ask of its dev server. */
