@@ -8,9 +8,15 @@
  * nothing from each other, so they run side by side (issue 28: `npm test` under 12 minutes on two cores), and so do
  * prettier and knip (a few seconds each); each one's output is held and printed whole when it ends, so they do not
  * interleave. Exits 1 when any failed.
+ *
+ * `--background` (npm test, which runs lint beside jest): at the lowest CPU priority, inherited by every job, so that
+ * lint uses the CPU the tests leave idle and takes little from theirs.
  */
 const { spawn } = require('node:child_process');
+const os = require('node:os');
 const path = require('node:path');
+
+if (process.argv.includes('--background')) os.setPriority(19);
 
 const root = path.resolve(__dirname, '..');
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
