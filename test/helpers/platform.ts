@@ -39,7 +39,8 @@ export function workflowBundle(): Promise<WorkflowBundleOption> {
 }
 
 async function cachedWorkflowBundle(): Promise<WorkflowBundleOption> {
-  const dir = path.join(tmpdir(), 'forge-test-workflow-bundles');
+  // Under node_modules/.cache (where tools keep their caches), not a shared /tmp another user could write into first.
+  const dir = path.join(__dirname, '..', '..', 'node_modules', '.cache', 'forge-test-workflow-bundles');
   const codePath = path.join(dir, `${sourcesHash(path.join(__dirname, '..', '..', 'src'))}.js`);
   if (existsSync(codePath)) return { codePath };
   const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('WARN') });
