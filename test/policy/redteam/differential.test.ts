@@ -32,7 +32,7 @@
  *
  * Needs a PostgreSQL server: DATABASE_URL (.ci/run sets it; the role needs CREATEDB). Without it the suite is skipped.
  */
-import { chownSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createMigrationActivities } from '../../../src/activities/migration-activities';
 import { checkMigration, type PolicyReport } from '../../../src/policy';
@@ -81,6 +81,8 @@ interface Planted {
 }
 
 const PLANTED_FILE = 'forge-difftest-planted';
+/** Where the self-test plants PLANTED_FILE: each must be seen on its own. */
+const plantDirs = (dataDir: string) => [dataDir, '/tmp', ...(existsSync('/dev/shm') ? ['/dev/shm'] : [])];
 
 /** One planted change per facet: each must be seen. Most are bypasses of the judge as it stood when this was written. */
 const planted: Planted[] = [
@@ -170,7 +172,8 @@ const planted: Planted[] = [
     async plant(h) {
       const files = h.files;
       if (!files) return;
-      for (const dir of [files.dataDir, '/tmp']) {
+      // /dev/shm too, where the watch passes over the segments of PostgreSQL and of libfaketime: not over this.
+      for (const dir of plantDirs(files.dataDir)) {
         const file = path.join(dir, PLANTED_FILE);
         writeFileSync(file, 'x');
         chownSync(file, files.serverUid, -1);
@@ -179,7 +182,7 @@ const planted: Planted[] = [
     async unplant(h) {
       const files = h.files;
       if (!files) return;
-      for (const dir of [files.dataDir, '/tmp']) rmSync(path.join(dir, PLANTED_FILE), { force: true });
+      for (const dir of plantDirs(files.dataDir)) rmSync(path.join(dir, PLANTED_FILE), { force: true });
     },
   },
 ];
@@ -283,6 +286,11 @@ describePg('the differential harness sees every facet', () => {
       const missed = p.facets.filter((f) => !seen.has(f));
       if (missed.length > 0) {
         throw new Error(`the harness missed ${missed.join(', ')}:\n  SQL: ${showSql(p.sql)}\n${describeRun(run)}`);
+      }
+      if (p.facets.includes('files') && harness.files) {
+        const seenFiles = formatChanges(run.changes);
+        const unseen = plantDirs(harness.files.dataDir).filter((dir) => !seenFiles.includes(path.join(dir, PLANTED_FILE)));
+        if (unseen.length > 0) throw new Error(`the harness missed the file planted in ${unseen.join(', ')}:\n${describeRun(run)}`);
       }
     },
     CASE_TIMEOUT_MS,

@@ -374,7 +374,7 @@ function homeOf(uid: number): string | undefined {
 /**
  * The files the server could have written: everything under its data directory outside its own bookkeeping (path and
  * size of regular files; mtimes left out), and what its user owns in the other writable places (paths only; the
- * server's dynamic shared memory segments in /dev/shm come and go by themselves).
+ * server's dynamic shared memory segments in /dev/shm come and go by themselves, and so do libfaketime's).
  */
 export function listFiles(watch: FileWatch): string[] {
   const out: string[] = [];
@@ -406,6 +406,10 @@ export function listFiles(watch: FileWatch): string[] {
     walk(root, 3, (full, st) => {
       if (full === watch.dataDir || full.startsWith(watch.dataDir + path.sep)) return false;
       if (/^\/dev\/shm\/PostgreSQL\.\d+$/.test(full)) return false;
+      // libfaketime's counters, by the pid of the process that preloaded it: the private clusters of the writes test
+      // (writes-harness.ts), which run as this server's OS user and may run beside this test, put them here. The
+      // watched server never runs under libfaketime, and its SQL cannot name a file to write without superuser.
+      if (/^\/dev\/shm\/(faketime_shm_|sem\.faketime_sem_)\d+$/.test(full)) return false;
       if (st.uid === watch.serverUid) out.push(`${full}${st.isDirectory() ? '/' : ''}`);
       // Descend where the server's user could write: its own directories and world-writable ones.
       return st.uid === watch.serverUid || (st.mode & 0o002) !== 0;
