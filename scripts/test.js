@@ -6,9 +6,10 @@
  * (`--long`): the setup step, the build, then jest on the long set. Arguments after `--` go to jest.
  *
  * Lint runs beside jest at the lowest CPU priority (`npm run lint -- --background`). Both are CPU-bound, but jest
- * leaves a fifth of two cores idle while its tests wait on servers, processes and timers, and lint's ~130 s of CPU fits
- * there instead of taking a minute of wall before the first test; at that priority it takes little from a test's
- * timing. A lint failure still fails the run, after jest ends; setup and build stop it at once, as `a && b` would.
+ * leaves part of two cores idle while its tests wait on servers, processes and timers, and lint's ~130 s of CPU goes
+ * there instead of taking a minute of wall before the first test. Jest slows by part of that, not all: BENCHMARKS.md
+ * has the clean-clone runs. A lint failure still fails the run, after jest ends; setup and build stop it at once, as
+ * `a && b` would.
  *
  * It ends, pass or fail, with its whole wall time on one line CI's log keeps: `npm_test_wall_s=<s>`
  * (`npm_test_long_wall_s=<s>` for the long set) and each step's share. The goal for `npm test` is under 12 minutes on
