@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, type Dirent } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SearchAttributeType } from '@temporalio/common';
@@ -14,6 +14,7 @@ import { requireTemporalBinary } from '../../src/platform/temporal-binary';
 import { createForgeWorkers, type ForgeWorkers } from '../../src/worker';
 import { ForgeKindKey, ForgeOutcomeKey, ForgeStageKey, ForgeSubjectKey } from '../../src/contract/search-attributes';
 import { pgliteBackend, postgresBackend, type TestBackend } from '../db/backends';
+import { sourcesHash } from './sources-hash';
 
 let runtimeInstalled = false;
 /** The SDK's own logs at WARN: a test's output should show the test's failures, not the worker's INFO lines. */
@@ -55,16 +56,6 @@ async function cachedWorkflowBundle(): Promise<WorkflowBundleOption> {
     // Not kept: the next file bundles again, nothing worse.
   }
   return { code };
-}
-
-/** sha256 over the paths and bytes of every file under `root`, and the versions of the SDK that bundles them. */
-function sourcesHash(root: string): string {
-  const hash = createHash('sha256');
-  for (const pkg of ['@temporalio/worker', '@temporalio/workflow'])
-    hash.update(`${pkg}@${(JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')) as { version: string }).version}\n`);
-  const files = (readdirSync(root, { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
-  for (const file of files.sort()) hash.update(`${path.relative(root, file)}\n`).update(readFileSync(file));
-  return hash.digest('hex').slice(0, 24);
 }
 
 /** What a suite may ask of its dev server. */
