@@ -35,14 +35,16 @@ export class SandboxPool implements SpareHarnesses {
   /**
    * @param options.preload the packages each spare loads while it waits (src/sandbox/preload.ts), so a tool's imports
    * of them are cache hits; none by default.
+   * @param options.onFirstTake start no spare until the first take() (which the pool cannot serve, so that run starts
+   * its own process); by default they start at once.
    */
   constructor(
     limits: Partial<SandboxLimits>,
     readonly size: number,
-    private readonly options: { preload?: PreloadSet } = {},
+    private readonly options: { preload?: PreloadSet; onFirstTake?: boolean } = {},
   ) {
     this.limits = resolveLimits(limits);
-    this.refill();
+    if (!options.onFirstTake) this.refill();
   }
 
   /** Notes what a run's module imports, for the spares started from now on. */
