@@ -46,10 +46,7 @@ export interface ForgeConfig {
   sandbox: {
     /** How many sandbox activities one worker runs at once. */
     concurrency: number;
-    /**
-     * Sandbox processes a worker keeps started ahead of demand once its first run needed one (FORGE_SANDBOX_SPARES; 0:
-     * start each on demand).
-     */
+    /** Sandbox processes a worker keeps started ahead of demand (FORGE_SANDBOX_SPARES; 0: start each on demand). */
     spares: number;
     /**
      * FORGE_SANDBOX_TEST_HERE (default on): a deployment's test runs where its workflow task runs when that worker has
