@@ -144,13 +144,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool =
     config.sandbox.spares > 0
-      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, {
-          preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max),
-          // A spare is a contained process tree (~0.2 s of CPU with bwrap), two of them ~0.45-0.75 s of the ~3.6 s a
-          // worker's start takes on 2 cores: started at once, they slowed a restarted worker and then the runs it
-          // resumed. The first run that needs a sandbox starts them.
-          onFirstTake: true,
-        })
+      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });

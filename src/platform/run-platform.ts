@@ -97,7 +97,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await done.catch(() => undefined);
     });
     log(
-      `forge: workers polling ${config.taskQueues.control} and ${config.taskQueues.sandbox} (sandbox concurrency ${config.sandbox.concurrency}, ${config.sandbox.spares} spare process(es) kept ahead from the first run on) on ${address}, namespace ${namespace}`,
+      `forge: workers polling ${config.taskQueues.control} and ${config.taskQueues.sandbox} (sandbox concurrency ${config.sandbox.concurrency}, ${config.sandbox.spares} spare process(es) started ahead) on ${address}, namespace ${namespace}`,
     );
     return { address, uiUrl: server?.uiUrl, connection, namespace, done, stop: stopAll };
   } catch (err) {

@@ -35,16 +35,14 @@ export class SandboxPool implements SpareHarnesses {
   /**
    * @param options.preload the packages each spare loads while it waits (src/sandbox/preload.ts), so a tool's imports
    * of them are cache hits; none by default.
-   * @param options.onFirstTake start no spare until the first take() (which the pool cannot serve, so that run starts
-   * its own process); by default they start at once.
    */
   constructor(
     limits: Partial<SandboxLimits>,
     readonly size: number,
-    private readonly options: { preload?: PreloadSet; onFirstTake?: boolean } = {},
+    private readonly options: { preload?: PreloadSet } = {},
   ) {
     this.limits = resolveLimits(limits);
-    if (!options.onFirstTake) this.refill();
+    this.refill();
   }
 
   /** Notes what a run's module imports, for the spares started from now on. */

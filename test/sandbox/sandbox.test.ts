@@ -303,26 +303,6 @@ export default {
     expect(readdirSync(tempRoot)).toEqual([]);
   });
 
-  test('a pool made onFirstTake starts no process before its first run, which starts its own; the spares follow it', async () => {
-    process.env.FORGE_TEST_MARKER = 'pool-first-take';
-    const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 2, { onFirstTake: true });
-    try {
-      await new Promise((r) => setTimeout(r, 1000)); // a pool that starts its spares at once has them booting by now
-      expect(processesMarkedWith('pool-first-take')).toEqual([]);
-      expect(readdirSync(tempRoot)).toEqual([]);
-      const first = await run(pool);
-      expect(first.status).toBe('passed');
-      expect(pool.served).toBe(0);
-      await until(() => pool.ready === 2);
-      expect((await run(pool)).status).toBe('passed');
-      expect(pool.served).toBe(1);
-    } finally {
-      await pool.close();
-    }
-    expect(processesMarkedWith('pool-first-take')).toEqual([]);
-    expect(readdirSync(tempRoot)).toEqual([]);
-  });
-
   test('a spare killed from outside, or started with an environment that changed since, is never handed out', async () => {
     process.env.FORGE_TEST_MARKER = 'pool-old';
     const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 1);
