@@ -16,6 +16,8 @@ import type { ForgeConfig } from './config';
 import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { checkedOutBuiltinToolNames } from './git';
 import { sweepDeadWritersTempFiles } from './registry/atomic-file';
+import { removeOrphanedLock } from './registry/file-lock';
+import { ACTIVE_INDEX_LOCK_FILE } from './registry/tool-files';
 import { coalesce } from './registry/coalesce';
 import { attemptLedger, attemptsDirOf, removeOwnAttempts } from './platform/attempt-ledger';
 import { startReadApi, type ReadApi } from './platform/read-api';
@@ -26,6 +28,8 @@ import { materializeActiveTools, publishToolChanges, writeToolVersion } from './
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { PreloadSet } from './sandbox/preload';
+import { sandboxTempRoot } from './sandbox/paths';
+import { sweepOrphanedRunDirs } from './sandbox/run-dirs';
 import { sharedTypechecker } from './sandbox/typecheck';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 import { startX402Worker } from './platform/x402-worker';
@@ -98,6 +102,14 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   // A worker killed between writing a file and renaming it (SIGKILL, OOM) left its temp file here.
   const swept = await sweepDeadWritersTempFiles(dir);
   if (swept.length > 0) log(`forge: removed ${swept.length} temp file(s) a killed worker left in agent-tools/`);
+  // And the lock on active.json, if it was killed holding it: the next write would take it over, but none may come.
+  if (await removeOrphanedLock(path.join(dir, ACTIVE_INDEX_LOCK_FILE))) log(`forge: removed the lock on active.json a killed worker held`);
+  // And its sandbox run directories: a sandbox process sweeps them when it starts, but this worker may start none (no
+  // spares, no runs). Beside the start, not on its way: nothing waits for it.
+  const runRoot = sandboxTempRoot(config.sandbox.limits.tmpDir);
+  void sweepOrphanedRunDirs(runRoot).then((removed) => {
+    if (removed.length > 0) log(`forge: removed ${removed.length} run director${removed.length === 1 ? 'y' : 'ies'} a killed worker left in ${runRoot}`);
+  });
   const initial = await publish();
   log(`forge: agent-tools/ at ${dir} holds ${initial.tools} active tool(s) (generation ${initial.generation})`);
   for (const line of describeIsolation(config.sandbox.limits)) log(line);

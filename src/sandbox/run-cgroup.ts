@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isOrphaned, ownerTag } from './run-dirs';
+import { isOrphaned, ownerTag } from '../process/owner-tag';
 
 /**
  * One run's memory cgroup: every process of the run together stays under one limit.

@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { readActiveIndex } from '../../src/registry/tool-files';
+import { ACTIVE_INDEX_LOCK_FILE, readActiveIndex } from '../../src/registry/tool-files';
+import { lockLeftByKilledHolder } from '../registry/helpers';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ForgeClient } from '../../src/client';
 import { attemptsDirOf } from '../../src/platform/attempt-ledger';
@@ -156,6 +157,38 @@ test('SIGKILL during a test run in the workflow task (FORGE_SANDBOX_TEST_HERE=on
     expect(index.tools.slow_tool.version).toBe(3);
     expect((await forge.listTools()).tools.find((t) => t.name === 'slow_tool')).toMatchObject({ activeVersion: 3, versions: 3 });
     await until(() => readdirSync(runs.tmpRoot).length === 0, 10_000, 'the run directories to be removed');
+  } finally {
+    runs.dispose();
+  }
+}, 180_000);
+
+test('What a killed worker left is gone once its successor starts, though that one runs nothing: its run directories and its lock on active.json', async () => {
+  const runs = watchSandboxRuns();
+  // No spares (platformEnv) and no runs after the restart: nothing of the sandbox starts that could sweep on its own.
+  const hereEnv = { ...childEnv, ...runs.platformEnv, FORGE_SANDBOX_TEST_HERE: 'on', FORGE_CHAOS_MARKER: runs.marker };
+  const lock = path.join(home, 'agent-tools', ACTIVE_INDEX_LOCK_FILE);
+  try {
+    if (worker) await killWorkerHard(worker);
+    worker = await startForgeWorker(hereEnv);
+    const handle = await forge.startDeployTool({ name: 'slow_tool', source: slowTool('d'), testInput: { ms: 5000 } });
+    await until(() => readdirSync(runs.tmpRoot).length > 0, 30_000, 'the sandbox test to run');
+    await killWorkerHard(worker);
+    await until(() => processesMarkedWith(runs.marker).length === 0, 10_000, "the killed worker's processes to end");
+    // The deployment is given up while no worker runs, so the restarted worker has no run to resume.
+    await env.client.workflow.getHandle(handle.workflowId).terminate('the test ends it while no worker runs');
+    // A worker killed while it replaced active.json leaves the lock it held (a process SIGKILLed holding it, here).
+    await lockLeftByKilledHolder(lock);
+    const left = readdirSync(runs.tmpRoot);
+    expect(left.length).toBeGreaterThan(0);
+    expect(existsSync(lock)).toBe(true);
+
+    worker = await startForgeWorker(hereEnv);
+    await until(() => readdirSync(runs.tmpRoot).length === 0, 10_000, `the dead worker's run directories (${left.join(', ')}) to be removed`);
+    expect(existsSync(lock)).toBe(false);
+    // And the next deployment publishes as ever.
+    const next = await forge.deployTool({ name: 'slow_tool', source: slowTool('e'), testInput: { ms: 10 } });
+    expect(next).toMatchObject({ status: 'active', verdict: 'passed' });
+    expect((await readActiveIndex(path.join(home, 'agent-tools')))!.tools.slow_tool.version).toBe(next.version);
   } finally {
     runs.dispose();
   }

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { withFileLock } from '../../src/registry/file-lock';
-import { scratchDir } from './helpers';
+import { removeOrphanedLock, withFileLock } from '../../src/registry/file-lock';
+import { lockLeftByKilledHolder, scratchDir } from './helpers';
 
 describe('withFileLock (active.json is replaced under it when workers share agent-tools/)', () => {
   let dir: string;
@@ -35,6 +35,27 @@ describe('withFileLock (active.json is replaced under it when workers share agen
     writeFileSync(lock, 'someone-else'); // fresh: held right now
     await expect(withFileLock(lock, async () => 'ran', 200)).rejects.toThrow(/could not take the lock/);
     expect(readFileSync(lock, 'utf8')).toBe('someone-else'); // not ours to remove
+  });
+
+  test('a lock whose holder was killed is taken over at once, long before it is stale; a foreign one is left to age', async () => {
+    const lock = path.join(dir, '.z.lock');
+    await lockLeftByKilledHolder(lock);
+    expect(existsSync(lock)).toBe(true);
+    // Within 1 s where staleness takes 5: only the holder's death can let it through.
+    await expect(withFileLock(lock, async () => 'ran', 1_000)).resolves.toBe('ran');
+    expect(existsSync(lock)).toBe(false);
+
+    // What a worker's start does with such a lock when nothing needs it.
+    await lockLeftByKilledHolder(lock);
+    await expect(removeOrphanedLock(lock)).resolves.toBe(true);
+    expect(existsSync(lock)).toBe(false);
+
+    // A holder in another PID namespace (a container sharing the directory) may be alive whatever its pid says here.
+    const noSuchPid = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8')) + 1;
+    writeFileSync(lock, `1-${noSuchPid}-12345-abcdef`);
+    await expect(removeOrphanedLock(lock)).resolves.toBe(false);
+    await expect(withFileLock(lock, async () => 'ran', 200)).rejects.toThrow(/could not take the lock/);
+    expect(readFileSync(lock, 'utf8')).toBe(`1-${noSuchPid}-12345-abcdef`);
   });
 
   test('a failing section releases the lock', async () => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -60,4 +61,24 @@ export async function scratchDatabase(): Promise<{
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Leaves `lockFile` as a worker killed while it held the lock does: a process takes it with withFileLock and is
+ * SIGKILLed holding it. Resolves once that process has ended.
+ */
+export async function lockLeftByKilledHolder(lockFile: string): Promise<void> {
+  // node itself with tsx's loader, not the tsx command, which runs the file in a child of its own that would outlive the kill.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'file-lock-child.ts'), 'hold', lockFile], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('held')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the lock holder ended (${code}) before it took ${lockFile}`)));
+  });
+  child.kill('SIGKILL');
+  await exited;
 }

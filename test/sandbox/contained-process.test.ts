@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runContainedProcess, type ContainedProcessOptions, type ContainedProcessResult } from '../../src/sandbox';
 import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
-import { ownerTag } from '../../src/sandbox/run-dirs';
+import { ownerTag } from '../../src/process/owner-tag';
 import { alive as isAlive, processesMarkedWith } from '../helpers/processes';
 import { testIf } from '../helpers/skip';
 
