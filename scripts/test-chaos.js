@@ -34,8 +34,8 @@ const jest = spawnSync(
     ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/chaos']),
     // One file at a time: the matrix times each recovery (spawn of the fresh worker to the end of its run), and with
     // jest's second worker the other chaos files (the load with faults: 50 deployments and two kills; the sale's and the
-    // online index's kills) ran beside its first ~5 minutes, on the same 2 cores, where its deployment cells are: five
-    // of those took 3–5 s longer than in a run alone (CI of 04ef51a and of bf4b6a5, 2026-11-29). ~4.5 min more.
+    // online index's kills) ran beside its first ~5 minutes, on the same 2 cores, where its deployment cells are: six
+    // of those took 1.8–5.2 s longer than in a run alone (CI of 04ef51a and of bf4b6a5, 2026-11-29). ~4.5 min more.
     '--runInBand',
     '--json',
     `--outputFile=${jestReport}`,
