@@ -1,6 +1,8 @@
 import { readlinkSync } from 'node:fs';
 import { liveProcess } from './live-process';
 
+let tag: string | undefined;
+
 /**
  * A name for this process that a later one can judge: `<pid namespace>-<pid>-<start time>`. What a Forge process
  * leaves where others look (sandbox run directories, run cgroups, the lock on agent-tools/active.json) carries it, so
@@ -13,7 +15,6 @@ export function ownerTag(): string {
   tag ??= `${pidNamespace()}-${process.pid}-${liveProcess(process.pid)?.startTime ?? 'unknown'}`;
   return tag;
 }
-let tag: string | undefined;
 
 /**
  * Whether a name made with {@link ownerTag} right after `prefix` belongs to a process that is gone: made in this PID
