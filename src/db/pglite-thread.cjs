@@ -6,7 +6,22 @@
 // mutexes only see one call at a time) and all the bookkeeping, so that ending this thread loses nothing but the
 // call in flight.
 const { workerData } = require('node:worker_threads');
+const { setFlagsFromString } = require('node:v8');
 const { PGlite } = require('@electric-sql/pglite');
+
+/**
+ * How much WebAssembly a function runs (V8's rough count of bytes executed) before V8 recompiles it with its
+ * optimising compiler; V8's default is 1,800,000. PostgreSQL's start in WebAssembly runs thousands of functions just
+ * past that default once each (reading the catalogs, setting up the session), and the optimising compiles it then
+ * queues cost more CPU than they ever save: measured on this machine (2 cores), PGlite's open took 0.95–1.1 s of the
+ * process's CPU with the default and 0.7 s with 100 times it, and a restarted `forge worker` had spent 345 ms less CPU
+ * by the time it was running (medians of 10 interleaved starts). Forge's own queries are small; a function that is
+ * really hot (a scan over a big table, run again and again) still reaches this budget and is optimised. The flag is
+ * the process's, so it holds for any other WebAssembly the process compiles after this (the SQL parser, whose parses
+ * are short). Set before the module is compiled, which PGlite.create does.
+ */
+const WASM_TIERING_BUDGET = 180_000_000;
+setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
 // Never null here: this file only ever runs as the worker thread pglite-client.ts starts.
 const parentPort = /** @type {import('node:worker_threads').MessagePort} */ (require('node:worker_threads').parentPort);
 
