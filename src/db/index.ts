@@ -14,7 +14,6 @@ export { readCoreTableUsage } from './core-table-usage';
 export { MigrationStatementError } from './errors';
 export { openDatabase } from './open-database';
 export { openPglite } from './pglite';
-export { openPostgres } from './postgres';
 export * as tables from './schema';
 export { createToolStore } from './tool-store';
 export type { ToolQuarantine, ToolStore, ToolVersion } from './tool-store';

@@ -1,12 +1,17 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
-import { Pool, type PoolConfig } from 'pg';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import { PlatformUnreachableError } from '../contract/errors';
 import { assertChannelName } from './channels';
-import { DatabaseOpenError } from './errors';
-import { migratePostgres } from './migrate';
+import { DatabaseOpenError, MigrationError } from './errors';
+import { ensureAgentRole } from './agent-role';
+import { migrationsFolder, migrationsSchemaFor } from './migrate';
 import { PgListener } from './pg-listener';
 import * as tables from './schema';
 import type { ForgeDatabase, ForgeDb } from './types';
+
+// Any constant works; it only has to be the same in every Forge process that migrates one database.
+const MIGRATION_LOCK_KEY = 0x466f7267; // "Forg"
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
 
@@ -93,4 +98,27 @@ export async function openPostgres(url: string, schema: string, poolConfig: Pool
       }
     },
   };
+}
+
+/**
+ * Applies pending migrations on PostgreSQL under a session advisory lock, so workers starting together do not race
+ * (drizzle's migrator reads the last applied migration outside its transaction), then makes sure the role agent
+ * migrations run under exists where Forge can create it (agent-role.ts).
+ */
+async function migratePostgres(client: PoolClient, schema: string): Promise<void> {
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      if (schema !== 'public') await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      await migrate(drizzle(client), {
+        migrationsFolder: migrationsFolder(),
+        migrationsSchema: migrationsSchemaFor(schema),
+      });
+      await ensureAgentRole(client, schema);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  } catch (err) {
+    throw err instanceof MigrationError ? err : new MigrationError(`Migrating PostgreSQL failed: ${String(err)}`, { cause: err });
+  }
 }

@@ -1,4 +1,4 @@
-// Not '../db': its index pulls in both database drivers, which an agent process in directory mode never needs.
+// Not '../db': its index pulls in the embedded database's driver, which an agent process in directory mode never needs.
 import { TOOLS_CHANNEL } from '../db/channels';
 import { createToolStore } from '../db/tool-store';
 import type { ForgeDatabase } from '../db/types';

@@ -1,6 +1,6 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Client } from 'pg';
-import { openPostgres } from '../../src/db';
+import { openPostgres } from '../../src/db/postgres';
 import type { TestBackend } from '../db/backends';
 import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { columnExists, migrationRows, query } from '../migrate/helpers';

@@ -147,6 +147,14 @@ describe('the import graph', () => {
     ).toEqual([]);
   });
 
+  test('the worker side loads no PostgreSQL driver until DATABASE_URL asks for one', () => {
+    // The embedded database is the default, and a worker restarted after a crash is on its runs' critical path:
+    // node-postgres and drizzle's driver for it (40-55 ms) load in openDatabase when the configuration names PostgreSQL.
+    const loaded = [path.join('dist', 'src', 'worker.js'), path.join('dist', 'src', 'platform', 'run-platform.js')].flatMap(modulesLoadedBy);
+    expect(loaded).toContain(path.join('dist', 'src', 'db', 'open-database.js'));
+    expect(loaded.filter((f) => /node_modules\/(pg|pg-pool|drizzle-orm\/node-postgres)\//.test(f) || f === path.join('dist', 'src', 'db', 'postgres.js'))).toEqual([]);
+  });
+
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
     // zod is a library, not a layer: the input schemas (contract/inputs.ts) are zod, and only they.
     const inputs = path.join(src, 'contract', 'inputs.ts');
