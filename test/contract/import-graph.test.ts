@@ -152,7 +152,9 @@ describe('the import graph', () => {
     // node-postgres and drizzle's driver for it (40-55 ms) load in openDatabase when the configuration names PostgreSQL.
     const loaded = [path.join('dist', 'src', 'worker.js'), path.join('dist', 'src', 'platform', 'run-platform.js')].flatMap(modulesLoadedBy);
     expect(loaded).toContain(path.join('dist', 'src', 'db', 'open-database.js'));
-    expect(loaded.filter((f) => /node_modules\/(pg|pg-pool|drizzle-orm\/node-postgres)\//.test(f) || f === path.join('dist', 'src', 'db', 'postgres.js'))).toEqual([]);
+    expect(
+      loaded.filter((f) => /node_modules\/(pg|pg-pool|drizzle-orm\/node-postgres)\//.test(f) || f === path.join('dist', 'src', 'db', 'postgres.js')),
+    ).toEqual([]);
   });
 
   test('contract/ imports no other part of Forge and nothing of Node, the database or the worker', () => {
