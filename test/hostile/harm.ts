@@ -185,12 +185,13 @@ const ATTACKER = '0x000000000000000000000000000000000000dEaD';
  * Only the schedule sets TemporalScheduledById (a client cannot), and a manual trigger fires at the moment it is asked,
  * not on one of the spec's times, so a tool that reached the frontend and triggered or started anything is still harm.
  */
-function firedByTheSchedule(d: WorkflowExecutionDescription, interval: { every: number; offset: number } | undefined): boolean {
+function firedByTheSchedule(d: WorkflowExecutionDescription, interval: { every: number; offset?: number } | undefined): boolean {
   const attrs = d.searchAttributes as Record<string, unknown[] | undefined>;
   const at = attrs.TemporalScheduledStartTime?.[0];
   const time = at instanceof Date ? at.getTime() : typeof at === 'string' ? Date.parse(at) : NaN;
   if (!interval || attrs.TemporalScheduledById?.[0] !== 'forge-reverify' || d.type !== 'reverifyToolsWorkflow') return false;
-  return (time - interval.offset) % interval.every === 0;
+  // describe() leaves `offset` out when the spec has none (Forge's schedule sets none): a zero offset, not NaN.
+  return (time - (interval.offset ?? 0)) % interval.every === 0;
 }
 
 export class HarmWatch {
@@ -199,7 +200,7 @@ export class HarmWatch {
   async snapshot(): Promise<Snapshot> {
     const { platform, canaries, pg } = this.options;
     let schedule: string | undefined;
-    let every: { every: number; offset: number } | undefined;
+    let every: { every: number; offset?: number } | undefined;
     try {
       const d = await platform.client.schedule.getHandle('forge-reverify').describe();
       // What it starts, when, and whether it is paused (describe() lists search attributes in no fixed order).
