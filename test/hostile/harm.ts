@@ -185,7 +185,7 @@ const ATTACKER = '0x000000000000000000000000000000000000dEaD';
  * Only the schedule sets TemporalScheduledById (a client cannot), and a manual trigger fires at the moment it is asked,
  * not on one of the spec's times, so a tool that reached the frontend and triggered or started anything is still harm.
  */
-function firedByTheSchedule(d: WorkflowExecutionDescription, interval: { every: number; offset?: number } | undefined): boolean {
+export function firedByTheSchedule(d: WorkflowExecutionDescription, interval: { every: number; offset?: number } | undefined): boolean {
   const attrs = d.searchAttributes as Record<string, unknown[] | undefined>;
   const at = attrs.TemporalScheduledStartTime?.[0];
   const time = at instanceof Date ? at.getTime() : typeof at === 'string' ? Date.parse(at) : NaN;
