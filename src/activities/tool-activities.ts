@@ -291,7 +291,11 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
      * Idempotent.
      */
     async restoreActive(input: { name: string; version?: number; onlyIfActive?: number; workflowId: string }): Promise<void> {
-      await store.restoreActive(input.name, { version: input.version, ifActive: input.onlyIfActive }, { workflowId: input.workflowId });
+      await store.restoreActive(
+        input.name,
+        { version: input.version, ifActive: input.onlyIfActive },
+        { workflowId: input.workflowId, runId: currentRun()?.runId },
+      );
       await deps.publish([input.name]);
     },
 

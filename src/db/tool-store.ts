@@ -135,8 +135,9 @@ export interface ToolStore {
    * deployment that committed in between is never undone. Idempotent.
    *
    * Without `ifActive` (the run being compensated never learnt whether its commit landed: cancelled before or while
-   * it ran) the version that run activated stands in for it, found by `ref.workflowId`; a run that activated nothing
-   * has nothing to undo, so a deployment of another run is never undone on its behalf.
+   * it ran) the version that run activated stands in for it, found by `ref.workflowId` and `ref.runId`; a run that
+   * activated nothing has nothing to undo, so a deployment of another run (another ID, or an earlier run of this one)
+   * is never undone on its behalf.
    */
   restoreActive(name: string, target: { version?: number; ifActive?: number }, ref?: WorkflowRef): Promise<{ changed: boolean }>;
   /** Deactivates and deletes every stored version (the counter stays), logs `tool.removed`, notifies. Idempotent. */
@@ -296,9 +297,13 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
         // Idempotent by its run, not by the state it finds: a commit that runs again after its first attempt landed
         // (a worker killed before Temporal recorded the step) reports what that attempt did, and does not activate
         // its version again over the newer ones other deployments committed meanwhile.
+        // The run, not only the workflow ID: the same content submitted again after its first run ended reuses the ID
+        // (tool-deploy/<name>/<hash>), and that later run is a redeployment that must activate it.
         if (!inserted.created && ref.workflowId !== undefined) {
           const earlier = await activationOfRun(tx, input.name, ref.workflowId);
-          if (earlier?.version === inserted.version) return { ...inserted, previousVersion: earlier.previousVersion, changed: false };
+          if (earlier?.version === inserted.version && earlier.runId === ref.runId) {
+            return { ...inserted, previousVersion: earlier.previousVersion, changed: false };
+          }
         }
         const activated = await activateLocked(tx, input.name, inserted.version, ref, inserted.created);
         return { ...inserted, previousVersion: activated.previousVersion, changed: activated.changed };
@@ -362,15 +367,18 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
         let ifActive = target.ifActive;
         if (ifActive === undefined && ref.workflowId !== undefined) {
           const ours = await activationOfRun(tx, name, ref.workflowId);
-          if (!ours) return { changed: false };
+          // An activation by an earlier run of the same ID is not this run's to undo.
+          if (!ours || (ref.runId !== undefined && ours.runId !== ref.runId)) return { changed: false };
           ifActive = ours.version;
         }
         if (ifActive !== undefined) {
           const [current] = await tx.select({ version: activeTools.version }).from(activeTools).where(eq(activeTools.name, name)).limit(1);
           if (current?.version !== ifActive) return { changed: false };
         }
-        if (target.version !== undefined) return { changed: (await activateLocked(tx, name, target.version, ref)).changed };
-        return { changed: (await deactivateLocked(tx, name, ref)).previousVersion !== undefined };
+        // The restore's own event names the workflow but no run: it is no run's activation of its version.
+        const logged = { workflowId: ref.workflowId };
+        if (target.version !== undefined) return { changed: (await activateLocked(tx, name, target.version, logged)).changed };
+        return { changed: (await deactivateLocked(tx, name, logged)).previousVersion !== undefined };
       });
     },
 

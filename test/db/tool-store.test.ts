@@ -227,6 +227,33 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     expect((await store.getActive('again'))?.version).toBe(1);
   });
 
+  // Found 2026-11-29 through the SDK: content A, then B, then A again reported "v1 of again is active" while v2 stayed
+  // active. The client names a deployment by its content (tool-deploy/<name>/<hash>), so the third run reuses the first
+  // one's workflow ID, and only the run ID tells a redeployment from the first run's commit running again.
+  test('a later run of the same deployment ID is a redeployment: it activates its version, and its restore undoes only its own', async () => {
+    const id = 'tool-deploy/rerun/a';
+    const first = await store.commitVersion(version('rerun', 'v1'), { workflowId: id, runId: 'run-1' });
+    expect(first).toMatchObject({ version: 1, created: true, changed: true });
+    await store.commitVersion(version('rerun', 'v2'), { workflowId: 'tool-deploy/rerun/b', runId: 'run-b' });
+    // The first run's commit again (its step ran twice): nothing moves.
+    expect(await store.commitVersion(version('rerun', 'v1'), { workflowId: id, runId: 'run-1' })).toMatchObject({ changed: false });
+    expect((await store.getActive('rerun'))?.version).toBe(2);
+    // A second run under the same ID, before it commits: its restore finds no activation of its own and changes nothing.
+    expect(await store.restoreActive('rerun', { version: 1 }, { workflowId: id, runId: 'run-2' })).toEqual({ changed: false });
+    expect((await store.getActive('rerun'))?.version).toBe(2);
+    const again = await store.commitVersion(version('rerun', 'v1'), { workflowId: id, runId: 'run-2' });
+    expect(again).toMatchObject({ version: 1, created: false, changed: true, previousVersion: 2 });
+    expect((await store.getActive('rerun'))?.version).toBe(1);
+    // Its commit running again reports the same and moves nothing; its own restore undoes it.
+    expect(await store.commitVersion(version('rerun', 'v1'), { workflowId: id, runId: 'run-2' })).toMatchObject({
+      version: 1,
+      changed: false,
+      previousVersion: 2,
+    });
+    expect(await store.restoreActive('rerun', { version: 2 }, { workflowId: id, runId: 'run-2' })).toEqual({ changed: true });
+    expect((await store.getActive('rerun'))?.version).toBe(2);
+  });
+
   test('deactivate removes the pointer, keeps the versions and notifies; a second call changes nothing', async () => {
     await store.insertVersion(version('deact', 'v1'));
     await store.activate('deact', 1);

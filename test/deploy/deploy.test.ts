@@ -218,6 +218,19 @@ export default {
     expect(newest.previousVersion).toBeLessThan(20);
   }, 180_000);
 
+  // The client names a deployment by its content, so submitting v1's content again reuses v1's workflow ID. That later
+  // run once reported "v1 of tock is active" while v2 stayed active: its commit took v1's first activation for its own.
+  test("deploying an earlier version's content again makes it active, as its result says", async () => {
+    const one = await platform.forge.deployTool({ name: 'tock', source: adderTool('one', 'tock'), testInput: { a: 1, b: 2 } });
+    await platform.forge.deployTool({ name: 'tock', source: adderTool('two', 'tock'), testInput: { a: 1, b: 2 } });
+    const again = await platform.forge.deployTool({ name: 'tock', source: adderTool('one', 'tock'), testInput: { a: 1, b: 2 } });
+    expect(again.workflowId).toBe(one.workflowId);
+    expect(again).toMatchObject({ status: 'active', version: 1, previousVersion: 2 });
+    expect((await platform.forge.listTools()).tools).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'tock', activeVersion: 1 })]));
+    await registry.waitFor('tock', 1, 10_000);
+    expect(await registry.invoke('tock', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 1, output: { variant: 'one' } });
+  });
+
   test('delete removes the tool everywhere; a redeploy continues the version numbers', async () => {
     const source = adderTool('d', 'doomed');
     await platform.forge.deployTool({ name: 'doomed', source, testInput: { a: 1, b: 1 } });
