@@ -11,7 +11,7 @@ import { createReverifyActivities, createReverifySandboxActivities } from './act
 import { createSandboxActivities } from './activities/sandbox-activities';
 import { createDeployHereActivities, DEPLOY_HERE_INNER_STEPS } from './activities/deploy-here';
 import { SandboxSlots } from './sandbox/slots';
-import { createToolActivities, TOOL_INNER_STEPS, type ToolActivityDeps } from './activities/tool-activities';
+import { createToolActivities, createToolInnerSteps, TOOL_INNER_STEPS, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
 import { checkedOutBuiltinToolNames } from './git';
@@ -152,7 +152,8 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     typecheck: config.typecheck,
     checkpoint: faults?.checkpoint,
   };
-  const toolActivities = createToolActivities(toolDeps);
+  const toolInnerSteps = createToolInnerSteps(toolDeps);
+  const toolActivities = createToolActivities(toolDeps, toolInnerSteps);
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool =
     config.sandbox.spares > 0
@@ -160,7 +161,12 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
-  const deployHereActivities = createDeployHereActivities({ sandbox: sandboxActivities, tools: toolActivities, checkpoint: faults?.checkpoint });
+  const deployHereActivities = createDeployHereActivities({
+    sandbox: sandboxActivities,
+    tools: toolActivities,
+    ownCommit: toolInnerSteps,
+    checkpoint: faults?.checkpoint,
+  });
   const reverifyResults = createReverifyStore(database);
   const reverifySandboxActivities = createReverifySandboxActivities({
     tools: store,

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { SandboxActivities } from './sandbox-activities';
-import type { CommitAndPublishResult, CommitInput, ToolActivities } from './tool-activities';
+import type { CommitAndPublishResult, CommitInput, ToolActivities, ToolInnerSteps } from './tool-activities';
 import type { TestHereResult } from '../contract/tool-runs';
 import type { StepCheckpoint } from '../contract/fault-points';
 import { atCheckpoint } from '../contract/fault-points';
@@ -28,6 +28,8 @@ export type TestAndCommitHereResult = TestHereResult & { committed?: CommitAndPu
 export function createDeployHereActivities(groups: {
   sandbox: Pick<SandboxActivities, 'testToolHere'>;
   tools: Pick<ToolActivities, 'commitAndPublish'>;
+  /** Finds the verdict this run already committed the content with (the tool inner steps'); absent in some tests. */
+  ownCommit?: Pick<ToolInnerSteps, 'verdictOfOwnCommit'>;
   checkpoint?: StepCheckpoint<DeployHereInnerStep>;
 }) {
   const step = <T>(name: DeployHereInnerStep, run: () => Promise<T>) => atCheckpoint(groups.checkpoint, name, run);
@@ -40,7 +42,12 @@ export function createDeployHereActivities(groups: {
      * which finds whatever this attempt stored (idempotent by the run). Idempotent as its two halves are.
      */
     async testAndCommitHere(input: TestAndCommitInput): Promise<TestAndCommitHereResult> {
-      const tested = await step('testToolHere', () => groups.sandbox.testToolHere({ name: input.name, source: input.source, testInput: input.testInput }));
+      // Run again after this run's commit (the worker died before Temporal recorded this step): the commit's verdict
+      // stands, and only the commit (finding itself done) and the publish run again.
+      const committedWith = await groups.ownCommit?.verdictOfOwnCommit(input);
+      const tested = committedWith
+        ? { verdict: committedWith }
+        : await step('testToolHere', () => groups.sandbox.testToolHere({ name: input.name, source: input.source, testInput: input.testInput }));
       if (!tested.verdict) return tested;
       try {
         const verdict = tested.verdict;

@@ -69,6 +69,11 @@ export interface ValidateResult {
   activeVersion?: number;
   /** The content equals the active version's: the deployment is a no-op. */
   unchanged: boolean;
+  /**
+   * This very run committed and activated the content before (its step runs again: the worker died after the commit,
+   * before Temporal recorded the step), as this version. The checks that let that commit through are not run again.
+   */
+  committedByThisRun?: number;
 }
 
 /** What the typecheck stage found in a module it let through (none with `error`; any number with `warn`). */
@@ -80,6 +85,8 @@ export interface TypecheckSummary {
   durationMs: number;
   /** With `warn`, why the checker gave no answer (it timed out or failed), the module going on unchecked. */
   unchecked?: string;
+  /** Not checked again: the check this run passed before its commit stands (ValidateResult.committedByThisRun). */
+  beforeCommit?: true;
 }
 
 export interface PrepareResult extends ValidateResult {
@@ -154,9 +161,24 @@ export function createToolInnerSteps(deps: ToolActivityDeps) {
       if (unchanged && run) {
         const ours = await store.activationOfRun(input.name, run.workflowId);
         if (ours?.runId === run.runId && ours.version === active.version)
-          return { sandbox: deps.sandbox, activeVersion: ours.previousVersion, unchanged: false };
+          return { sandbox: deps.sandbox, activeVersion: ours.previousVersion, unchanged: false, committedByThisRun: ours.version };
       }
       return { sandbox: deps.sandbox, activeVersion: active.version, unchanged };
+    },
+
+    /**
+     * The sandbox verdict this very run committed the content with, when it did (its step runs again after the commit:
+     * the worker died before Temporal recorded it); otherwise undefined. A test that passed and was committed is not
+     * run again: a tool whose test passes once and then fails would turn the run of an active version into a
+     * rejection. Reads only.
+     */
+    async verdictOfOwnCommit(input: { name: string; contentHash: string; workflowId: string }): Promise<VerdictSummary | undefined> {
+      const run = currentRun();
+      if (!run) return undefined;
+      const ours = await store.activationOfRun(input.name, input.workflowId);
+      if (!ours || ours.runId !== run.runId) return undefined;
+      const row = await store.getVersion(input.name, ours.version);
+      return row?.contentHash === input.contentHash ? (row.verdict as VerdictSummary) : undefined;
     },
 
     /** Compiles the source in memory to find syntax and transform errors early. Idempotent; nothing to compensate. */
@@ -179,8 +201,12 @@ export function createToolInnerSteps(deps: ToolActivityDeps) {
      * that the checker fails on. With `warn`, all of that is reported and the deployment goes on; with `off`, nothing
      * runs (undefined). Idempotent (reads only); nothing to compensate.
      */
-    async typecheckModule(input: { name: string; source: string }): Promise<TypecheckSummary | undefined> {
+    async typecheckModule(input: { name: string; source: string }, committedByThisRun?: number): Promise<TypecheckSummary | undefined> {
       if (mode === 'off' || !typechecker) return undefined;
+      // This run's commit of this content happened, so its check found no error: checking again could only turn a
+      // committed version's run into a rejection (a check that times out on a loaded worker). With `warn`, what it
+      // found is in the result, so it runs again.
+      if (committedByThisRun !== undefined && mode === 'error') return { mode, errors: [], truncated: 0, durationMs: 0, beforeCommit: true };
       const started = performance.now();
       let result: TypecheckResult;
       try {
@@ -258,7 +284,7 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
       const compiled = await step('compileCheck', () => innerSteps.compileCheck(input));
       const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
       const t2 = performance.now();
-      const typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input));
+      const typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input, validated.committedByThisRun));
       return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
     },
 

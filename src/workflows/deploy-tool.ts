@@ -190,6 +190,7 @@ async function testTool(
 /** The typecheck stage's line in the progress view. */
 function typecheckNote(t: TypecheckSummary): string {
   if (t.unchecked) return `not checked (${t.unchecked})`;
+  if (t.beforeCommit) return "no type errors (checked before this run's commit, not again)";
   const count = t.errors.length + t.truncated;
   return count === 0 ? 'no type errors' : `${count} type error${count === 1 ? '' : 's'} (FORGE_TYPECHECK=warn), first: ${oneLine(t.errors[0].message, 200)}`;
 }

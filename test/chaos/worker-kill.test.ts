@@ -103,6 +103,10 @@ test('SIGKILL of the worker during the sandbox test, then a restart: the deploym
   for (const name of ['slow_tool', 'slow_tool_2', 'slow_tool_3']) {
     const { result, endedBy } = await killDuringQueuedTest(name);
     expect(result).toMatchObject({ status: 'active', name, version: 1, verdict: 'passed' });
+    // The verdict is the one the commit was made with (the test passed before the deadline), and the type check was not
+    // run again either.
+    expect(result.diagnostics.sandbox).toMatchObject({ status: 'passed' });
+    expect(result.diagnostics.stages.find((s) => s.name === 'typecheck')).toMatchObject({ summary: expect.stringContaining("before this run's commit") });
     const index = (await readActiveIndex(path.join(home, 'agent-tools')))!;
     expect(index.tools[name].version).toBe(1);
     for (const ext of ['ts', 'mjs', 'json']) expect(existsSync(path.join(home, 'agent-tools', name, `v1.${ext}`))).toBe(true);
@@ -192,4 +196,44 @@ test('What a killed worker left is gone once its successor starts, though that o
   } finally {
     runs.dispose();
   }
+}, 180_000);
+
+/** A tool that passes its test until `deadline` (epoch ms) and fails it from then on: its verdict depends on when it runs. */
+const timeBombTool = (name: string, deadline: number) => `import { z } from 'zod';
+export default {
+  name: '${name}',
+  description: 'Passes until ${new Date(deadline).toISOString()}.',
+  inputSchema: z.object({}),
+  async execute() {
+    if (Date.now() >= ${deadline}) throw new Error('the deadline has passed');
+    return { ok: true };
+  },
+};`;
+
+// Found by reading the code, 2026-11-29: a deployment killed right after its commit ran its checks again on the
+// restarted worker (the whole run was one workflow task), and a check that now failed ended the run "rejected" while
+// the version it had committed stayed active. A tool whose test passes once and then fails is the attacker's way to
+// have the platform report one state and hold another; the checks this run passed before its commit are not run again.
+test('SIGKILL right after the commit, then a tool whose test would now fail: the run reports the version it activated', async () => {
+  const deadline = Date.now() + 12_000;
+  const name = 'time_bomb';
+  const killEnv = { ...childEnv, FORGE_SANDBOX_TEST_HERE: 'on', FORGE_FAULT_KILL_AT: 'deployToolWorkflow:commitVersion.after' };
+  if (worker) await killWorkerHard(worker);
+  worker = await startForgeWorker(killEnv);
+  const exited = new Promise((resolve) => worker!.once('exit', resolve));
+  const handle = await forge.startDeployTool({ name, source: timeBombTool(name, deadline), testInput: {} });
+  await exited;
+  // The worker killed itself after the commit (so after a test that passed), before the deadline.
+  expect(Date.now()).toBeLessThan(deadline);
+  await new Promise((r) => setTimeout(r, deadline - Date.now() + 200));
+
+  worker = await startForgeWorker({ ...childEnv, FORGE_SANDBOX_TEST_HERE: 'on' });
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'active', name, version: 1, verdict: 'passed' });
+  // What the run says is what the platform holds: the listing, agent-tools/ and a call (which now fails, as the tool
+  // says it will: the version is the one the run activated).
+  expect((await forge.listTools()).tools.find((t) => t.name === name)).toMatchObject({ activeVersion: 1, versions: 1 });
+  expect((await readActiveIndex(path.join(home, 'agent-tools')))!.tools[name].version).toBe(1);
+  const history = await env.client.workflow.getHandle(handle.workflowId, handle.runId).fetchHistory();
+  expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
 }, 180_000);
