@@ -339,6 +339,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
         // done ahead of the first deployment, but once the workers poll. Started with them, it slowed a restarted
         // worker's start by ~0.35 s on 2 cores, and with it the recovery of every run the dead worker held.
         if (config.typecheck !== 'off') void sharedTypechecker().warm();
+        x402.startReconciling();
         await running;
       } finally {
         await shutdown();

@@ -3,17 +3,18 @@ import type * as DevNetworkStateModule from './dev-network-state';
 import type * as LocalNetworkModule from './local-network';
 import type { LocalX402Network } from './local-network';
 import type { SpendPolicy } from './spend-policy';
-import type * as ViemModule from './viem';
+import type * as ViemAccountsModule from './viem-accounts';
 import type { Hex } from './viem';
 
 /*
  * Every worker starts its x402 side, and most never pay or sell. So what pays, sells or asks a chain (viem, @x402/*,
- * hono: ~0.25 s of loading, a tenth of a worker's start) loads only where it is used: here only with a wallet or the
- * dev network, in the seller only on a worker that sells, in the pay steps at the first payment. A worker restarted
- * after a crash polls that much sooner.
+ * hono: ~0.25 s of loading, a tenth of a worker's start) loads only where it is used: here viem's accounts alone for a
+ * wallet's address, all of it with the dev network; in the seller only on a worker that sells; in the pay steps at the
+ * first payment. A worker restarted after a crash polls that much sooner.
  */
+// Only viem's accounts: the address is all a worker needs of a wallet before its first payment.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const viemModule = (): typeof ViemModule => require('./viem');
+const viemAccounts = (): typeof ViemAccountsModule.viemAccounts => (require('./viem-accounts') as typeof ViemAccountsModule).viemAccounts;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const localNetworkModule = (): typeof LocalNetworkModule => require('./local-network');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -54,14 +55,14 @@ export async function startX402Runtime(config: X402Config, log: (line: string) =
     });
     const configured = config.walletKey();
     const key = configured ?? (await local.keptWallet('wallet')).privateKey;
-    await local.fundOnce(viemModule().viemAccounts.privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
+    await local.fundOnce(viemAccounts().privateKeyToAccount(key).address, DEV_WALLET_FUNDS);
     walletKey = () => key;
     rpcUrl = local.rpcUrl;
     allowedAssets = [...new Set([...allowedAssets, local.token.address.toLowerCase()])];
     log(`forge: x402 dev network at ${local.rpcUrl} (chain ${local.chainId}); token ${local.token.symbol} at ${local.token.address}`);
   }
   const key = walletKey();
-  const address = key ? viemModule().viemAccounts.privateKeyToAccount(key).address : undefined;
+  const address = key ? viemAccounts().privateKeyToAccount(key).address : undefined;
   if (address && local) {
     log(
       `forge: x402 wallet ${address} holds ${await local.balanceOf(address as `0x${string}`)} base units of ${local.token.symbol}${local.durable ? ' (kept across restarts)' : ''}`,

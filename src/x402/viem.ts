@@ -6,7 +6,6 @@
  * typed with viem's own declarations; the rest of src/x402 imports viem from this module.
  */
 import type * as ViemModule from 'viem' with { 'resolution-mode': 'import' };
-import type * as ViemAccounts from 'viem/accounts' with { 'resolution-mode': 'import' };
 
 export type { Account, Address, Chain, Hash, Hex, PrivateKeyAccount, PublicClient, TestClient, Transport, WalletClient } from 'viem' with {
   'resolution-mode': 'import',
@@ -14,5 +13,4 @@ export type { Account, Address, Chain, Hash, Hex, PrivateKeyAccount, PublicClien
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const viem: typeof ViemModule = require('viem');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-export const viemAccounts: typeof ViemAccounts = require('viem/accounts');
+export { viemAccounts } from './viem-accounts';
