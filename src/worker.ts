@@ -30,7 +30,7 @@ import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
 import { PreloadSet } from './sandbox/preload';
 import { sandboxTempRoot } from './sandbox/paths';
 import { sweepOrphanedRunDirs } from './sandbox/run-dirs';
-import { sharedTypechecker } from './sandbox/typecheck';
+import { sharedTypechecker, TYPECHECK_PASSES_DIR } from './sandbox/typecheck';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 import { startX402Worker } from './platform/x402-worker';
 
@@ -150,6 +150,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     publish,
     sandbox: { taskQueue: config.taskQueues.sandbox, maxTimeoutMs: config.sandbox.limits.maxTimeoutMs, here: config.sandbox.testHere },
     typecheck: config.typecheck,
+    // Passes remembered in FORGE_HOME: a worker restarted after a crash does not check again, cold, what its
+    // predecessor passed (the deployment it held runs its first step again).
+    typechecker: config.typecheck === 'off' ? undefined : sharedTypechecker({ passesDir: path.join(config.home, TYPECHECK_PASSES_DIR) }),
     checkpoint: faults?.checkpoint,
   };
   const toolInnerSteps = createToolInnerSteps(toolDeps);

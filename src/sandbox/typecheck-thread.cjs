@@ -10,6 +10,7 @@
 // keeps every lib and node_modules declaration file parsed, and each new program reuses the previous one's structure,
 // so a later check re-parses and re-binds the tool alone and checks what it reaches.
 const path = require('node:path');
+const { createHash } = require('node:crypto');
 const ts = require('typescript');
 const { workerData } = require('node:worker_threads');
 // Never null here: this file only ever runs as the worker thread typecheck.ts starts.
@@ -19,7 +20,7 @@ const parentPort = /** @type {import('node:worker_threads').MessagePort} */ (req
  * @typedef {{ id: number, name: string, source: string }} Request
  * @typedef {{ file: string, line: number, column: number, lineText?: string }} Location
  * @typedef {{ message: string, code: string, location?: Location }} TypeError_
- * @typedef {{ id: number, ok: true, errors: TypeError_[], truncated: number } | { id: number, ok: false, error: string }} Reply
+ * @typedef {{ id: number, ok: true, errors: TypeError_[], truncated: number, files?: string[], digest?: string } | { id: number, ok: false, error: string }} Reply
  */
 
 /** @type {{ nodeModules: string, maxErrors: number }} */
@@ -100,7 +101,7 @@ const service = ts.createLanguageService(host, ts.createDocumentRegistry());
 /**
  * The type errors of one tool module, located in `<name>.ts` (the file name compile errors carry too).
  * @param {Request} request
- * @returns {{ errors: TypeError_[], truncated: number }}
+ * @returns {{ errors: TypeError_[], truncated: number, files?: string[], digest?: string }}
  */
 function check(request) {
   current.text = request.source;
@@ -111,7 +112,35 @@ function check(request) {
     ...service.getCompilerOptionsDiagnostics(),
   ].filter((d) => d.category === ts.DiagnosticCategory.Error);
   const errors = diagnostics.slice(0, config.maxErrors).map((d) => describe(d, `${request.name}.ts`));
-  return { errors, truncated: Math.max(0, diagnostics.length - config.maxErrors) };
+  if (errors.length > 0) return { errors, truncated: Math.max(0, diagnostics.length - config.maxErrors) };
+  // A pass says which declaration files it read and their digest (typecheck-passes.ts): the caller may remember it
+  // for as long as their content stays the same.
+  const files = (service.getProgram()?.getSourceFiles() ?? []).map((f) => f.fileName).filter((f) => f !== current.fileName);
+  return { errors, truncated: 0, files, digest: filesDigest(files) };
+}
+
+/** Each declaration file's digest, once: a snapshot never changes under this thread (see getScriptSnapshot). */
+/** @type {Map<string, string>} */
+const fileDigests = new Map();
+
+/**
+ * The digest of the files a check read, in its order, as typecheck-passes.ts computes it from disk: the sha256 of each
+ * file's name and the sha256 of its text, the text as the checker read it (ts.sys.readFile: UTF-8, BOM stripped).
+ * @param {string[]} files
+ */
+function filesDigest(files) {
+  const all = createHash('sha256');
+  for (const file of files) {
+    let digest = fileDigests.get(file);
+    if (digest === undefined) {
+      const snapshot = snapshots.get(file);
+      const text = snapshot ? snapshot.getText(0, snapshot.getLength()) : (ts.sys.readFile(file) ?? '');
+      digest = createHash('sha256').update(text).digest('hex');
+      fileDigests.set(file, digest);
+    }
+    all.update(file).update('\0').update(digest).update('\0');
+  }
+  return all.digest('hex');
 }
 
 /**

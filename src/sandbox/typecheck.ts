@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TypeCheckError } from '../contract/sandbox-verdict';
@@ -7,6 +7,7 @@ import { registerProcessHelper } from '../process/process-helpers';
 import { Lru } from './lru';
 import { projectNodeModules } from './paths';
 import { TypecheckCrashedError, TypecheckInterruptedError, TypecheckTimeoutError } from './errors';
+import { TypecheckPasses } from './typecheck-passes';
 
 /** What the checker found in one tool module. */
 export interface TypecheckResult {
@@ -25,12 +26,18 @@ export interface TypecheckerOptions {
   timeoutMs?: number;
   /** Most errors listed per check (default 50). */
   maxErrors?: number;
+  /**
+   * Where checks that passed are remembered across processes (a worker passes `$FORGE_HOME/typecheck-passes`), so that
+   * a restarted worker does not run its cold checker again for a module its predecessor passed (typecheck-passes.ts).
+   */
+  passesDir?: string;
 }
 
-type Reply = { id: number; ok: true; errors: TypeCheckError[]; truncated: number } | { id: number; ok: false; error: string };
+type Checked = { errors: TypeCheckError[]; truncated: number; files?: string[]; digest?: string };
+type Reply = ({ id: number; ok: true } & Checked) | { id: number; ok: false; error: string };
 
 interface Pending {
-  resolve(result: { errors: TypeCheckError[]; truncated: number }): void;
+  resolve(result: Checked): void;
   reject(err: Error): void;
 }
 
@@ -48,11 +55,15 @@ export class ToolTypechecker {
   private readonly nodeModules: string;
   private readonly timeoutMs: number;
   private readonly maxErrors: number;
+  private readonly passes: TypecheckPasses | undefined;
+  /** The thread has answered a check: it is warm, and remembered passes are no longer read. */
+  private answered = false;
 
   constructor(options: TypecheckerOptions = {}) {
     this.nodeModules = options.nodeModules ?? projectNodeModules();
     this.timeoutMs = options.timeoutMs ?? 20_000;
     this.maxErrors = options.maxErrors ?? 50;
+    this.passes = options.passesDir ? new TypecheckPasses(options.passesDir) : undefined;
   }
 
   /**
@@ -65,8 +76,18 @@ export class ToolTypechecker {
     const key = createHash('sha256').update(name).update('\0').update(source).digest('hex');
     const cached = this.cache.get(key);
     if (cached) return { ...cached, durationMs: 0 };
-    const result = await this.request(name, source);
+    // Only while this process's checker has not answered yet (it is cold: seconds), a pass remembered on disk; a warm
+    // checker answers a small module in about the time reading an entry takes.
+    const passKey = this.passes && createHash('sha256').update(checkerFingerprint(this.nodeModules)).update(key).digest('hex');
+    if (passKey && !this.answered && this.passes!.passed(passKey)) {
+      const passed = { errors: [], truncated: 0 };
+      this.cache.set(key, passed);
+      return { ...passed, durationMs: Math.round(performance.now() - started) };
+    }
+    const { files, digest, ...result } = await this.request(name, source);
     this.cache.set(key, result);
+    // Written before the check answers (~1 ms): a worker killed right after its step must find it on restart.
+    if (passKey && files && digest && result.errors.length === 0) await this.passes!.remember(passKey, files, digest);
     return { ...result, durationMs: Math.round(performance.now() - started) };
   }
 
@@ -89,7 +110,7 @@ export class ToolTypechecker {
     await thread?.terminate();
   }
 
-  private request(name: string, source: string, { hold = true } = {}): Promise<{ errors: TypeCheckError[]; truncated: number }> {
+  private request(name: string, source: string, { hold = true } = {}): Promise<Checked> {
     const thread = this.started();
     const id = ++this.nextId;
     return new Promise((resolve, reject) => {
@@ -122,8 +143,10 @@ export class ToolTypechecker {
     if (!p) return;
     this.pending.delete(reply.id);
     if (this.pending.size === 0) this.thread?.unref();
-    if (reply.ok) p.resolve({ errors: reply.errors, truncated: reply.truncated });
-    else p.reject(new TypecheckCrashedError(`the type checker failed on this module: ${reply.error.split('\n')[0]}`));
+    if (reply.ok) {
+      this.answered = true;
+      p.resolve({ errors: reply.errors, truncated: reply.truncated, files: reply.files, digest: reply.digest });
+    } else p.reject(new TypecheckCrashedError(`the type checker failed on this module: ${reply.error.split('\n')[0]}`));
   }
 
   private started(): Worker {
@@ -147,13 +170,19 @@ export class ToolTypechecker {
   }
 }
 
+/** Under FORGE_HOME: the checks that passed, kept across a worker's restarts (TypecheckerOptions.passesDir). */
+export const TYPECHECK_PASSES_DIR = 'typecheck-passes';
+
 let shared: ToolTypechecker | undefined;
 // Ending it ends its thread only: the next check starts a new one.
 registerProcessHelper(async () => shared?.close());
 
-/** The process's checker, created on first use and kept warm for every later deployment. */
-export function sharedTypechecker(): ToolTypechecker {
-  shared ??= new ToolTypechecker();
+/**
+ * The process's checker, created on first use (with `options`, which a later call cannot change) and kept warm for
+ * every later deployment.
+ */
+export function sharedTypechecker(options?: TypecheckerOptions): ToolTypechecker {
+  shared ??= new ToolTypechecker(options);
   return shared;
 }
 
@@ -169,6 +198,23 @@ export function typecheckTool(source: string, name: string): Promise<TypecheckRe
 export function typeErrorsMessage(result: Pick<TypecheckResult, 'errors' | 'truncated'>): string {
   const more = result.errors.length - 1 + result.truncated;
   return `the source does not type-check: ${result.errors[0]?.message ?? 'the checker reported errors'}${more > 0 ? ` (and ${more} more)` : ''}`;
+}
+
+const fingerprints = new Map<string, string>();
+
+/**
+ * What a remembered pass also depends on beyond the files it read: the checker's code (its options are there) and
+ * TypeScript's version, and which node_modules it resolves in. Computed once per process.
+ */
+function checkerFingerprint(nodeModules: string): string {
+  let fingerprint = fingerprints.get(nodeModules);
+  if (fingerprint === undefined) {
+    const hash = createHash('sha256').update(nodeModules).update('\0').update(readFileSync(threadPath()));
+    hash.update('\0').update(readFileSync(join(dirname(require.resolve('typescript')), '..', 'package.json')));
+    fingerprint = hash.digest('hex');
+    fingerprints.set(nodeModules, fingerprint);
+  }
+  return fingerprint;
 }
 
 /**

@@ -1,9 +1,11 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { stopProcessHelpers } from '../../src/process/process-helpers';
 import { TypecheckTimeoutError } from '../../src/sandbox/errors';
 import { sharedTypechecker, ToolTypechecker, typeErrorsMessage } from '../../src/sandbox/typecheck';
+import { until } from '../helpers/processes';
 import { adderTool } from '../helpers/tools';
 
 const fixtures = path.join(__dirname, '..', 'fixtures', 'tools');
@@ -130,6 +132,91 @@ export default { name: 'lenient', async execute(input) { return { base, got: inp
     // The bench measures the figure (goal 50 ms); here only that it is not a cold check of seconds.
     expect(times[4]).toBeLessThan(500);
   });
+});
+
+describe('passes remembered across processes (passesDir)', () => {
+  // A package of the test's own, so that its declarations can change under a remembered pass.
+  let root: string;
+  let nodeModules: string;
+  let passesDir: string;
+  const declarations = () => path.join(nodeModules, 'counter', 'index.d.ts');
+  /** The modification time npm gives every file it installs (1985-10-26T08:15:00Z), in seconds. */
+  const NPM_MTIME = 499162500;
+  const usesCounter = "import { count } from 'counter';\nexport const total: number = count() + 1;\n";
+  /** A checker as a restarted worker has one: new, its thread not started, on the same directory. */
+  const fresh = (options: { timeoutMs?: number } = {}) => new ToolTypechecker({ nodeModules, passesDir, ...options });
+  const threadOf = (checker: ToolTypechecker) => (checker as unknown as { thread?: Worker }).thread;
+
+  beforeAll(() => {
+    root = mkdtempSync(path.join(os.tmpdir(), 'forge-typecheck-passes-'));
+    nodeModules = path.join(root, 'node_modules');
+    passesDir = path.join(root, 'home', 'typecheck-passes');
+    mkdirSync(path.join(nodeModules, 'counter'), { recursive: true });
+    writeFileSync(path.join(nodeModules, 'counter', 'package.json'), JSON.stringify({ name: 'counter', version: '1.0.0', types: 'index.d.ts' }));
+    writeFileSync(declarations(), 'export declare function count(): number;\n');
+    utimesSync(declarations(), NPM_MTIME, NPM_MTIME);
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  test('a pass is served to a new checker without its checker running; a change to a declaration it read is a miss', async () => {
+    const first = fresh();
+    try {
+      expect((await first.check(usesCounter, 'summer')).errors).toEqual([]);
+    } finally {
+      await first.close();
+    }
+    await until(() => readdirSync(passesDir).some((f) => f.endsWith('.json')));
+    // 1 ms: a check that ran the checker would time out, so an answer is the remembered pass.
+    const restarted = fresh({ timeoutMs: 1 });
+    try {
+      expect(await restarted.check(usesCounter, 'summer')).toMatchObject({ errors: [], truncated: 0 });
+      expect(threadOf(restarted)).toBeUndefined();
+    } finally {
+      await restarted.close();
+    }
+
+    // The package changes under the pass: count() returns a string now, and the module no longer type-checks. The file
+    // keeps its size and modification time, as npm's install of a package gives every file the same one.
+    const before = statSync(declarations());
+    writeFileSync(declarations(), 'export declare function count(): string;\n');
+    utimesSync(declarations(), NPM_MTIME, NPM_MTIME);
+    expect(statSync(declarations())).toMatchObject({ size: before.size, mtimeMs: before.mtimeMs });
+    const afterUpgrade = fresh();
+    try {
+      expect((await afterUpgrade.check(usesCounter, 'summer')).errors).toEqual([expect.objectContaining({ code: 'TS2322' })]);
+    } finally {
+      await afterUpgrade.close();
+    }
+    // Nor is the rejection remembered: with the checker unable to answer in time, the new checker times out.
+    const hasty = fresh({ timeoutMs: 1 });
+    try {
+      await expect(hasty.check(usesCounter, 'summer')).rejects.toBeInstanceOf(TypecheckTimeoutError);
+    } finally {
+      await hasty.close();
+    }
+  }, 120_000);
+
+  test('a torn or foreign entry is a miss, never a pass', async () => {
+    writeFileSync(declarations(), 'export declare function count(): number;\n');
+    rmSync(passesDir, { recursive: true, force: true });
+    const first = fresh();
+    try {
+      expect((await first.check(usesCounter, 'torn')).errors).toEqual([]);
+    } finally {
+      await first.close();
+    }
+    await until(() => existsSync(passesDir) && readdirSync(passesDir).some((f) => f.endsWith('.json')));
+    // What a writer killed halfway could leave, or anything else put in its place.
+    for (const junk of ['', '{"files":', '{"files":"all"}', '{}', 'null', '{"files":[["/nonexistent",0,0]]}']) {
+      for (const f of readdirSync(passesDir)) writeFileSync(path.join(passesDir, f), junk);
+      const hasty = fresh({ timeoutMs: 1 });
+      try {
+        await expect(hasty.check(usesCounter, 'torn')).rejects.toBeInstanceOf(TypecheckTimeoutError);
+      } finally {
+        await hasty.close();
+      }
+    }
+  }, 120_000);
 });
 
 test("stopProcessHelpers ends the shared checker's thread; its next check starts a new one", async () => {
