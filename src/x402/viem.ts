@@ -7,7 +7,7 @@
  */
 import type * as ViemModule from 'viem' with { 'resolution-mode': 'import' };
 
-export type { Account, Address, Chain, Hash, Hex, PrivateKeyAccount, PublicClient, TestClient, Transport, WalletClient } from 'viem' with {
+export type { Account, Address, Chain, Hash, Hex, PrivateKeyAccount, Transport, WalletClient } from 'viem' with {
   'resolution-mode': 'import',
 };
 
