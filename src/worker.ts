@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { Worker, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
-import { armFaultPoints, checkFaultPoints } from './activities/fault-points';
+import { checkFaultPoints } from './activities/fault-points';
 import { formatFaultPoint } from './contract/fault-points';
 import { createMigrationActivities } from './activities/migration-activities';
 import { createPromotionActivities } from './activities/promotion-activities';
@@ -19,11 +18,9 @@ import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { removeOrphanedLock } from './registry/file-lock';
 import { ACTIVE_INDEX_LOCK_FILE } from './registry/tool-files';
 import { coalesce } from './registry/coalesce';
-import { attemptLedger, attemptsDirOf, removeOwnAttempts } from './platform/attempt-ledger';
-import { startReadApi, type ReadApi } from './platform/read-api';
-import { readApiTokenFileOf, workerReadApiToken } from './process/read-api-token';
+import { removeOwnAttempts } from './platform/attempt-ledger';
 import { ensureReverifySchedule } from './platform/reverify-schedule';
-import { identityWithReadApi, READ_API_PATHS } from './contract/read-api';
+import { READ_API_PATHS } from './contract/read-api';
 import { materializeActiveTools, publishToolChanges, writeToolVersion } from './registry/materialize';
 import { rebuildWhenLost } from './registry/rebuild-when-lost';
 import { describeIsolation, SandboxPool, sandboxCleanupsDone } from './sandbox';
@@ -33,9 +30,7 @@ import { sweepOrphanedRunDirs } from './sandbox/run-dirs';
 import { sharedTypechecker, TYPECHECK_PASSES_DIR } from './sandbox/typecheck';
 import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 import { startX402Worker } from './platform/x402-worker';
-
-/** The workflow bundle `npm run build` writes beside the compiled worker (scripts/bundle-workflows.js). */
-export const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
+import { createControlWorkerAhead, type ControlWorkerAhead } from './platform/control-worker';
 
 /** How long the built-in names read from the agent repository's plan are reused (a deployment reads them). */
 const PLAN_NAMES_TTL_MS = 2_000;
@@ -68,6 +63,8 @@ export interface ForgeWorkersOptions {
   log?: (line: string) => void;
   /** Create or update the `forge-reverify` schedule at start (default true). */
   reverifySchedule?: boolean;
+  /** The control worker, already created while the database opened (startPlatform); else created here. */
+  control?: ControlWorkerAhead;
 }
 
 /** Forge's workers in one process: the control queue (workflows, fast steps) and the capped sandbox queue. */
@@ -87,8 +84,16 @@ export interface ForgeWorkers {
  * another's, republishes it.
  */
 export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<ForgeWorkers> {
-  const { config, connection, namespace, database } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const control = options.control ?? createControlWorkerAhead({ ...options, log });
+  return createWorkersAround(control, options, log).catch(async (err: unknown) => {
+    await control.discard();
+    throw err;
+  });
+}
+
+async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWorkersOptions, log: (line: string) => void): Promise<ForgeWorkers> {
+  const { config, connection, namespace, database } = options;
   const store = createToolStore(database);
   const dir = config.agentToolsDir;
   // With names, only those tools' pointers and files (a deployment, a restore, a NOTIFY): nothing per change touches
@@ -138,7 +143,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
 
   // FORGE_FAULT_KILL_AT (chaos tests only): an activity interceptor for the activities, a checkpoint for the steps an
   // activity runs inside itself; undefined, and so nothing at all, when no point is armed.
-  const faults = armFaultPoints(config.faultKillAt);
+  const { faults, interceptors, attempts } = ahead;
   const toolDeps: ToolActivityDeps = {
     store,
     builtinTools: config.builtinTools,
@@ -160,7 +165,11 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool =
     config.sandbox.spares > 0
-      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
+      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, {
+          preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max),
+          // Once the workers poll (run()).
+          startLater: true,
+        })
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
@@ -198,37 +207,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
   // x402: the wallet and the spend policy, the seller (and with FORGE_X402_DEV, the local network this worker runs).
   const x402 = await startX402Worker({ config, database, store, log });
   const { payActivities, sellActivities } = x402;
-  // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
-  const attempts = attemptsDirOf(config.home);
-  // The fault interceptor comes last, innermost: an attempt killed at its point is on the ledger's file already, as it
-  // was when the points were inside the activity functions.
-  const interceptors = { activity: [attemptLedger(attempts), ...(faults ? [faults.interceptor] : [])] };
-  // Reads answered without a run (src/contract/read-api.ts); the control worker's identity tells clients where, and
-  // only a caller holding the token gets an answer (src/process/read-api-token.ts).
-  let readApi: ReadApi | undefined;
-  const readApiAddress = config.readApi.address;
-  if (readApiAddress) {
-    readApi = await workerReadApiToken(config.home, config.readApi.token)
-      .then((token) =>
-        startReadApi(
-          readApiAddress,
-          {
-            [READ_API_PATHS.tools]: () => toolActivities.listTools(),
-            [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
-            [READ_API_PATHS.pnlByTool]: () => payActivities.readPnl({ by: 'tool' }),
-            [READ_API_PATHS.pnlByDay]: () => payActivities.readPnl({ by: 'day' }),
-            [READ_API_PATHS.x402]: () => Promise.resolve(x402.info()),
-          },
-          { token },
-        ),
-      )
-      .catch((err: Error) => {
-        log(`forge: no read API on FORGE_API_ADDRESS=${readApiAddress} (${err.message}); reads start a query run instead`);
-        return undefined;
-      });
-    const whose = config.readApi.token !== undefined ? 'FORGE_API_TOKEN' : readApiTokenFileOf(config.home);
-    if (readApi) log(`forge: read API at ${readApi.url} for clients holding the token in ${whose} (forge tools, forge migrations: no run started)`);
-  }
+  // Every attempt this process runs is on file (ahead.attempts), so a worker restarted here after this one died hands
+  // it back at once.
+  const readApi = await ahead.readApi;
   let control: Worker;
   let sandbox: Worker;
   let promoteShared: Worker;
@@ -243,6 +224,16 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       ...sellActivities,
     };
     const sandboxQueueActivities = { testTool: sandboxActivities.testTool, ...reverifySandboxActivities };
+    ahead.bind({
+      activities: controlActivities,
+      reads: {
+        [READ_API_PATHS.tools]: () => toolActivities.listTools(),
+        [READ_API_PATHS.migrations]: () => migrationActivities.listMigrations(),
+        [READ_API_PATHS.pnlByTool]: () => payActivities.readPnl({ by: 'tool' }),
+        [READ_API_PATHS.pnlByDay]: () => payActivities.readPnl({ by: 'day' }),
+        [READ_API_PATHS.x402]: () => Promise.resolve(x402.info()),
+      },
+    });
     checkFaultPoints(config.faultKillAt, {
       activities: [controlActivities, sandboxQueueActivities, promotionActivities].flatMap((registered) => Object.keys(registered)),
       steps: [...TOOL_INNER_STEPS, ...DEPLOY_HERE_INNER_STEPS],
@@ -250,8 +241,9 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     if (config.faultKillAt.length > 0) {
       log(`forge: FAULT INJECTION ARMED (FORGE_FAULT_KILL_AT): this worker kills itself at ${config.faultKillAt.map(formatFaultPoint).join(', ')}`);
     }
-    // The schedule's RPCs and the four workers' creation (the control worker loads the workflow bundle in its thread)
-    // overlap: a worker restarted after a crash polls the sooner, and every run the dead one held resumes the sooner.
+    // The schedule's RPCs and the workers' creation overlap (the control worker's began before the database was open:
+    // see ControlWorkerAhead): a worker restarted after a crash polls the sooner, and every run the dead one held
+    // resumes the sooner.
     let schedule: Promise<void> = Promise.resolve();
     if (options.reverifySchedule !== false && !config.reverify.schedule) {
       log('forge: FORGE_REVERIFY_INTERVAL=off: the forge-reverify schedule is left as it is');
@@ -263,20 +255,7 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
       );
     }
     const created = Promise.all([
-      Worker.create({
-        connection,
-        namespace,
-        taskQueue: config.taskQueues.control,
-        identity: identityWithReadApi(`${process.pid}@${hostname()}`, readApi),
-        ...workflowSource(options.workflowBundle),
-        // A workflow's next task goes to this worker's sticky queue first; if the worker died, it falls back to the
-        // shared queue after this long (Temporal's default is 10 s: every run a killed worker held stalled that long).
-        stickyQueueScheduleToStartTimeout: '2 seconds',
-        // testAndCommitHere: a deployment's test (and its commit) in its own workflow task when a sandbox slot is free
-        // here (sandboxSlots).
-        activities: controlActivities,
-        interceptors,
-      }),
+      ahead.created,
       Worker.create({
         connection,
         namespace,
@@ -303,8 +282,8 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     await schedule;
     [control, sandbox, promoteShared, promoteHost] = await created;
   } catch (err) {
+    // The read API and the control worker: see createForgeWorkers.
     await x402.stop();
-    await readApi?.close();
     await sandboxPool?.close();
     stopReconnectHook();
     await unlisten().catch(() => undefined);
@@ -338,9 +317,11 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     async run() {
       try {
         const running = Promise.all([control.run(), sandbox.run(), promoteShared.run(), promoteHost.run()]);
-        // The type checker's first check parses the lib, @types/node and zod's types (1.5-2.5 s of CPU on its thread):
-        // done ahead of the first deployment, but once the workers poll. Started with them, it slowed a restarted
-        // worker's start by ~0.35 s on 2 cores, and with it the recovery of every run the dead worker held.
+        // What the polling does not wait on starts once the workers poll: on 2 cores each slowed a restarted worker's
+        // start, and with it the recovery of every run the dead worker held. The spares (a process each, loading the
+        // harness: ~0.26 s of the start); the type checker's first check, which parses the lib, @types/node and zod's
+        // types (1.5-2.5 s of CPU on its thread: ~0.35 s of the start), done ahead of the first deployment.
+        sandboxPool?.start();
         if (config.typecheck !== 'off') void sharedTypechecker().warm();
         x402.startReconciling();
         await running;
@@ -350,16 +331,4 @@ export async function createForgeWorkers(options: ForgeWorkersOptions): Promise<
     },
     shutdown,
   };
-}
-
-/**
- * Where the control worker gets its workflow code: the caller's bundle (tests build one per process), else the one
- * `npm run build` wrote beside this file (loading it takes milliseconds; bundling takes seconds at every start, which a
- * worker restarted after a crash would spend while its runs wait), else bundled now from the sources (ts-jest, tsx).
- */
-function workflowSource(bundle: WorkflowBundleOption | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
-  if (bundle) return { workflowBundle: bundle };
-  const prebuilt = path.join(__dirname, PREBUILT_WORKFLOW_BUNDLE);
-  if (existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
-  return { workflowsPath: require.resolve('./workflows') };
 }

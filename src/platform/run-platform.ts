@@ -4,6 +4,7 @@ import type { ForgeConfig } from '../config';
 import { openDatabase, type ForgeDatabase } from '../db';
 import type * as WorkerModule from '../worker';
 import { attemptsDirOf, handBackDeadWorkersAttempts } from './attempt-ledger';
+import { createControlWorkerAhead } from './control-worker';
 import { startDevServer, type DevServer } from './dev-server';
 import { tightenTree } from './private-home';
 import { ensureTemporalBinary } from './temporal-binary';
@@ -87,10 +88,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     // races each killed attempt's heartbeat timeout (3 s) with its hand-back, which needs only the connection, and on a
     // loaded machine every module loaded before it widens the gap.
     const { createForgeWorkers } = workerModule();
-    const database = await opening;
+    // The control worker's workflow thread loads the workflow bundle while the database finishes opening.
+    const control = createControlWorkerAhead({ config, connection, namespace, log });
+    const database = await opening.catch(async (err: unknown) => {
+      await control.discard();
+      throw err;
+    });
     // A new PGlite directory holds PGlite's initdb image, files of mode 0666: private now, as everything under FORGE_HOME.
     if (db.kind === 'pglite') tightenTree(db.dataDir);
-    const workers = await createForgeWorkers({ config, connection, namespace, database, log });
+    const workers = await createForgeWorkers({ config, connection, namespace, database, log, control });
     const done = workers.run();
     undo.push(async () => {
       await workers.shutdown();
