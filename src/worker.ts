@@ -48,6 +48,15 @@ function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
   };
 }
 
+/**
+ * How long after the workers poll the type checker warms up. A restarted worker resumes the runs the dead one held in
+ * those seconds, and the warm-up's 1.5-2.5 s of CPU beside them slowed each on 2 cores: started at once (before
+ * 2026-11-29, and before that beside the start itself), the matrix's rollback and payment cells recovered in 3,126 ms
+ * p50; 3 s later, in 2,285. A deployment within the delay starts the checker itself, as it would have waited for the
+ * warm-up; a resumed deployment the dead worker had checked takes its remembered pass (TYPECHECK_PASSES_DIR).
+ */
+const TYPECHECK_WARM_UP_DELAY_MS = 3_000;
+
 /** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
 const REPUBLISH_DELAY_MS = 50;
 
@@ -167,8 +176,6 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     config.sandbox.spares > 0
       ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, {
           preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max),
-          // Once the workers poll (run()).
-          startLater: true,
         })
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
@@ -294,9 +301,11 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     onError: (e) => log(`forge: could not rebuild agent-tools/ (will retry): ${e.message}`),
   });
 
+  let warmUp: NodeJS.Timeout | undefined;
   let stopping: Promise<void> | undefined;
   const shutdown = () => {
     stopping ??= (async () => {
+      clearTimeout(warmUp);
       for (const w of [control, sandbox, promoteShared, promoteHost]) if (w.getState() === 'RUNNING') w.shutdown();
       stopReconnectHook();
       await keeper.stop();
@@ -317,12 +326,9 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     async run() {
       try {
         const running = Promise.all([control.run(), sandbox.run(), promoteShared.run(), promoteHost.run()]);
-        // What the polling does not wait on starts once the workers poll: on 2 cores each slowed a restarted worker's
-        // start, and with it the recovery of every run the dead worker held. The spares (a process each, loading the
-        // harness: ~0.26 s of the start); the type checker's first check, which parses the lib, @types/node and zod's
-        // types (1.5-2.5 s of CPU on its thread: ~0.35 s of the start), done ahead of the first deployment.
-        sandboxPool?.start();
-        if (config.typecheck !== 'off') void sharedTypechecker().warm();
+        // The type checker's first check parses the lib, @types/node and zod's types (1.5-2.5 s of CPU on its thread),
+        // done ahead of the first deployment, but not at once: see TYPECHECK_WARM_UP_DELAY_MS.
+        if (config.typecheck !== 'off') warmUp = setTimeout(() => void sharedTypechecker().warm(), TYPECHECK_WARM_UP_DELAY_MS).unref();
         x402.startReconciling();
         await running;
       } finally {

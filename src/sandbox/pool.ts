@@ -35,20 +35,13 @@ export class SandboxPool implements SpareHarnesses {
   /**
    * @param options.preload the packages each spare loads while it waits (src/sandbox/preload.ts), so a tool's imports
    * of them are cache hits; none by default.
-   * @param options.startLater start no spare until start() (or the first take()): a worker starting up keeps its cores
-   * for what its polling waits on.
    */
   constructor(
     limits: Partial<SandboxLimits>,
     readonly size: number,
-    private readonly options: { preload?: PreloadSet; startLater?: boolean } = {},
+    private readonly options: { preload?: PreloadSet } = {},
   ) {
     this.limits = resolveLimits(limits);
-    if (!options.startLater) this.refill();
-  }
-
-  /** Starts the spares not started yet (see `startLater`). Idempotent. */
-  start(): void {
     this.refill();
   }
 
