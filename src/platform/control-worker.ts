@@ -15,7 +15,7 @@ import { startReadApi, type ReadApi } from './read-api';
 const PREBUILT_WORKFLOW_BUNDLE = 'workflow-bundle.js';
 
 /** What the control worker runs, and what the read API answers: both exist only once the database is open. */
-export interface ControlWork {
+interface ControlWork {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
   reads: Record<(typeof READ_API_PATHS)[keyof typeof READ_API_PATHS], () => Promise<unknown>>;
 }
