@@ -174,9 +174,7 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
   const sandboxPool =
     config.sandbox.spares > 0
-      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, {
-          preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max),
-        })
+      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
   const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
@@ -214,8 +212,7 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
   // x402: the wallet and the spend policy, the seller (and with FORGE_X402_DEV, the local network this worker runs).
   const x402 = await startX402Worker({ config, database, store, log });
   const { payActivities, sellActivities } = x402;
-  // Every attempt this process runs is on file (ahead.attempts), so a worker restarted here after this one died hands
-  // it back at once.
+  // Started with the control worker, whose identity names it; closed with the workers.
   const readApi = await ahead.readApi;
   let control: Worker;
   let sandbox: Worker;
@@ -232,6 +229,8 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     };
     const sandboxQueueActivities = { testTool: sandboxActivities.testTool, ...reverifySandboxActivities };
     ahead.bind({
+      // testAndCommitHere among them: a deployment's test (and its commit) in its own workflow task when a sandbox slot
+      // is free here (sandboxSlots).
       activities: controlActivities,
       reads: {
         [READ_API_PATHS.tools]: () => toolActivities.listTools(),

@@ -50,6 +50,7 @@ export function createControlWorkerAhead(options: {
 }): ControlWorkerAhead {
   const { config, connection, namespace, log } = options;
   const faults = armFaultPoints(config.faultKillAt);
+  // Every attempt this process runs is on file, so a worker restarted here after this one died hands it back at once.
   const attempts = attemptsDirOf(config.home);
   // The fault interceptor comes last, innermost: an attempt killed at its point is on the ledger's file already, as it
   // was when the points were inside the activity functions.
@@ -136,7 +137,7 @@ type ControlWorkPath = keyof ControlWork['reads'];
 
 /**
  * Where the control worker gets its workflow code: the caller's bundle (tests build one per process), else the one
- * `npm run build` wrote beside the compiled worker (dist/src) (loading it takes milliseconds; bundling takes seconds at every start, which a
+ * `npm run build` wrote in dist/src (loading it takes milliseconds; bundling takes seconds at every start, which a
  * worker restarted after a crash would spend while its runs wait), else bundled now from the sources (ts-jest, tsx).
  */
 function workflowSource(bundle: WorkflowBundleOption | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
