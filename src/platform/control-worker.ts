@@ -117,7 +117,7 @@ export function createControlWorkerAhead(options: {
 async function startControlReadApi(
   config: ForgeConfig,
   log: (line: string) => void,
-  read: (path: ControlWorkPath) => Promise<unknown>,
+  read: (path: keyof ControlWork['reads']) => Promise<unknown>,
 ): Promise<ReadApi | undefined> {
   const address = config.readApi.address;
   if (!address) return undefined;
@@ -132,8 +132,6 @@ async function startControlReadApi(
   if (api) log(`forge: read API at ${api.url} for clients holding the token in ${whose} (forge tools, forge migrations: no run started)`);
   return api;
 }
-
-type ControlWorkPath = keyof ControlWork['reads'];
 
 /**
  * Where the control worker gets its workflow code: the caller's bundle (tests build one per process), else the one
