@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 
 /** Percentile of already-collected samples (nearest-rank), in the samples' unit. */
 export function percentile(samples: number[], p: number): number {
@@ -36,6 +37,21 @@ export function machineCpuMs(): number {
   // cpu  user nice system idle iowait irq softirq steal ...: all but idle and iowait are work (in USER_HZ = 100/s).
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10;
+}
+
+/**
+ * Resolves once the machine has been nearly idle (under `share` of its cores) for one `windowMs`, or after `maxMs`:
+ * what a measurement of CPU waits for after a platform starts (its type checker warms up a few seconds later).
+ */
+export async function machineQuiet(options: { windowMs?: number; share?: number; maxMs?: number } = {}): Promise<void> {
+  const { windowMs = 1000, share = 0.1, maxMs = 30_000 } = options;
+  const cores = availableParallelism();
+  const until = performance.now() + maxMs;
+  while (performance.now() < until) {
+    const before = machineCpuMs();
+    await new Promise((r) => setTimeout(r, windowMs));
+    if (machineCpuMs() - before <= windowMs * cores * share) return;
+  }
 }
 
 /** CPU time (user + system, ms) of this process's children that it has reaped (cutime + cstime). */

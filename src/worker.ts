@@ -55,7 +55,7 @@ function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
  * p50; 3 s later, in 2,285. A deployment within the delay starts the checker itself, as it would have waited for the
  * warm-up; a resumed deployment the dead worker had checked takes its remembered pass (TYPECHECK_PASSES_DIR).
  */
-const TYPECHECK_WARM_UP_DELAY_MS = 3_000;
+export const TYPECHECK_WARM_UP_DELAY_MS = 3_000;
 
 /** How long after a tools NOTIFY the worker republishes agent-tools/ (coalescing a burst of them into one pass). */
 const REPUBLISH_DELAY_MS = 50;

@@ -91,7 +91,7 @@ for (const name of ['stdout', 'stderr']) {
   });
 }
 
-// A spare started ahead of its run loads the packages tools import (the ES module files its argv names: a pool's
+// A spare started ahead of its run loads the packages tools import (the entry files its argv names: a pool's
 // preload set, src/sandbox/preload.ts) while it waits, so the tool's `import 'zod'` finds it in Node's module cache.
 // Before any tool code exists and after the intrinsics above were captured. A package that fails to load here is
 // simply loaded (and fails, with the tool's own error) when the tool imports it.

@@ -1,5 +1,6 @@
 import { bootHarness, disposeHarness, type BootedHarness, type SpareHarnesses } from './run';
 import { resolveLimits, type SandboxLimits } from './limits';
+import type { RunnableModule } from './module-format';
 import type { PreloadSet } from './preload';
 
 /**
@@ -45,9 +46,9 @@ export class SandboxPool implements SpareHarnesses {
     this.refill();
   }
 
-  /** Notes what a run's module imports, for the spares started from now on. */
-  learn(code: string): void {
-    this.options.preload?.learn(code);
+  /** Notes what a run's module (its compiled ES module) imports and the form it runs in, for the spares started from now on. */
+  learn(code: string, format: RunnableModule['format']): void {
+    this.options.preload?.learn(code, format);
   }
 
   /** A started harness for a run with these limits, or undefined (none ready, or other boot-time limits). */

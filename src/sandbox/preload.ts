@@ -69,45 +69,56 @@ function cjsEntryOf(name: string, nodeModules = projectNodeModules()): string | 
   }
 }
 
+/** The form a run loads its module in (module-format.ts), and so which of a package's entries its imports load. */
+type ModuleFormat = 'cjs' | 'esm';
+
 /**
  * The packages spares preload: the configured ones, then those the tools run lately imported (most recent first),
- * at most `max` in all; each resolved to its ES module entry, unresolvable ones left out.
+ * at most `max` in all; each resolved to the one entry a run will load, unresolvable ones left out.
  */
 export class PreloadSet {
   private readonly learned: string[] = [];
-  private readonly entries = new Map<string, string[]>();
+  /** The form of the latest run that imported each package. */
+  private readonly formats = new Map<string, ModuleFormat>();
+  private readonly entries = new Map<string, string | undefined>();
 
   constructor(
     private readonly configured: string[],
     private readonly max: number,
   ) {}
 
-  /** Notes the bare imports of a module a run is about to load. */
-  learn(code: string): void {
-    if (this.max <= this.configured.length) return;
-    for (const name of bareImports(code)) {
-      if (this.configured.includes(name)) continue;
+  /** Notes the bare imports of a module a run is about to load (its compiled ES module), and the form it runs in. */
+  learn(code: string, format: ModuleFormat): void {
+    const imported = bareImports(code);
+    for (const name of imported) {
+      if (this.configured.includes(name) || this.max <= this.configured.length) continue;
       const at = this.learned.indexOf(name);
       if (at === 0) continue;
       if (at > 0) this.learned.splice(at, 1);
       this.learned.unshift(name);
     }
-    this.learned.length = Math.min(this.learned.length, this.max - this.configured.length);
+    this.learned.length = Math.max(0, Math.min(this.learned.length, this.max - this.configured.length));
+    // Only what may still be preloaded is remembered: whatever names a stream of tools imports, this stays bounded.
+    const kept = new Set([...this.configured, ...this.learned]);
+    for (const name of imported) if (kept.has(name)) this.formats.set(name, format);
+    for (const name of this.formats.keys()) if (!kept.has(name)) this.formats.delete(name);
+    for (const key of this.entries.keys()) if (!kept.has(key.slice(key.indexOf(':') + 1))) this.entries.delete(key);
   }
 
   /**
-   * The entry files to preload now: both of each package's, since a tool runs as CommonJS when the sandbox can make it
-   * so (src/sandbox/module-format.ts: its `require('zod')` loads the "require" entry) and as an ES module otherwise.
+   * The entry files to preload now: of each package the one its latest importer loads, its "require" entry when that
+   * run was CommonJS (as a tool runs whenever the sandbox can make it so, module-format.ts: the default for a package
+   * no run has imported yet) and its ES module entry otherwise. One, not both: the two are separate copies of the
+   * package, and loading the one no run uses cost each spare as much CPU as the run itself (zod: ~100 ms here).
    */
   files(): string[] {
     const files: string[] = [];
     for (const name of [...this.configured, ...this.learned].slice(0, this.max)) {
-      let found = this.entries.get(name);
-      if (!found) {
-        found = [...new Set([cjsEntryOf(name), esmEntryOf(name)].filter((f): f is string => f !== undefined))];
-        this.entries.set(name, found);
-      }
-      files.push(...found);
+      const format = this.formats.get(name) ?? 'cjs';
+      const key = `${format}:${name}`;
+      if (!this.entries.has(key)) this.entries.set(key, format === 'cjs' ? cjsEntryOf(name) : esmEntryOf(name));
+      const entry = this.entries.get(key);
+      if (entry !== undefined) files.push(entry);
     }
     return files;
   }

@@ -56,7 +56,10 @@ export async function runSandbox(request: SandboxRequest, options: { pool?: Spar
       }
       code = compiled.code;
     }
-    const outcome = await runInChild(request, await runnableModule(code), limits, options.pool);
+    const runnable = await runnableModule(code);
+    // What the module imports, and in which form it loads them: what the pool's next spares preload.
+    options.pool?.learn(code, runnable.format);
+    const outcome = await runInChild(request, runnable, limits, options.pool);
     return { ...outcome, durationMs: elapsed() };
   } catch (err) {
     // The machinery failed (ENOSPC, EMFILE, a missing binary): still a verdict, and the caller decides whether an
@@ -98,7 +101,6 @@ function checkRequest(request: SandboxRequest, limits: SandboxLimits): Omit<Sand
 type Outcome = Omit<SandboxVerdict, 'durationMs'>;
 
 async function runInChild(request: SandboxRequest, code: RunnableModule, limits: SandboxLimits, pool?: SpareHarnesses): Promise<Outcome> {
-  pool?.learn(code.code);
   const spare = pool?.take(limits);
   if (spare) {
     const outcome = await runOn(spare, true, request, code, limits);
@@ -148,15 +150,15 @@ export interface BootedHarness {
  * with {@link bootHarness}. Declared here rather than imported from the pool, so that the two files are no circle.
  */
 export interface SpareHarnesses {
-  /** Notes what a run's module imports, for the spares started from now on. */
-  learn(code: string): void;
+  /** Notes what a run's module (its compiled ES module) imports and the form it runs in, for the spares started from now on. */
+  learn(code: string, format: RunnableModule['format']): void;
   /** A started harness for a run with these limits, or undefined (none ready, or other boot-time limits). */
   take(limits: SandboxLimits): BootedHarness | undefined;
 }
 
 /**
  * Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. `preload`: the
- * ES module files it loads while it waits (a pool's spares: src/sandbox/preload.ts).
+ * package entry files it loads while it waits (a pool's spares: src/sandbox/preload.ts).
  */
 export async function bootHarness(limits: SandboxLimits, options: { preload?: string[] } = {}): Promise<BootedHarness> {
   const root = sandboxTempRoot(limits.tmpDir);

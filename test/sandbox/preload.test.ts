@@ -18,17 +18,42 @@ test('esmEntryOf: the file `import` loads (exports "import" condition), real pat
   expect(esmEntryOf('no-such-package-anywhere')).toBeUndefined();
 });
 
-test('PreloadSet: the configured packages first, then the most recently imported ones, at most `max`', () => {
+test('PreloadSet: the configured packages first, then the most recently imported ones, at most `max`; one entry each', () => {
   const set = new PreloadSet(['zod'], 3);
-  set.learn(`import { createPublicClient } from 'viem';`);
-  set.learn(`import { Hono } from 'hono';`);
-  set.learn(`import { serve } from '@hono/node-server';`);
+  // Before any run: the configured package's CommonJS entry, the form a tool runs in whenever it can.
+  expect(set.files()).toEqual([expect.stringMatching(/zod\/index\.cjs$/)]);
+  set.learn(`import { createPublicClient } from 'viem';`, 'cjs');
+  set.learn(`import { Hono } from 'hono';`, 'cjs');
+  set.learn(`import { serve } from '@hono/node-server';`, 'cjs');
   const files = set.files();
-  // Each package's CommonJS and ES module entries, the configured one first, then the latest learned.
-  expect(files.slice(0, 2)).toEqual([expect.stringMatching(/zod\/index\.cjs$/), expect.stringMatching(/zod\/index\.js$/)]);
-  expect(files.slice(2).every((f) => /@hono\/node-server|\/hono\//.test(f))).toBe(true);
-  expect(files.some((f) => /@hono\/node-server/.test(f)) && files.some((f) => /node_modules\/hono\//.test(f))).toBe(true);
+  // One file a package: the two entries are two copies, and a run loads only one of them.
+  expect(files).toHaveLength(3);
+  expect(files[0]).toMatch(/zod\/index\.cjs$/);
+  expect(files[1]).toMatch(/@hono\/node-server\/dist\/index\.cjs$/);
+  expect(files[2]).toMatch(/node_modules\/hono\/dist\/cjs\/index\.js$/);
   expect(files.some((f) => /viem/.test(f))).toBe(false);
+});
+
+test('PreloadSet: a package is preloaded in the form of the latest run that imported it', () => {
+  const set = new PreloadSet(['zod'], 2);
+  set.learn(`import { z } from 'zod';\nawait Promise.resolve();`, 'esm');
+  expect(set.files()).toEqual([esmEntryOf('zod')]);
+  set.learn(`import { z } from 'zod';`, 'cjs');
+  expect(set.files()).toEqual([expect.stringMatching(/zod\/index\.cjs$/)]);
+});
+
+test('a pool learns what a run imports in the form the run loads it (a CommonJS run teaches the require entry)', async () => {
+  const preload = new PreloadSet([], 4);
+  const pool = new SandboxPool({}, 1, { preload });
+  try {
+    const source = `import { z } from 'zod';
+export default { name: 'learns', inputSchema: z.object({}), async execute() { return { ok: true }; } };`;
+    const verdict = await runSandbox({ name: 'learns', source, input: {} }, { pool });
+    expect(verdict.status).toBe('passed');
+    expect(preload.files()).toEqual([expect.stringMatching(/zod\/index\.cjs$/)]);
+  } finally {
+    await pool.close();
+  }
 });
 
 test('a tool run on a spare gets the preloaded module itself (evaluated once, before the run), and runs as on a fresh process', async () => {
