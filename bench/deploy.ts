@@ -10,7 +10,7 @@ import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { PreloadSet } from '../src/sandbox/preload';
 import { byHandCpuMs } from './by-hand';
 import { floorRunner } from './floor';
-import { machineCpuMs, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, rssMib, statsRow, timeMs } from './stats';
+import { machineCpuMs, machineQuiet, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, rssMib, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
 import { startNoopWorkflow } from './noop';
@@ -108,13 +108,21 @@ export const deployBench: Bench = {
       }
       const floorCpu: number[] = [];
       const samples = { durable: [] as number[], direct: [] as number[], floor: [] as number[], noop: [] as number[], registry: [] as number[] };
+      // Each sample starts on a settled machine: the spare a deployment or a call took is replaced in the background,
+      // and that boot would otherwise land on whichever sample comes next (the floor's, most of all).
+      const settled = () => machineQuiet({ windowMs: 150, share: 0.15, maxMs: 3000 });
       for (let i = 0; i < RUNS; i++) {
+        await settled();
         samples.durable.push(await timeMs(() => durable(i)));
+        await settled();
         samples.direct.push(await timeMs(() => direct(i)));
+        await settled();
         const reaped = reapedChildrenCpuMs();
         samples.floor.push(await timeMs(floor));
         floorCpu.push(reapedChildrenCpuMs() - reaped);
+        await settled();
         samples.noop.push(await timeMs(noop.run));
+        await settled();
         samples.registry.push(await timeMs(call));
       }
       // Issue 28's floor: what the same tool costs a person who compiles, type-checks and runs it once, cold, by hand
