@@ -80,7 +80,8 @@ export class PreloadSet {
   private readonly learned: string[] = [];
   /** The form of the latest run that imported each package. */
   private readonly formats = new Map<string, ModuleFormat>();
-  private readonly entries = new Map<string, string | undefined>();
+  /** Each package's resolved entry for the form it was last wanted in. */
+  private readonly entries = new Map<string, { format: ModuleFormat; file: string | undefined }>();
 
   constructor(
     private readonly configured: string[],
@@ -101,8 +102,7 @@ export class PreloadSet {
     // Only what may still be preloaded is remembered: whatever names a stream of tools imports, this stays bounded.
     const kept = new Set([...this.configured, ...this.learned]);
     for (const name of imported) if (kept.has(name)) this.formats.set(name, format);
-    for (const name of this.formats.keys()) if (!kept.has(name)) this.formats.delete(name);
-    for (const key of this.entries.keys()) if (!kept.has(key.slice(key.indexOf(':') + 1))) this.entries.delete(key);
+    for (const map of [this.formats, this.entries]) for (const name of map.keys()) if (!kept.has(name)) map.delete(name);
   }
 
   /**
@@ -115,10 +115,12 @@ export class PreloadSet {
     const files: string[] = [];
     for (const name of [...this.configured, ...this.learned].slice(0, this.max)) {
       const format = this.formats.get(name) ?? 'cjs';
-      const key = `${format}:${name}`;
-      if (!this.entries.has(key)) this.entries.set(key, format === 'cjs' ? cjsEntryOf(name) : esmEntryOf(name));
-      const entry = this.entries.get(key);
-      if (entry !== undefined) files.push(entry);
+      let entry = this.entries.get(name);
+      if (entry?.format !== format) {
+        entry = { format, file: format === 'cjs' ? cjsEntryOf(name) : esmEntryOf(name) };
+        this.entries.set(name, entry);
+      }
+      if (entry.file !== undefined) files.push(entry.file);
     }
     return files;
   }
