@@ -10,7 +10,7 @@ import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { PreloadSet } from '../src/sandbox/preload';
 import { byHandCpuMs } from './by-hand';
 import { floorRunner } from './floor';
-import { machineCpuMs, machineQuiet, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, rssMib, statsRow, timeMs } from './stats';
+import { cpuSplitSince, machineCpuMs, machineQuiet, p50p95, processTreeCpuMs, percentile, reapedChildrenCpuMs, round, rssMib, statsRow, timeMs } from './stats';
 import { startPlatformProcess } from './platform';
 import type { Bench } from './types';
 import { startNoopWorkflow } from './noop';
@@ -165,9 +165,7 @@ export const deployBench: Bench = {
       const burstMs = performance.now() - burstStart;
       const cpuPerDeploy = round((machineCpuMs() - burstCpu) / BURST, 1);
       const splitAfter = processTreeCpuMs(pid);
-      const split = Object.entries(splitAfter)
-        .map(([name, ms]) => [name, round((ms - (burstSplit[name] ?? 0)) / BURST, 1)] as const)
-        .filter(([, ms]) => ms > 0);
+      const split = cpuSplitSince(burstSplit, splitAfter, BURST);
       clearInterval(sampler);
       const failed = results.filter((r) => r.status !== 'active').length;
       if (failed > 0) throw new Error(`${failed} of the burst's deployments did not become active`);

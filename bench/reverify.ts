@@ -1,13 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReverifySummary } from '../src/contract/reverify-runs';
 import { createReverifyStore } from '../src/db';
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { floorRunner } from './floor';
 import { startBenchPlatform } from './platform';
 import { seedActiveTools, type SeedTool } from './reverify-seed';
-import { machineCpuMs, machineQuiet, percentile, processTreeCpuMs, reapedChildrenCpuMs, round, statsRow, timeMs } from './stats';
+import { cpuSplitSince, machineCpuMs, machineQuiet, percentile, processTreeCpuMs, reapedChildrenCpuMs, round, statsRow, timeMs } from './stats';
 import { TYPECHECK_WARM_UP_DELAY_MS } from '../src/worker';
 import type { Bench } from './types';
 
@@ -52,7 +53,7 @@ export const reverifyBench: Bench = {
       };
       for (let i = 0; i < 3; i++) await sandboxRun();
       // The probe measures the machine's CPU: not while the platform's own start (its type checker's warm-up) runs.
-      await new Promise((r) => setTimeout(r, TYPECHECK_WARM_UP_DELAY_MS));
+      await sleep(TYPECHECK_WARM_UP_DELAY_MS);
       await machineQuiet();
       const sandbox: number[] = [];
       const probeCpu = cpuNow();
@@ -147,9 +148,9 @@ export const reverifyBench: Bench = {
             `${round(selfCpu / 1000, 1)} s (${round(selfCpu / n, 1)} ms a tool); ${round((machineCpu / (wallMs * cores)) * 100)}% of ${cores} cores over the run`,
         );
         // The rest of the machine's CPU by process: the dev server, and the spawn helper with the sandbox trees it reaped.
-        const children = Object.keys(splitAfter)
-          .filter((name) => name !== 'self')
-          .map((name) => `${name} ${round((splitAfter[name] - (splitBefore[name] ?? 0)) / n, 1)} ms`);
+        const children = cpuSplitSince(splitBefore, splitAfter, n)
+          .filter(([name]) => name !== 'self')
+          .map(([name, ms]) => `${name} ${ms} ms`);
         console.log(`  of the rest, a tool: ${children.join(', ')} (children of the workers' process, with what they reaped)`);
         // Issue 28: the wall time against the least the cores allow for N bare cold runs of the tool.
         const cpuFloorMs = (n * bareRunCpu) / cores;

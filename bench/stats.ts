@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Percentile of already-collected samples (nearest-rank), in the samples' unit. */
 export function percentile(samples: number[], p: number): number {
@@ -49,7 +50,7 @@ export async function machineQuiet(options: { windowMs?: number; share?: number;
   const until = performance.now() + maxMs;
   while (performance.now() < until) {
     const before = machineCpuMs();
-    await new Promise((r) => setTimeout(r, windowMs));
+    await sleep(windowMs);
     if (machineCpuMs() - before <= windowMs * cores * share) return;
   }
 }
@@ -83,6 +84,13 @@ export function processTreeCpuMs(pid: number): Record<string, number> {
     if (p?.ppid === pid) split[p.comm] = (split[p.comm] ?? 0) + p.own + p.reaped;
   }
   return split;
+}
+
+/** What each process of a {@link processTreeCpuMs} split spent between two readings, ÷ `per` (ms per unit of work). */
+export function cpuSplitSince(before: Record<string, number>, after: Record<string, number>, per: number): [string, number][] {
+  return Object.entries(after)
+    .map(([name, ms]): [string, number] => [name, round((ms - (before[name] ?? 0)) / per, 1)])
+    .filter(([, ms]) => ms > 0);
 }
 
 /** Resident memory of a process, MiB (0 when it is gone). */

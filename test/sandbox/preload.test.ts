@@ -42,6 +42,20 @@ test('PreloadSet: a package is preloaded in the form of the latest run that impo
   expect(set.files()).toEqual([expect.stringMatching(/zod\/index\.cjs$/)]);
 });
 
+test('PreloadSet: a stream of tools naming ever new packages keeps it bounded, and the configured ones first', () => {
+  // A hostile agent deploys tool after tool importing names nobody installed, in both forms: what the set remembers
+  // stays within `max`, and the configured package is still preloaded.
+  const set = new PreloadSet(['zod'], 3);
+  for (let i = 0; i < 5_000; i++) set.learn(`import a from 'no-such-${i}';\nimport b from 'zod';`, i % 2 ? 'cjs' : 'esm');
+  const remembered = set as unknown as { learned: string[]; formats: Map<string, string>; entries: Map<string, unknown> };
+  expect(remembered.learned.length).toBeLessThanOrEqual(2);
+  expect(remembered.formats.size).toBeLessThanOrEqual(3);
+  expect(remembered.entries.size).toBeLessThanOrEqual(3);
+  // Uninstalled names resolve to nothing and are left out; zod in the form of its latest importer (i = 4,999: cjs).
+  expect(set.files()).toEqual([expect.stringMatching(/zod\/index\.cjs$/)]);
+  expect(remembered.entries.size).toBeLessThanOrEqual(3);
+});
+
 test('a pool learns what a run imports in the form the run loads it (a CommonJS run teaches the require entry)', async () => {
   const preload = new PreloadSet([], 4);
   const pool = new SandboxPool({}, 1, { preload });
