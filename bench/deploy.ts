@@ -53,7 +53,7 @@ export const deployBench: Bench = {
         : undefined;
     try {
       // The direct pipeline: the very activity functions the workflow runs, called in order, with the sandbox in place
-      // of the sandbox activity (which needs an activity context).
+      // of the sandbox activity (which needs an activity context), begun beside the type check as the worker does.
       const deps: ToolActivityDeps = {
         store,
         builtinTools: config.builtinTools,
@@ -72,11 +72,10 @@ export const deployBench: Bench = {
         const contentHash = toolContentHash(input);
         await steps.validateDeployment({ ...input, contentHash });
         await steps.compileCheck(input);
+        // The test begins beside the type check, as the worker's first step begins it (startTestEarly).
+        const tested = runSandbox({ name: input.name, source: input.source, input: input.testInput, limits: config.sandbox.limits }, { pool: directPool });
         await steps.typecheckModule(input);
-        const { output: _o, ...verdict } = await runSandbox(
-          { name: input.name, source: input.source, input: input.testInput, limits: config.sandbox.limits },
-          { pool: directPool },
-        );
+        const { output: _o, ...verdict } = await tested;
         if (verdict.status !== 'passed') throw new Error(`direct run: ${verdict.status} ${verdict.error}`);
         await steps.commitVersion({ ...input, contentHash, verdict, workflowId: 'bench-direct' });
         await activities.publishTools({ names: [input.name] });

@@ -153,6 +153,12 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
   // FORGE_FAULT_KILL_AT (chaos tests only): an activity interceptor for the activities, a checkpoint for the steps an
   // activity runs inside itself; undefined, and so nothing at all, when no point is armed.
   const { faults, interceptors, attempts } = ahead;
+  const sandboxPool =
+    config.sandbox.spares > 0
+      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
+      : undefined;
+  const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
+  const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
   const toolDeps: ToolActivityDeps = {
     store,
     builtinTools: config.builtinTools,
@@ -168,16 +174,11 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     // predecessor passed (the deployment it held runs its first step again).
     typechecker: config.typecheck === 'off' ? undefined : sharedTypechecker({ passesDir: path.join(config.home, TYPECHECK_PASSES_DIR) }),
     checkpoint: faults?.checkpoint,
+    startTestEarly: sandboxActivities.startTestEarly,
   };
   const toolInnerSteps = createToolInnerSteps(toolDeps);
   const toolActivities = createToolActivities(toolDeps, toolInnerSteps);
   const migrationActivities = createMigrationActivities({ database, schema: config.database.schema, limits: config.migrations });
-  const sandboxPool =
-    config.sandbox.spares > 0
-      ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload: new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max) })
-      : undefined;
-  const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);
-  const sandboxActivities = createSandboxActivities({ limits: config.sandbox.limits, pool: sandboxPool, slots: sandboxSlots });
   const deployHereActivities = createDeployHereActivities({
     sandbox: sandboxActivities,
     tools: toolActivities,

@@ -1,6 +1,5 @@
 import type { ToolQuarantine, ToolStore, ToolVersion } from '../db';
 import { toolContentHash } from '../contract/hashes';
-import { Context } from '@temporalio/activity';
 import { compileTool } from '../sandbox';
 import { TypecheckCrashedError, TypecheckTimeoutError } from '../sandbox/errors';
 import { sharedTypechecker, typeErrorsMessage, type TypecheckResult } from '../sandbox/typecheck';
@@ -9,6 +8,7 @@ import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/
 import { type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
 import type { StepCheckpoint } from '../contract/fault-points';
 import { atCheckpoint } from '../contract/fault-points';
+import { currentRun } from './current-run';
 import { notFound, toolRejected } from './failures';
 
 /**
@@ -52,6 +52,11 @@ export interface ToolActivityDeps {
   typechecker?: { check(source: string, name: string): Promise<TypecheckResult> };
   /** Called around each of TOOL_INNER_STEPS where an activity runs it (a worker armed with fault points passes one). */
   checkpoint?: StepCheckpoint<ToolInnerStep>;
+  /**
+   * Begins the deployment's test here while prepareDeployment type-checks, for the next step to take
+   * (SandboxActivities.startTestEarly); undefined when it began nothing. Only where the test runs here (`sandbox.here`).
+   */
+  startTestEarly?(input: { name: string; source: string; testInput: unknown }): { cancel(reason: string): void } | undefined;
 }
 
 export interface SandboxPlacement {
@@ -272,8 +277,9 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
     /**
      * validateDeployment, compileCheck then typecheckModule, in one local activity: each local activity costs the
      * workflow a few milliseconds of scheduling, a noticeable share of a deployment, and a stage inside an existing
-     * step adds no command to the workflow's history. Reports each step's own time for the progress view.
-     * Idempotent; nothing to compensate.
+     * step adds no command to the workflow's history. Reports each step's own time for the progress view. Where the
+     * test runs here, it begins once the source compiles, beside the type check (deps.startTestEarly), and
+     * testAndCommitHere takes its verdict; a refusal kills it. Idempotent; nothing to compensate.
      */
     async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
       const t0 = performance.now();
@@ -283,9 +289,21 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
       const t1 = performance.now();
       const compiled = await step('compileCheck', () => innerSteps.compileCheck(input));
       const compile = { ...compiled, durationMs: Math.round(performance.now() - t1) };
+      // The test begins now, beside the type check (a checker thread and a sandbox process: two cores), unless this
+      // run committed already (its test passed then and is not run again).
+      const early =
+        deps.startTestEarly && deps.sandbox.here && validated.committedByThisRun === undefined
+          ? deps.startTestEarly({ name: input.name, source: input.source, testInput: input.testInput })
+          : undefined;
       const t2 = performance.now();
-      const typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input, validated.committedByThisRun));
-      return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
+      try {
+        const typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input, validated.committedByThisRun));
+        return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
+      } catch (err) {
+        // Refused (or the check failed): the test begun for this content is killed now, not left to run out.
+        early?.cancel(`the deployment's first step failed: ${(err as Error).message}`);
+        throw err;
+      }
     },
 
     /**
@@ -422,12 +440,3 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
 }
 
 export type ToolActivities = ReturnType<typeof createToolActivities>;
-
-/** The workflow run the current activity belongs to (undefined outside an activity, e.g. the direct pipeline). */
-function currentRun(): { workflowId: string; runId: string } | undefined {
-  try {
-    return Context.current().info.workflowExecution;
-  } catch {
-    return undefined;
-  }
-}
