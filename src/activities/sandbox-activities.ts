@@ -25,7 +25,7 @@ export interface SandboxActivityDeps {
  * milliseconds, in the same workflow task; a run that never gets there (cancelled, or its task lost and replayed
  * elsewhere) leaves nobody to claim it.
  */
-export const EARLY_TEST_CLAIM_MS = 60_000;
+const EARLY_TEST_CLAIM_MS = 60_000;
 
 /** A test begun by a run's first step, waiting for its next step (testToolHere) to take its verdict. */
 interface EarlyTest {
