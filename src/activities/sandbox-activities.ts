@@ -81,10 +81,11 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   /** The test this run's first step began, if it began one for exactly this content; it is this caller's from now on. */
   const claimEarly = (input: TestInput): EarlyTest | undefined => {
     const current = currentRun();
-    const key = current && runKey(current);
-    const begun = key === undefined ? undefined : early.get(key);
+    if (!current) return undefined;
+    const key = runKey(current);
+    const begun = early.get(key);
     if (!begun) return undefined;
-    early.delete(key!);
+    early.delete(key);
     clearTimeout(begun.expiry);
     if (begun.input.source === input.source && isDeepStrictEqual(begun.input.testInput, input.testInput)) return begun;
     begun.controller.abort(new Error('the run asked for another test than the one begun for it'));
@@ -95,8 +96,8 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     /**
      * Begins a deployment's test here, now, beside the steps still to come in its first step (the type check), when
      * one of this worker's slots is free; its next step (testToolHere, in the same workflow task) takes the verdict
-     * instead of running the test again. Type-checking is the main thread's checker and a sandbox run a process of its
-     * own, so on two cores both go on at once. A rejection before the next step cancels it (`cancel`), which kills the
+     * instead of running the test again. The type checker works in a thread of the worker and a sandbox run in a process
+     * of its own, so on two cores both go on at once. A rejection before the next step cancels it (`cancel`), which kills the
      * run: a tool the type check refuses is cut off as soon as it is refused. Nothing is begun outside an activity of a
      * workflow run, or with no slot free (the next step then decides where the test runs, as without this).
      */
