@@ -81,7 +81,9 @@ describeIf(bin, 'no PostgreSQL server binaries here (Debian package postgresql; 
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE agent_outage_notes IN ACCESS SHARE MODE');
 
-      const deploy = await platform.forge.startDeployTool({ name: 'outage_slow', source: slowTool, testInput: { ms: 4_000 } });
+      // The test begins beside the type check (cold on a new platform: seconds), so it outlasts the check and the
+      // wait for the migration's lock below, and ends during the outage.
+      const deploy = await platform.forge.startDeployTool({ name: 'outage_slow', source: slowTool, testInput: { ms: 12_000 } });
       const deployHandle = env.client.workflow.getHandle(deploy.workflowId);
       await until(async () => (await stageOf(deployHandle)) === 'test', 20_000, 'the deployment to reach its sandbox test');
 

@@ -59,7 +59,9 @@ test('the Temporal server down for 30 s mid-deployment: the waiting client rides
   const outages: OutageEvent[] = [];
   forge = await ForgeClient.connect({ env, waitThroughOutageMs: 90_000, onOutage: (o) => outages.push(o) });
 
-  const handle = await forge.startDeployTool({ name: 'outlasting', source: slowTool, testInput: { ms: 3_000 } });
+  // The test begins beside the type check (cold in a fresh worker: seconds), so it lasts long enough to be under way
+  // still when the run shows stage `test` and the server goes down.
+  const handle = await forge.startDeployTool({ name: 'outlasting', source: slowTool, testInput: { ms: 10_000 } });
   for (let i = 0; i < 400 && (await handle.progress())?.stage !== 'test'; i++) await new Promise((r) => setTimeout(r, 50));
   const result = handle.result();
   await server.stop();
