@@ -44,6 +44,14 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   const claimMs = deps.earlyClaimMs ?? EARLY_TEST_CLAIM_MS;
   const runKey = (run: WorkflowRun) => `${run.workflowId}\n${run.runId}`;
 
+  /** Takes a begun test out of the map, if it is still the one there, and stops its expiry; true when it was. */
+  const forget = (key: string, begun: EarlyTest | undefined): begun is EarlyTest => {
+    if (!begun || early.get(key) !== begun) return false;
+    early.delete(key);
+    clearTimeout(begun.expiry);
+    return true;
+  };
+
   /** One run in the bounded sandbox on a slot already taken, released when it ends. */
   const run = async (input: TestInput, release: () => void, signal: AbortSignal): Promise<SandboxVerdict> => {
     try {
@@ -84,9 +92,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     if (!current) return undefined;
     const key = runKey(current);
     const begun = early.get(key);
-    if (!begun) return undefined;
-    early.delete(key);
-    clearTimeout(begun.expiry);
+    if (!forget(key, begun)) return undefined;
     if (begun.input.source === input.source && isDeepStrictEqual(begun.input.testInput, input.testInput)) return begun;
     begun.controller.abort(new Error('the run asked for another test than the one begun for it'));
     return undefined;
@@ -107,26 +113,22 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       const release = deps.slots.tryTake();
       if (!release) return undefined;
       const key = runKey(current);
-      early.get(key)?.controller.abort(new Error('the step that began this test began another'));
+      const replaced = early.get(key);
+      if (forget(key, replaced)) replaced.controller.abort(new Error('the step that began this test began another'));
       const controller = new AbortController();
       const begun: EarlyTest = {
         input,
         controller,
         verdict: run(input, release, controller.signal),
         expiry: setTimeout(() => {
-          if (early.get(key) !== begun) return;
-          early.delete(key);
-          controller.abort(new Error(`nothing claimed this test within ${claimMs} ms`));
+          if (forget(key, begun)) controller.abort(new Error(`nothing claimed this test within ${claimMs} ms`));
         }, claimMs).unref(),
       };
       begun.verdict.catch(() => undefined); // judged by its claimant; unclaimed, nobody needs it
       early.set(key, begun);
       return {
         cancel: (reason) => {
-          if (early.get(key) !== begun) return;
-          early.delete(key);
-          clearTimeout(begun.expiry);
-          controller.abort(new Error(reason));
+          if (forget(key, begun)) controller.abort(new Error(reason));
         },
       };
     },
