@@ -190,13 +190,21 @@ export interface LaunchOptions {
   network?: NetworkPlan;
 }
 
+/** The run's tap device until it is ready for slirp4netns (see {@link networkScript}). */
+const TAP_UNREADY = 'forge-tap-new';
+
 /** The launcher script of the namespace modes' network namespace (see {@link launchCommand}). */
 const networkScript = (ip: string, nft: string) =>
   [
     'net=$1; routes=$2; nft=$3; shift 3;',
     `"${ip}" link set lo up || { echo 'forge-sandbox: could not bring the run network loopback up' >&2; exit 125; };`,
     'if [ "$net" = slirp ]; then',
-    `  said=$(printf '%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network routes: "$said >&2; exit 125; };`,
+    // The tap device is made here, persistent, before slirp4netns opens it: a tap that slirp4netns made itself is
+    // unregistered when it exits, and that waits out RCU grace periods (15–20 ms here) on the way to the run's verdict;
+    // a persistent one goes with the network namespace, after the run, off the verdict's path. It is made under another
+    // name and renamed once `ip` has let go of it, since init starts slirp4netns as soon as the name appears and a tap
+    // held open refuses a second opener (EBUSY).
+    `  said=$(printf 'tuntap add dev ${TAP_UNREADY} mode tap\nlink set dev ${TAP_UNREADY} name ${SLIRP.device}\n%s' "$routes" | "${ip}" -batch - 2>&1) || { echo "forge-sandbox: could not set the run network up: "$said >&2; exit 125; };`,
     `  [ -z "$nft" ] || said=$(printf '%s' "$nft" | "${nft}" -f - 2>&1) || { echo "forge-sandbox: could not load the network allowlist (nft): "$said >&2; exit 125; };`,
     `  up() { while read -r i d r; do [ "$i" = ${SLIRP.device} ] && [ "$d" = 00000000 ] && return 0; done < /proc/net/route; return 1; };`,
     `  n=0; until up; do n=$((n+1)); [ $n -gt 5000 ] && { echo 'forge-sandbox: the run network did not come up (slirp4netns)' >&2; exit 125; }; sleep 0.001; done;`,
@@ -250,11 +258,13 @@ export function launchCommand(argv: string[], options: LaunchOptions = {}): Laun
   const view = { ...options.view, resolver: network.kind === 'slirp' ? SLIRP.dns : undefined, nestedUser: mode === 'user-pid-namespace' };
   const resolvConf = view.resolver ? ` ${RESOLV_CONF_FD}<<'EOF'\nnameserver ${view.resolver}\nEOF\n` : '';
   const inner = `${networkScript(launcherBinary('ip'), hermetic.nft ?? 'nft')} ${exec}${resolvConf}`;
-  // Init waits until `unshare --net` has made the new network namespace before slirp4netns joins it (joining the
-  // host's own would be far worse than no network), then waits for the run.
+  // Init waits until `unshare --net` has made the new network namespace and the run's tap device in it before
+  // slirp4netns joins it (joining the host's own would be far worse than no network), then waits for the run. `tap`
+  // says 2 once the run's network script is gone (it failed, and says why): slirp4netns then has nothing to join.
   const slirp =
     network.kind === 'slirp'
-      ? `n=0; while [ /proc/$inner/ns/net -ef /proc/$$/ns/net ]; do n=$((n+1)); [ $n -gt 5000 ] && break; sleep 0.001; done; ` +
+      ? `tap() { [ -r /proc/$inner/net/dev ] || return 2; while read -r i _; do [ "$i" = ${SLIRP.device}: ] && return 0; done < /proc/$inner/net/dev; return 1; }; ` +
+        `n=0; while :; do if ! [ /proc/$inner/ns/net -ef /proc/$$/ns/net ]; then tap; [ $? = 1 ] || break; fi; n=$((n+1)); [ $n -gt 5000 ] && break; sleep 0.001; done; ` +
         `"${hermetic.slirp4netns}" --configure --mtu=65520 --disable-host-loopback --enable-sandbox --enable-seccomp "$inner" ${SLIRP.device} </dev/null >/dev/null 2>&1 3>&- 4>&- & `
       : '';
   const script =
