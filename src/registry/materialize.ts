@@ -30,7 +30,13 @@ import { ACTIVE_LOG_FILE, formatLogLine, readActiveIndexState, type ActiveIndexS
 export function writeToolVersion(dir: string, row: ToolVersion, options: { inputJsonSchema?: unknown } = {}): Promise<WriteVersionResult> {
   // Under the directory's lock, so that the cleanup of a deleted tool cannot remove files of a re-created one while
   // they are being written.
-  return stateFor(dir).lock.run(() => writeToolVersionFiles(dir, filesFromRow(row, options)));
+  const state = stateFor(dir);
+  return state.lock.run(async () => {
+    const written = await writeToolVersionFiles(dir, filesFromRow(row, options));
+    // Written from the stored row itself: the publish that follows need not read the row again to check them.
+    state.verified.set(`${row.name}@${row.version}`, row.contentHash);
+    return written;
+  });
 }
 
 interface DirectoryState {
