@@ -12,6 +12,7 @@ import {
   writeActiveIndex,
   writeToolVersionFiles,
   versionPaths,
+  type VersionPaths,
   type WriteVersionResult,
 } from './tool-files';
 import { ToolFileConflictError } from './errors';
@@ -33,10 +34,28 @@ export function writeToolVersion(dir: string, row: ToolVersion, options: { input
   const state = stateFor(dir);
   return state.lock.run(async () => {
     const written = await writeToolVersionFiles(dir, filesFromRow(row, options));
-    // Written from the stored row itself: the publish that follows need not read the row again to check them.
-    state.verified.set(`${row.name}@${row.version}`, row.contentHash);
+    // Written from the stored row itself: the publish that follows need not read the row again to check them, as long
+    // as they are still the files written here (see filesFingerprint).
+    state.written.set(`${row.name}@${row.version}`, await filesFingerprint(written.paths));
     return written;
   });
+}
+
+/**
+ * Identifies the version's files as they are now: inode, change time (which no write or utimes by an ordinary process
+ * can keep) and size of each. The same fingerprint later means nobody wrote, replaced or touched them in between.
+ */
+async function filesFingerprint(paths: VersionPaths): Promise<string> {
+  const stats = await Promise.all([paths.source, paths.compiled, paths.manifest].map((file) => stat(file, { bigint: true })));
+  return stats.map((s) => `${s.ino}:${s.ctimeNs}:${s.size}`).join('|');
+}
+
+/** Whether the files of `key` are still exactly those writeToolVersion wrote from the stored row (and forgets them). */
+async function stillAsWritten(state: DirectoryState, key: string, paths: VersionPaths): Promise<boolean> {
+  const fingerprint = state.written.get(key);
+  if (fingerprint === undefined) return false;
+  state.written.delete(key);
+  return (await filesFingerprint(paths).catch(() => undefined)) === fingerprint;
 }
 
 interface DirectoryState {
@@ -52,6 +71,11 @@ interface DirectoryState {
    */
   verified: Map<string, string>;
   /**
+   * `name@version` → fingerprint of the files writeToolVersion just wrote from the stored row: the publish that follows
+   * counts them as checked without reading the row again if they are untouched since. Taken by that publish.
+   */
+  written: Map<string, string>;
+  /**
    * The pointers on disk as this process last read or wrote them, so that publishing one change reads only what was
    * appended since (readActiveIndexState) instead of the whole index. Undefined until the first materialisation.
    */
@@ -62,7 +86,7 @@ const directories = new Map<string, DirectoryState>();
 function stateFor(dir: string): DirectoryState {
   const key = path.resolve(dir);
   let state = directories.get(key);
-  if (!state) directories.set(key, (state = { lock: new Mutex(), verified: new Map() }));
+  if (!state) directories.set(key, (state = { lock: new Mutex(), verified: new Map(), written: new Map() }));
   return state;
 }
 
@@ -111,7 +135,6 @@ async function materializeLocked(store: ToolStore, dir: string, state: Directory
 
 /** One pass: every active version's files, then active.json. Returns the index on disk and what it was built from. */
 async function materializePass(store: ToolStore, dir: string, state: DirectoryState): Promise<{ index: ActiveIndex; tools: Record<string, ActiveEntry> }> {
-  const { verified } = state;
   // The event id is read before the pointers, so the pointers are at least as new as the generation they get.
   const [newest] = await store.listEvents({ limit: 1 });
   const eventId = newest?.id ?? 0;
@@ -119,23 +142,9 @@ async function materializePass(store: ToolStore, dir: string, state: DirectorySt
 
   const tools: Record<string, ActiveEntry> = {};
   for (const pointer of pointers) {
-    const key = `${pointer.name}@${pointer.version}`;
-    const manifest = await readManifest(dir, pointer.name, pointer.version);
-    if (manifest && verified.get(key) === manifest.contentHash) {
-      tools[pointer.name] = { version: pointer.version, contentHash: manifest.contentHash };
-      continue;
-    }
-    const row = await store.getVersion(pointer.name, pointer.version);
-    // Removed since listActive: its removal notified, and the materialisation that follows will drop it.
-    if (!row) continue;
-    if (manifest && manifest.contentHash !== row.contentHash) {
-      throw new ToolFileConflictError(versionPaths(dir, row.name, row.version).manifest, row.name, row.version);
-    }
-    // Written whether or not the manifest was there: writeToolVersionFiles leaves identical files alone and creates
-    // whichever of the three is missing, so a version a deletion took half of is made whole again.
-    await writeToolVersionFiles(dir, filesFromRow(row));
-    verified.set(key, row.contentHash);
-    tools[pointer.name] = { version: row.version, contentHash: row.contentHash };
+    // Undefined when removed since listActive: its removal notified, and the materialisation that follows drops it.
+    const entry = await ensureVersionFiles(store, dir, state, pointer.name, pointer.version);
+    if (entry) tools[pointer.name] = entry;
   }
 
   return { index: await replaceIndex(dir, eventId, tools, state), tools };
@@ -242,7 +251,7 @@ export function publishToolChanges(store: ToolStore, dir: string, names: readonl
       }
       // A deletion raced this call: the files are written again (the pointers already name them).
       for (const key of missing) state.verified.delete(key);
-      for (const [name, entry] of Object.entries(outcome.entries)) await ensureVersionFiles(store, dir, state.verified, name, entry.version);
+      for (const [name, entry] of Object.entries(outcome.entries)) await ensureVersionFiles(store, dir, state, name, entry.version);
       if (pass >= MAX_PASSES) {
         throw new Error(`agent-tools/ at ${dir} keeps losing files while it is written (${missing.join(', ')} missing after ${pass} passes)`);
       }
@@ -250,22 +259,26 @@ export function publishToolChanges(store: ToolStore, dir: string, names: readonl
   });
 }
 
-/** Makes sure the files of `name` v`version` are on disk and match the database; undefined when the row is gone. */
-async function ensureVersionFiles(
-  store: ToolStore,
-  dir: string,
-  verified: Map<string, string>,
-  name: string,
-  version: number,
-): Promise<ActiveEntry | undefined> {
+/**
+ * Makes sure the files of `name` v`version` are on disk and match the database; undefined when the row is gone. Checked
+ * against the row once per version and process (files are immutable); a version this process has just written from
+ * its row counts as checked while its files are untouched since.
+ */
+async function ensureVersionFiles(store: ToolStore, dir: string, state: DirectoryState, name: string, version: number): Promise<ActiveEntry | undefined> {
   const key = `${name}@${version}`;
+  const { verified } = state;
   const manifest = await readManifest(dir, name, version);
   if (manifest && verified.get(key) === manifest.contentHash) return { version, contentHash: manifest.contentHash };
+  const paths = versionPaths(dir, name, version);
+  if (manifest && (await stillAsWritten(state, key, paths))) {
+    verified.set(key, manifest.contentHash);
+    return { version, contentHash: manifest.contentHash };
+  }
   const row = await store.getVersion(name, version);
   if (!row) return undefined;
-  if (manifest && manifest.contentHash !== row.contentHash) {
-    throw new ToolFileConflictError(versionPaths(dir, row.name, row.version).manifest, row.name, row.version);
-  }
+  if (manifest && manifest.contentHash !== row.contentHash) throw new ToolFileConflictError(paths.manifest, row.name, row.version);
+  // Written whether or not the manifest was there: writeToolVersionFiles leaves identical files alone and creates
+  // whichever of the three is missing, so a version a deletion took half of is made whole again.
   await writeToolVersionFiles(dir, filesFromRow(row));
   verified.set(key, row.contentHash);
   return { version, contentHash: row.contentHash };
@@ -298,7 +311,7 @@ async function appendChanges(
     const at = new Date().toISOString();
     for (const name of names) {
       const pointer = await store.getActive(name);
-      const entry = pointer ? await ensureVersionFiles(store, dir, state.verified, name, pointer.version) : undefined;
+      const entry = pointer ? await ensureVersionFiles(store, dir, state, name, pointer.version) : undefined;
       const onDisk = current.tools.get(name);
       if (entry) entries[name] = entry;
       else removed.push(name);

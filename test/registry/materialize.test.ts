@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ToolStore } from '../../src/db';
 import {
@@ -10,7 +11,9 @@ import {
   writeActiveIndex,
   writeToolVersion,
   writeToolVersionFiles,
+  ToolRegistry,
 } from '../../src/registry';
+import { publishToolChanges } from '../../src/registry/materialize';
 import { greeterSource, scratchDatabase, scratchDir, storeVersion } from './helpers';
 
 describe('materializeActiveTools', () => {
@@ -182,6 +185,55 @@ describe('materializeActiveTools', () => {
     // Not active yet: no registry may see it.
     expect((await materializeActiveTools(store, dir)).tools.mat_ahead).toBeUndefined();
     expect((await readManifest(dir, 'mat_ahead', row.version))?.inputJsonSchema).toEqual({ type: 'object' });
+  });
+
+  it("never lets a registry run module bytes swapped in between the commit's write and the publish", async () => {
+    // The deployment writes a version's files from its stored row, then publishes the pointer. Whatever replaced the
+    // module on disk in between (same manifest, other code) must not become what a registry runs.
+    const first = await storeVersion(store, 'mat_swap', greeterSource('mat_swap', 'one'));
+    await store.activate('mat_swap', first.version);
+    await materializeActiveTools(store, dir);
+    const row = await storeVersion(store, 'mat_swap', greeterSource('mat_swap', 'two'));
+    await writeToolVersion(dir, row);
+    await store.activate('mat_swap', row.version);
+    // Same length, written in place, and its modification time put back to the nanosecond: only the change time tells.
+    const planted = row.compiledJs.replace('"two "', '"TWO "');
+    expect(planted).not.toBe(row.compiledJs);
+    const compiledFile = versionPaths(dir, 'mat_swap', row.version).compiled;
+    const before = statSync(compiledFile, { bigint: true });
+    const reference = `${compiledFile}.times`;
+    execFileSync('cp', ['--preserve=timestamps', compiledFile, reference]);
+    writeFileSync(compiledFile, planted);
+    execFileSync('touch', ['-r', reference, compiledFile]);
+    rmSync(reference);
+    expect(statSync(compiledFile, { bigint: true })).toMatchObject({ ino: before.ino, size: before.size, mtimeNs: before.mtimeNs });
+
+    const published = await publishToolChanges(store, dir, ['mat_swap']).then(
+      () => 'published',
+      (e: unknown) => e,
+    );
+    const ran: string[] = [];
+    const registry = await ToolRegistry.open({
+      dir,
+      fsWatch: false,
+      pollIntervalMs: 60_000,
+      invoker: {
+        invoke: ({ compiledJs }) => {
+          ran.push(compiledJs);
+          return Promise.resolve({ status: 'passed', output: null, durationMs: 0, logs: [] } as never);
+        },
+      },
+    });
+    try {
+      await registry.invoke('mat_swap', { who: 'x' });
+    } finally {
+      await registry.close();
+    }
+    // Either the publish refused the directory (and the pointer stayed on the old version), or what runs is the stored row.
+    expect(ran).toHaveLength(1);
+    expect(ran[0]).not.toBe(planted);
+    if (published === 'published') expect(ran[0]).toBe(row.compiledJs);
+    else expect(published).toBeInstanceOf(ToolFileConflictError);
   });
 
   it('refuses a directory whose version files hold other code than the database (immutable versions)', async () => {
