@@ -156,10 +156,9 @@ export function createToolInnerSteps(deps: ToolActivityDeps) {
       if (toolContentHash(input) !== input.contentHash) {
         throw refuse('the content hash does not match the submission; resubmit through the Forge client');
       }
-      const active = await store.getActive(input.name);
+      const active = await store.getActiveWithHash(input.name);
       if (!active) return { sandbox: deps.sandbox, unchanged: false };
-      const row = await store.getVersion(input.name, active.version);
-      const unchanged = row?.contentHash === input.contentHash;
+      const unchanged = active.contentHash === input.contentHash;
       // Identical to the active version because this very run activated it: its workflow task was lost after the
       // commit (a worker killed while the whole run was one task), and the run starts again. It goes on, and its
       // commit reports what the lost attempt did, as an uninterrupted run would have.

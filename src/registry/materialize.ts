@@ -303,15 +303,15 @@ async function appendChanges(
     const lostLog = read.state?.baseKey === known.baseKey && known.logIno !== undefined && read.state.logIno !== known.logIno;
     if (!read.state || lostLog) return 'lost' as const;
     const current = read.state;
-    const [newest] = await store.listEvents({ limit: 1 });
+    const { newestEventId, active } = await store.getActivePointers(names);
     const entries: Record<string, ActiveEntry> = {};
     const removed: string[] = [];
     const lines: ActiveLogLine[] = [];
-    let generation = Math.max(newest?.id ?? 0, current.generation + 1);
+    let generation = Math.max(newestEventId, current.generation + 1);
     const at = new Date().toISOString();
     for (const name of names) {
-      const pointer = await store.getActive(name);
-      const entry = pointer ? await ensureVersionFiles(store, dir, state, name, pointer.version) : undefined;
+      const version = active.get(name);
+      const entry = version !== undefined ? await ensureVersionFiles(store, dir, state, name, version) : undefined;
       const onDisk = current.tools.get(name);
       if (entry) entries[name] = entry;
       else removed.push(name);

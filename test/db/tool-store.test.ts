@@ -114,6 +114,18 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     expect(results.filter((r) => r.created)).toHaveLength(1);
   });
 
+  test('the reads of a deployment: the active version with its hash, and some pointers with the newest event id in one statement', async () => {
+    expect(await store.getActiveWithHash('pointer_none')).toBeUndefined();
+    const committed = await store.commitVersion(version('pointer_a', 'a1'), { workflowId: 'wf-pointer-a' });
+    await store.insertVersion(version('pointer_b', 'b1'));
+    expect(await store.getActiveWithHash('pointer_a')).toEqual({ version: committed.version, contentHash: committed.row.contentHash });
+
+    const [newest] = await store.listEvents({ limit: 1 });
+    const read = await store.getActivePointers(['pointer_a', 'pointer_b', 'pointer_none']);
+    expect(read).toEqual({ newestEventId: newest.id, active: new Map([['pointer_a', committed.version]]) });
+    expect(await store.getActivePointers([])).toEqual({ newestEventId: newest.id, active: new Map() });
+  });
+
   test('activate moves the pointer in one step, logs it and notifies forge_tools', async () => {
     await store.insertVersion(version('act', 'v1'));
     await store.insertVersion(version('act', 'v2'));
@@ -194,6 +206,9 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     expect(pick('tool.activated')).toEqual(
       stored.map((row) => ({ detail: { version: row.version, previousVersion: row.version <= 2 ? null : row.version - 1 }, workflowId: row.workflowId })),
     );
+    // Each version's creation is logged before its activation.
+    const at = (kind: string, v: number) => events.findIndex((e) => e.kind === kind && (e.detail as { version: number }).version === v);
+    for (const row of stored) expect(at('tool.version_created', row.version)).toBeLessThan(at('tool.activated', row.version));
     const [counter] = await rows<{ last_version: number }>(database, sql`SELECT last_version FROM tool_version_counters WHERE name = ${name}`);
     expect(Number(counter.last_version)).toBe(13);
     expect(await store.getActive(name)).toMatchObject({ version: 13 });
