@@ -36,14 +36,18 @@ export class SandboxPool implements SpareHarnesses {
   /**
    * @param options.preload the packages each spare loads while it waits (src/sandbox/preload.ts), so a tool's imports
    * of them are cache hits; none by default.
+   * @param options.startWhen the first spares start once it settles, not at once (a run that comes first starts the
+   * spares with its own): a worker's start, whose workflow thread they would slow on a small machine.
    */
   constructor(
     limits: Partial<SandboxLimits>,
     readonly size: number,
-    private readonly options: { preload?: PreloadSet } = {},
+    private readonly options: { preload?: PreloadSet; startWhen?: Promise<unknown> } = {},
   ) {
     this.limits = resolveLimits(limits);
-    this.refill();
+    if (options.startWhen) {
+      void options.startWhen.catch(() => undefined).then(() => this.refill());
+    } else this.refill();
   }
 
   /** Notes what a run's module (its compiled ES module) imports and the form it runs in, for the spares started from now on. */

@@ -338,6 +338,29 @@ export default {
     expect(readdirSync(tempRoot)).toEqual([]);
   });
 
+  test('with startWhen, no spare starts before it settles, and they start after, even when it fails', async () => {
+    process.env.FORGE_TEST_MARKER = 'pool-deferred';
+    for (const settle of ['resolve', 'reject'] as const) {
+      let release!: () => void;
+      const startWhen = new Promise<void>((resolve, reject) => (release = settle === 'resolve' ? resolve : () => reject(new Error('no workers'))));
+      const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 1, { startWhen });
+      try {
+        await new Promise((r) => setTimeout(r, 500));
+        // No harness process exists yet: nothing was started ahead.
+        expect(processesMarkedWith('pool-deferred').filter((p) => p.cmdline.startsWith(process.execPath))).toEqual([]);
+        expect(pool.ready).toBe(0);
+        release();
+        await until(() => pool.ready === 1);
+        expect((await run(pool)).status).toBe('passed');
+        expect(pool.served).toBe(1);
+      } finally {
+        await pool.close();
+      }
+    }
+    expect(processesMarkedWith('pool-deferred')).toEqual([]);
+    expect(readdirSync(tempRoot)).toEqual([]);
+  });
+
   test('a run with other boot-time limits starts its own process; after close() runs still work and nothing is left', async () => {
     process.env.FORGE_TEST_MARKER = 'pool-close';
     const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 2);
