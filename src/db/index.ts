@@ -16,7 +16,7 @@ export { openDatabase } from './open-database';
 export { openPglite } from './pglite';
 export * as tables from './schema';
 export { createToolStore } from './tool-store';
-export type { ToolQuarantine, ToolStore, ToolVersion } from './tool-store';
+export type { ActiveFingerprint, ToolQuarantine, ToolStore, ToolVersion } from './tool-store';
 export { createReverifyStore } from './reverify-store';
 export type { ReverifyResultRow, ReverifyStore } from './reverify-store';
 export type { ForgeDatabase } from './types';

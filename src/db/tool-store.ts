@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { TOOLS_CHANNEL } from './channels';
 import { ToolVersionNotFoundError } from './errors';
 import { activeTools, events, toolQuarantine, toolVersionCounters, toolVersions } from './schema';
@@ -63,6 +64,15 @@ interface ActivationResult {
   runId?: string;
 }
 
+/** An active version as {@link ToolStore.listActiveFingerprints} gives it. */
+export interface ActiveFingerprint {
+  name: string;
+  version: number;
+  contentHash: string;
+  sourceSha256: string;
+  compiledSha256: string;
+}
+
 /** What {@link ToolStore.commitVersion} did: the insert's outcome and the activation's. */
 interface CommitVersionResult extends InsertVersionResult {
   /** The version that was active before, if any (equal to `version` when it already was active). */
@@ -121,6 +131,11 @@ export interface ToolStore {
   getActiveWithHash(name: string): Promise<{ version: number; contentHash: string | null } | undefined>;
   /** Every active pointer, by name. */
   listActive(): Promise<ActiveTool[]>;
+  /**
+   * Every active version with its content hash and the SHA-256 (hex) of its source and compiled module, computed by
+   * the database: what a worker's start checks agent-tools/ against without reading every stored row. By name.
+   */
+  listActiveFingerprints(): Promise<ActiveFingerprint[]>;
   /**
    * The active versions of `names` (absent: not active) and the newest event's id, read in one statement, so from one
    * snapshot: the pointers are at least as new as that id. What publishing one change to agent-tools/ reads.
@@ -392,6 +407,21 @@ export function createToolStore(database: Pick<ForgeDatabase, 'db'>): ToolStore 
 
     listActive() {
       return db.select().from(activeTools).orderBy(asc(activeTools.name));
+    },
+
+    listActiveFingerprints() {
+      const sha256 = (column: AnyPgColumn) => sql<string>`encode(sha256(convert_to(${column}, 'UTF8')), 'hex')`;
+      return db
+        .select({
+          name: activeTools.name,
+          version: activeTools.version,
+          contentHash: toolVersions.contentHash,
+          sourceSha256: sha256(toolVersions.sourceTs),
+          compiledSha256: sha256(toolVersions.compiledJs),
+        })
+        .from(activeTools)
+        .innerJoin(toolVersions, and(eq(toolVersions.name, activeTools.name), eq(toolVersions.version, activeTools.version)))
+        .orderBy(asc(activeTools.name));
     },
 
     async getActivePointers(names) {

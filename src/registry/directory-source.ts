@@ -7,22 +7,9 @@ import { ACTIVE_INDEX_FILE, readCompiledJs, readManifest } from './tool-files';
 import { ACTIVE_LOG_FILE, readActiveIndexState, type ActiveIndexState } from './active-log';
 import type { ActiveEntry } from './types';
 import { PRIVATE_DIR_MODE } from '../contract/private-modes';
+import { mapLimit } from './map-limit';
 
 const MANIFEST_READS_AT_ONCE = 64;
-
-/** Maps with at most `limit` calls pending; results in input order; rejects with the first failure. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return results;
-}
 
 /** Calls `changed` on every event about active.json or active.log in `dir`; undefined where fs.watch cannot be had. */
 function watchIndex(dir: string, changed: () => void): FSWatcher | undefined {

@@ -1,6 +1,8 @@
-import { access, mkdir, open, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { access, mkdir, open, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { ToolStore, ToolVersion } from '../db';
+import type { ActiveFingerprint, ToolStore, ToolVersion } from '../db';
+import { mapLimit } from './map-limit';
 import { Mutex } from './mutex';
 import {
   ACTIVE_INDEX_FILE,
@@ -48,6 +50,14 @@ export function writeToolVersion(dir: string, row: ToolVersion, options: { input
 async function filesFingerprint(paths: VersionPaths): Promise<string> {
   const stats = await Promise.all([paths.source, paths.compiled, paths.manifest].map((file) => stat(file, { bigint: true })));
   return stats.map((s) => `${s.ino}:${s.ctimeNs}:${s.size}`).join('|');
+}
+
+/** Whether the version's files hold exactly the stored version `expected` describes (false when one cannot be read). */
+async function holdsFingerprint(paths: VersionPaths, manifestHash: string, expected: ActiveFingerprint): Promise<boolean> {
+  if (manifestHash !== expected.contentHash) return false;
+  const sha256 = (file: string) => readFile(file).then((bytes) => createHash('sha256').update(bytes).digest('hex'));
+  const [source, compiled] = await Promise.all([sha256(paths.source), sha256(paths.compiled)]).catch(() => [undefined, undefined]);
+  return source === expected.sourceSha256 && compiled === expected.compiledSha256;
 }
 
 /** Whether the files of `key` are still exactly those writeToolVersion wrote from the stored row (and forgets them). */
@@ -113,6 +123,9 @@ export function materializeActiveTools(store: ToolStore, dir: string): Promise<A
  */
 const MAX_PASSES = 5;
 
+/** Versions whose files one materialisation checks at once. */
+const FILE_CHECKS_AT_ONCE = 16;
+
 async function materializeLocked(store: ToolStore, dir: string, state: DirectoryState): Promise<ActiveIndex> {
   const { verified } = state;
   for (let pass = 1; ; pass++) {
@@ -138,22 +151,25 @@ async function materializePass(store: ToolStore, dir: string, state: DirectorySt
   // The event id is read before the pointers, so the pointers are at least as new as the generation they get.
   const [newest] = await store.listEvents({ limit: 1 });
   const eventId = newest?.id ?? 0;
-  const pointers = await store.listActive();
+  // With the hashes of what each active version's files must hold: files already there are checked by hashing them, not
+  // by reading every stored row (a worker's start with 1,000 tools spent ~6 s on those reads).
+  const pointers = await store.listActiveFingerprints();
 
   const tools: Record<string, ActiveEntry> = {};
-  for (const pointer of pointers) {
-    // Undefined when removed since listActive: its removal notified, and the materialisation that follows drops it.
-    const entry = await ensureVersionFiles(store, dir, state, pointer.name, pointer.version);
+  // Several tools at once: each is a few file-system round trips, and versions are files of their own.
+  const entries = await mapLimit(pointers, FILE_CHECKS_AT_ONCE, (p) => ensureVersionFiles(store, dir, state, p.name, p.version, p));
+  pointers.forEach((pointer, i) => {
+    // Undefined when removed since the pointers were read: its removal notified, and the materialisation that follows drops it.
+    const entry = entries[i];
     if (entry) tools[pointer.name] = entry;
-  }
+  });
 
   return { index: await replaceIndex(dir, eventId, tools, state), tools };
 }
 
 /** `name@version` of every version in `tools` with a file missing on disk now. */
 async function missingVersions(dir: string, tools: Record<string, ActiveEntry>): Promise<string[]> {
-  const missing: string[] = [];
-  for (const [name, entry] of Object.entries(tools)) {
+  const gone = await mapLimit(Object.entries(tools), FILE_CHECKS_AT_ONCE, async ([name, entry]) => {
     const paths = versionPaths(dir, name, entry.version);
     const present = await Promise.all(
       [paths.source, paths.compiled, paths.manifest].map((file) =>
@@ -163,9 +179,9 @@ async function missingVersions(dir: string, tools: Record<string, ActiveEntry>):
         ),
       ),
     );
-    if (present.includes(false)) missing.push(`${name}@${entry.version}`);
-  }
-  return missing;
+    return present.includes(false) ? `${name}@${entry.version}` : undefined;
+  });
+  return gone.filter((key) => key !== undefined);
 }
 
 /**
@@ -264,13 +280,20 @@ export function publishToolChanges(store: ToolStore, dir: string, names: readonl
  * against the row once per version and process (files are immutable); a version this process has just written from
  * its row counts as checked while its files are untouched since.
  */
-async function ensureVersionFiles(store: ToolStore, dir: string, state: DirectoryState, name: string, version: number): Promise<ActiveEntry | undefined> {
+async function ensureVersionFiles(
+  store: ToolStore,
+  dir: string,
+  state: DirectoryState,
+  name: string,
+  version: number,
+  expected?: ActiveFingerprint,
+): Promise<ActiveEntry | undefined> {
   const key = `${name}@${version}`;
   const { verified } = state;
   const manifest = await readManifest(dir, name, version);
   if (manifest && verified.get(key) === manifest.contentHash) return { version, contentHash: manifest.contentHash };
   const paths = versionPaths(dir, name, version);
-  if (manifest && (await stillAsWritten(state, key, paths))) {
+  if (manifest && ((await stillAsWritten(state, key, paths)) || (expected && (await holdsFingerprint(paths, manifest.contentHash, expected))))) {
     verified.set(key, manifest.contentHash);
     return { version, contentHash: manifest.contentHash };
   }

@@ -124,6 +124,18 @@ describe.each(backendKinds())('tool store on $kind', ({ make }) => {
     const read = await store.getActivePointers(['pointer_a', 'pointer_b', 'pointer_none']);
     expect(read).toEqual({ newestEventId: newest.id, active: new Map([['pointer_a', committed.version]]) });
     expect(await store.getActivePointers([])).toEqual({ newestEventId: newest.id, active: new Map() });
+
+    // What a worker's start checks agent-tools/ against: the hashes of the stored bytes, computed by the database.
+    const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    const fingerprints = await store.listActiveFingerprints();
+    expect(fingerprints.find((f) => f.name === 'pointer_a')).toEqual({
+      name: 'pointer_a',
+      version: committed.version,
+      contentHash: committed.row.contentHash,
+      sourceSha256: sha256(committed.row.sourceTs),
+      compiledSha256: sha256(committed.row.compiledJs),
+    });
+    expect(fingerprints.map((f) => f.name)).toEqual((await store.listActive()).map((a) => a.name));
   });
 
   test('activate moves the pointer in one step, logs it and notifies forge_tools', async () => {

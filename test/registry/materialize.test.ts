@@ -236,6 +236,48 @@ describe('materializeActiveTools', () => {
     else expect(published).toBeInstanceOf(ToolFileConflictError);
   });
 
+  /** The materialisation of a process that has never seen `dir`: a worker's start. */
+  function freshProcessMaterialize(): typeof materializeActiveTools {
+    let fresh!: typeof materializeActiveTools;
+    jest.isolateModules(() => {
+      fresh = (jest.requireActual('../../src/registry/materialize') as { materializeActiveTools: typeof materializeActiveTools }).materializeActiveTools;
+    });
+    return fresh;
+  }
+
+  it("a worker's start checks the files already there by their hashes, reading no stored row", async () => {
+    for (let i = 0; i < 5; i++) {
+      const row = await storeVersion(store, `mat_start_${i}`, greeterSource(`mat_start_${i}`, `s${i}`));
+      await store.activate(`mat_start_${i}`, row.version);
+    }
+    const first = await materializeActiveTools(store, dir);
+    const getVersion = jest.spyOn(store, 'getVersion');
+    try {
+      const again = await freshProcessMaterialize()(store, dir);
+      expect(again.tools).toEqual(first.tools);
+      expect(getVersion).not.toHaveBeenCalled();
+    } finally {
+      getVersion.mockRestore();
+    }
+  });
+
+  it("a worker's start refuses module bytes another database left under the same version and content hash", async () => {
+    const row = await storeVersion(store, 'mat_left', greeterSource('mat_left', 'ours'));
+    await store.activate('mat_left', row.version);
+    // Left behind by another database: the same name, version, content hash and source, another module.
+    const planted = row.compiledJs.replace('"ours "', '"OURS "');
+    expect(planted).not.toBe(row.compiledJs);
+    await writeToolVersionFiles(dir, {
+      manifest: { name: 'mat_left', version: row.version, contentHash: row.contentHash, description: '', createdAt: '', workflowId: null },
+      sourceTs: row.sourceTs,
+      compiledJs: planted,
+    });
+    // (The fresh module's own error class: matched by name.)
+    await expect(freshProcessMaterialize()(store, dir)).rejects.toMatchObject({ name: 'ToolFileConflictError', tool: 'mat_left' });
+    expect((await readActiveIndex(dir))?.tools.mat_left).toBeUndefined();
+    expect(readFileSync(versionPaths(dir, 'mat_left', row.version).compiled, 'utf8')).toBe(planted);
+  });
+
   it('refuses a directory whose version files hold other code than the database (immutable versions)', async () => {
     const row = await storeVersion(store, 'mat_clash', greeterSource('mat_clash', 'db'));
     await store.activate('mat_clash', row.version);
