@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { access, mkdir, open, readFile, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { access, mkdir, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ActiveFingerprint, ToolStore, ToolVersion } from '../db';
 import { mapLimit } from './map-limit';
@@ -55,9 +56,14 @@ async function filesFingerprint(paths: VersionPaths): Promise<string> {
 /** Whether the version's files hold exactly the stored version `expected` describes (false when one cannot be read). */
 async function holdsFingerprint(paths: VersionPaths, manifestHash: string, expected: ActiveFingerprint): Promise<boolean> {
   if (manifestHash !== expected.contentHash) return false;
-  const sha256 = (file: string) => readFile(file).then((bytes) => createHash('sha256').update(bytes).digest('hex'));
-  const [source, compiled] = await Promise.all([sha256(paths.source), sha256(paths.compiled)]).catch(() => [undefined, undefined]);
-  return source === expected.sourceSha256 && compiled === expected.compiledSha256;
+  // Read synchronously: a few kilobytes each, and fs/promises' four round trips per file cost ~0.2 ms of this thread's
+  // time apiece, seconds at 5,000 tools; a read here takes microseconds, and the await before it keeps the loop turning.
+  const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+  try {
+    return sha256(paths.source) === expected.sourceSha256 && sha256(paths.compiled) === expected.compiledSha256;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether the files of `key` are still exactly those writeToolVersion wrote from the stored row (and forgets them). */
