@@ -15,6 +15,7 @@ import { coreIndexBench } from './core-index';
 import { deployScaleBench } from './deploy-scale';
 import { memoryBench } from './memory';
 import { soakBench } from './soak';
+import { workerStartBench } from './worker-start';
 
 /** Every benchmark, in the order `npm run bench` runs them. Add yours here. */
 export const benches: Bench[] = [
@@ -32,6 +33,7 @@ export const benches: Bench[] = [
   startBench,
   coreIndexBench,
   deployScaleBench,
+  workerStartBench,
   memoryBench,
   soakBench,
 ];
