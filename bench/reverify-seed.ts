@@ -9,6 +9,19 @@ export interface SeedTool {
   testInput: unknown;
 }
 
+/** The benches' zod tool (Celsius to Fahrenheit), as a tool to seed under `name`. */
+export const celsiusTool = (name: string): SeedTool => ({
+  name,
+  testInput: { celsius: 1 },
+  source: `import { z } from 'zod';
+export default {
+  name: '${name}',
+  description: 'Converts Celsius to Fahrenheit.',
+  inputSchema: z.object({ celsius: z.number() }),
+  async execute(input: { celsius: number }) { return { fahrenheit: input.celsius * 9 / 5 + 32 }; },
+};`,
+});
+
 /**
  * Stores and activates tools the way a deployment's commit step does (one `commitVersion` each: the version row, the
  * active pointer, its events), without running a deployment per tool. Re-verification of hundreds of tools is what

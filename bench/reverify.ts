@@ -7,7 +7,7 @@ import { createReverifyStore } from '../src/db';
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
 import { floorRunner } from './floor';
 import { startBenchPlatform } from './platform';
-import { seedActiveTools, type SeedTool } from './reverify-seed';
+import { celsiusTool, seedActiveTools } from './reverify-seed';
 import { cpuSplitSince, machineCpuMs, machineQuiet, percentile, processTreeCpuMs, reapedChildrenCpuMs, round, statsRow, timeMs } from './stats';
 import { TYPECHECK_WARM_UP_DELAY_MS } from '../src/worker';
 import type { Bench } from './types';
@@ -19,18 +19,6 @@ function cpuNow(): { self: number; machine: number } {
 }
 
 const SANDBOX_RUNS = Number(process.env.BENCH_RUNS ?? 30);
-
-const zodTool = (name: string): SeedTool => ({
-  name,
-  testInput: { celsius: 1 },
-  source: `import { z } from 'zod';
-export default {
-  name: '${name}',
-  description: 'Converts Celsius to Fahrenheit.',
-  inputSchema: z.object({ celsius: z.number() }),
-  async execute(input: { celsius: number }) { return { fahrenheit: input.celsius * 9 / 5 + 32 }; },
-};`,
-});
 
 /**
  * Re-verification of 100 and then 500 active zod tools (issue 12): the wall time of one ReverifyToolsWorkflow run,
@@ -46,7 +34,7 @@ export const reverifyBench: Bench = {
     const { config, workers, forge, database } = platform;
     const pool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
     try {
-      const probe = zodTool('probe');
+      const probe = celsiusTool('probe');
       const sandboxRun = async () => {
         const v = await runSandbox({ name: probe.name, source: probe.source, input: probe.testInput, limits: config.sandbox.limits }, { pool });
         if (v.status !== 'passed') throw new Error(`the probe tool did not pass: ${v.status} ${v.error ?? ''}`);
@@ -102,7 +90,7 @@ export const reverifyBench: Bench = {
       );
       console.log(`  so the sandbox runs alone keep wall / CPU floor ≥ ${sandboxBound}`);
 
-      const tools = Array.from({ length: 500 }, (_, i) => zodTool(`tool_${String(i).padStart(3, '0')}`));
+      const tools = Array.from({ length: 500 }, (_, i) => celsiusTool(`tool_${String(i).padStart(3, '0')}`));
       const figures: Record<string, number> = {
         reverify_sandbox_p50_ms: round(p50, 1),
         reverify_sandbox_starter_cpu_ms: round(probeSelf, 1),

@@ -7,25 +7,13 @@ import { createToolStore, openDatabase } from '../src/db';
 import { startDevServer } from '../src/platform/dev-server';
 import { findFreePort } from '../src/process/free-port';
 import { materializeActiveTools } from '../src/registry/materialize';
-import { seedActiveTools, type SeedTool } from './reverify-seed';
+import { celsiusTool, seedActiveTools } from './reverify-seed';
 import { percentile, round, statsRow } from './stats';
 import type { Bench } from './types';
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 8);
 const SMALL = 10;
 const LARGE = Number(process.env.BENCH_START_TOOLS ?? 5_000);
-
-const tool = (name: string): SeedTool => ({
-  name,
-  testInput: { celsius: 1 },
-  source: `import { z } from 'zod';
-export default {
-  name: '${name}',
-  description: 'Converts Celsius to Fahrenheit.',
-  inputSchema: z.object({ celsius: z.number() }),
-  async execute(input: { celsius: number }) { return { fahrenheit: input.celsius * 9 / 5 + 32 }; },
-};`,
-});
 
 /** A FORGE_HOME (embedded PGlite) holding `count` active tools, stored as deployments' commits store them, and their files. */
 async function seededHome(base: string, count: number): Promise<string> {
@@ -36,7 +24,7 @@ async function seededHome(base: string, count: number): Promise<string> {
     const store = createToolStore(database);
     await seedActiveTools(
       store,
-      Array.from({ length: count }, (_, i) => tool(`seeded_${String(i).padStart(5, '0')}`)),
+      Array.from({ length: count }, (_, i) => celsiusTool(`seeded_${String(i).padStart(5, '0')}`)),
     );
     await materializeActiveTools(store, config.agentToolsDir);
   } finally {
