@@ -284,12 +284,7 @@ async function activateCreatedLocked(tx: ForgeTx, input: NewToolVersion, version
       SELECT version FROM ${activeTools} WHERE name = ${name}
     ), counted AS (
       UPDATE ${toolVersionCounters} SET last_version = ${version} WHERE name = ${name}
-    ), activated AS (
-      INSERT INTO ${activeTools} (name, version, updated_at) VALUES (${name}, ${version}, now())
-      ON CONFLICT (name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
-    ), released AS (
-      DELETE FROM ${toolQuarantine} WHERE name = ${name}
-    ), logged AS (
+    ), ${pointerMoved(name, version)}, logged AS (
       INSERT INTO ${events} (kind, subject, detail, workflow_id) VALUES
         ('tool.version_created', ${name}, ${created}::jsonb, ${input.workflowId ?? null}),
         ('tool.activated', ${name}, jsonb_build_object('version', ${version}::integer, 'previousVersion', (SELECT version FROM previous)) || ${run}::jsonb, ${ref.workflowId ?? null})
@@ -297,6 +292,16 @@ async function activateCreatedLocked(tx: ForgeTx, input: NewToolVersion, version
     SELECT (SELECT version FROM previous) AS previous_version, pg_notify(${TOOLS_CHANNEL}, ${name})`);
   const [{ previous_version: previous }] = (result as unknown as { rows: { previous_version: number | null }[] }).rows;
   return { name, version, previousVersion: previous ?? undefined, changed: true };
+}
+
+/** The parts of a statement that move the pointer to `version` and end any quarantine (as `activated`, `released`). */
+function pointerMoved(name: string, version: number) {
+  return sql`activated AS (
+      INSERT INTO ${activeTools} (name, version, updated_at) VALUES (${name}, ${version}, now())
+      ON CONFLICT (name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
+    ), released AS (
+      DELETE FROM ${toolQuarantine} WHERE name = ${name}
+    )`;
 }
 
 /** The pointer move of activate/restoreActive/quarantine; the caller holds the tool's lock. */
@@ -312,12 +317,7 @@ async function activateLocked(tx: ForgeTx, name: string, version: number, ref: W
   const detail = { version, previousVersion: current?.version ?? null, ...(ref.runId ? { runId: ref.runId } : {}) };
   // The pointer, the end of any quarantine, the event and the notification: one statement (one round trip).
   await tx.execute(sql`
-    WITH activated AS (
-      INSERT INTO ${activeTools} (name, version, updated_at) VALUES (${name}, ${version}, now())
-      ON CONFLICT (name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at
-    ), released AS (
-      DELETE FROM ${toolQuarantine} WHERE name = ${name}
-    ), logged AS (${eventInsert(name, 'tool.activated', detail, ref.workflowId)})
+    WITH ${pointerMoved(name, version)}, logged AS (${eventInsert(name, 'tool.activated', detail, ref.workflowId)})
     ${notifyToolsQuery(name)}`);
   return { name, version, previousVersion: current?.version, changed: true };
 }
