@@ -21,6 +21,16 @@ export interface BenchPlatform {
   stop(): Promise<void>;
 }
 
+/** Levers measured off and on (BENCHMARKS.md): the platform gets the bench's own setting of each. */
+function leversFromEnv(): Record<string, string> {
+  const levers: Record<string, string> = {};
+  for (const name of ['FORGE_SANDBOX_PRELOAD', 'FORGE_SANDBOX_SNAPSHOT']) {
+    const value = process.env[name];
+    if (value) levers[name] = value;
+  }
+  return levers;
+}
+
 /**
  * Starts the whole platform the way `forge up` does, in a private state directory that stop() removes. `env` adds to
  * the configuration's environment: `DATABASE_URL` puts Forge on that PostgreSQL instead of embedded PGlite.
@@ -34,6 +44,7 @@ export async function startBenchPlatform(label: string, env: Record<string, stri
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
     FORGE_TEMPORAL_PORT: String(port),
     FORGE_UI_PORT: String(uiPort),
+    ...leversFromEnv(),
     ...env,
   });
   const server = await startDevServer({ home, port, uiPort });
@@ -84,8 +95,7 @@ export async function startPlatformProcess(
     FORGE_AGENT_TOOLS_DIR: path.join(home, 'agent-tools'),
     FORGE_TEMPORAL_PORT: String(port),
     FORGE_UI_PORT: String(uiPort),
-    // A lever measured off and on (BENCHMARKS.md): the platform gets the bench's own setting.
-    ...(process.env.FORGE_SANDBOX_PRELOAD ? { FORGE_SANDBOX_PRELOAD: process.env.FORGE_SANDBOX_PRELOAD } : {}),
+    ...leversFromEnv(),
     ...options.env,
   };
   const config = loadConfig(env);

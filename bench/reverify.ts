@@ -4,7 +4,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ReverifySummary } from '../src/contract/reverify-runs';
 import { createReverifyStore } from '../src/db';
-import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
+import { compileTool, HarnessSnapshots, runSandbox, SandboxPool } from '../src/sandbox';
+import { harnessNodeFlags } from '../src/sandbox/harness-snapshot';
+import { resolveLimits } from '../src/sandbox/limits';
+import { PreloadSet } from '../src/sandbox/preload';
 import { floorRunner } from './floor';
 import { startBenchPlatform } from './platform';
 import { celsiusTool, seedActiveTools } from './reverify-seed';
@@ -32,7 +35,12 @@ export const reverifyBench: Bench = {
   async run() {
     const platform = await startBenchPlatform('reverify');
     const { config, workers, forge, database } = platform;
-    const pool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares) : undefined;
+    // Spares as the worker's are: the configured preloads, from its snapshot when it has one.
+    const snapshots = config.sandbox.snapshot ? new HarnessSnapshots() : undefined;
+    const preload = new PreloadSet(config.sandbox.preload.packages, config.sandbox.preload.max);
+    snapshots?.blobFor(harnessNodeFlags(resolveLimits(config.sandbox.limits)), preload.snapshotFiles());
+    await snapshots?.settled();
+    const pool = config.sandbox.spares > 0 ? new SandboxPool(config.sandbox.limits, config.sandbox.spares, { preload, snapshots }) : undefined;
     try {
       const probe = celsiusTool('probe');
       const sandboxRun = async () => {
@@ -57,6 +65,9 @@ export const reverifyBench: Bench = {
       // Even with no orchestration at all, N runs need N × probeMachine of CPU on `cores`: the least wall / ideal there is.
       const runsBound = round((probeMachine * concurrency) / (p50 * cores));
       console.log(statsRow('sandbox test (from a spare)', sandbox));
+      console.log(
+        `  spares served ${pool?.served ?? 0}, from a harness snapshot ${pool?.servedFromSnapshot ?? 0}${snapshots?.lastFailure ? ` (no snapshot: ${snapshots.lastFailure})` : ''}`,
+      );
       console.log(`  CPU per sandbox run, alone: this process ${round(probeSelf, 1)} ms, the machine ${round(probeMachine, 1)} ms`);
       console.log(`  so the runs alone keep wall / ideal ≥ ${runsBound} on ${cores} cores at sandbox concurrency ${concurrency}`);
       console.log(`sandbox concurrency ${concurrency}, tests in flight per run ${config.reverify.parallelism}`);

@@ -59,6 +59,12 @@ export interface ForgeConfig {
      * from what the tools run lately imported.
      */
     preload: { packages: string[]; max: number };
+    /**
+     * FORGE_SANDBOX_SNAPSHOT (default on): spares start from a startup snapshot with the configured preloads already
+     * loaded (src/sandbox/harness-snapshot.ts), kept per user under the system's temporary directory; off: they load
+     * them as files.
+     */
+    snapshot: boolean;
     /** Field names match `SandboxLimits` in src/sandbox/limits.ts, so this goes to the sandbox as it is. */
     limits: {
       maxTimeoutMs: number;
@@ -304,6 +310,7 @@ export const CONFIG_ENV_NAMES = [
   'FORGE_SANDBOX_TEST_HERE',
   'FORGE_SANDBOX_PRELOAD',
   'FORGE_SANDBOX_PRELOAD_MAX',
+  'FORGE_SANDBOX_SNAPSHOT',
   'FORGE_SANDBOX_MAX_TIMEOUT_MS',
   'FORGE_SANDBOX_MEMORY_MB',
   'FORGE_SANDBOX_OUTPUT_BYTES',
@@ -426,6 +433,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ForgeConfig {
         packages: nonEmpty(env.FORGE_SANDBOX_PRELOAD)?.toLowerCase() === 'off' ? [] : read(env, 'FORGE_SANDBOX_PRELOAD', packageNames, 'zod'),
         max: read(env, 'FORGE_SANDBOX_PRELOAD_MAX', int(0, 64), '8'),
       },
+      snapshot: read(env, 'FORGE_SANDBOX_SNAPSHOT', z.enum(['on', 'off']), 'on') === 'on',
       limits: {
         maxTimeoutMs: read(env, 'FORGE_SANDBOX_MAX_TIMEOUT_MS', positive, '30000'),
         memoryMb: read(env, 'FORGE_SANDBOX_MEMORY_MB', int(16, 1_048_576), '512'),

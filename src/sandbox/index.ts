@@ -1,5 +1,6 @@
 export { runSandbox, sandboxCleanupsDone, type SandboxRequest } from './run';
 export { SandboxPool } from './pool';
+export { HarnessSnapshots } from './harness-snapshot';
 export {
   runContainedProcess,
   type CapturedOutput,

@@ -1,3 +1,4 @@
+import { harnessNodeFlags, type HarnessSnapshots } from './harness-snapshot';
 import { bootHarness, disposeHarness, type BootedHarness, type SpareHarnesses } from './run';
 import { resolveLimits, type SandboxLimits } from './limits';
 import type { RunnableModule } from './module-format';
@@ -32,17 +33,21 @@ export class SandboxPool implements SpareHarnesses {
   private closed = false;
   /** Spares handed out to runs. */
   served = 0;
+  /** Of them, those started from a snapshot. */
+  servedFromSnapshot = 0;
 
   /**
    * @param options.preload the packages each spare loads while it waits (src/sandbox/preload.ts), so a tool's imports
    * of them are cache hits; none by default.
    * @param options.startWhen the first spares start once it settles, not at once (a run that comes first starts the
    * spares with its own): a worker's start, whose workflow thread they would slow on a small machine.
+   * @param options.snapshots where spares find startup snapshots holding the configured preloads already loaded
+   * (harness-snapshot.ts); spares boot the usual way until one is built, and whenever none can be.
    */
   constructor(
     limits: Partial<SandboxLimits>,
     readonly size: number,
-    private readonly options: { preload?: PreloadSet; startWhen?: Promise<unknown> } = {},
+    private readonly options: { preload?: PreloadSet; startWhen?: Promise<unknown>; snapshots?: HarnessSnapshots } = {},
   ) {
     this.limits = resolveLimits(limits);
     if (options.startWhen) {
@@ -64,6 +69,9 @@ export class SandboxPool implements SpareHarnesses {
       // A spare that died while waiting (killed from outside), or that was started with an environment that has
       // changed since, is never handed out.
       if (!spare.harness.contained.exit && spare.key === key) break;
+      // One that died waiting may have started from a blob that no longer loads (damaged on disk): the next spares
+      // boot without it, and the next build makes it anew.
+      if (spare.harness.contained.exit && spare.harness.snapshot) this.options.snapshots?.distrust(spare.harness.snapshot);
       void disposeHarness(spare.harness);
     }
     // At once: a replacement used to wait 250 ms while another spare was ready, because forking this (large) process
@@ -71,6 +79,7 @@ export class SandboxPool implements SpareHarnesses {
     // helper (src/process/spawner.ts) forks now, and the wait only slowed back-to-back runs (BENCHMARKS.md, 2026-11-26).
     this.refill();
     if (spare) this.served++;
+    if (spare?.harness.snapshot) this.servedFromSnapshot++;
     return spare?.harness;
   }
 
@@ -86,10 +95,32 @@ export class SandboxPool implements SpareHarnesses {
     await Promise.all(this.spares.splice(0).map((s) => disposeHarness(s.harness)));
   }
 
+  /**
+   * How a run that found no spare starts its own process: from the snapshot too, when its limits are the pool's (the
+   * snapshot's flags) and there is one. It preloads nothing else: what the tool imports it loads itself, either way.
+   */
+  ownBoot(limits: SandboxLimits): { snapshot?: string } {
+    if (bootKey(limits) !== bootKey(this.limits)) return {};
+    const snapshot = this.snapshotFor(this.options.preload?.snapshotFiles() ?? []);
+    return snapshot ? { snapshot } : {};
+  }
+
+  /** What the next spare loads: from a snapshot when one holds the configured packages, the rest as files. */
+  private bootOptions(): { preload?: string[]; snapshot?: string } {
+    const files = this.options.preload?.files();
+    const inSnapshot = this.options.preload?.snapshotFiles() ?? [];
+    const snapshot = this.snapshotFor(inSnapshot);
+    return snapshot ? { preload: files?.filter((file) => !inSnapshot.includes(file)), snapshot } : { preload: files };
+  }
+
+  private snapshotFor(entries: string[]): string | undefined {
+    return this.options.snapshots?.blobFor(harnessNodeFlags(this.limits), entries);
+  }
+
   private refill(): void {
     while (!this.closed && this.spares.length + this.booting.size < this.size) {
       const key = bootKey(this.limits);
-      const boot: Promise<void> = bootHarness(this.limits, { preload: this.options.preload?.files() })
+      const boot: Promise<void> = bootHarness(this.limits, this.bootOptions())
         .then(
           async (harness) => {
             if (this.closed) await disposeHarness(harness);

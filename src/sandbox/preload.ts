@@ -112,16 +112,27 @@ export class PreloadSet {
    * package, and loading the one no run uses cost each spare as much CPU as the run itself (zod: ~100 ms here).
    */
   files(): string[] {
-    const files: string[] = [];
-    for (const name of [...this.configured, ...this.learned].slice(0, this.max)) {
-      const format = this.formats.get(name) ?? 'cjs';
-      let entry = this.entries.get(name);
-      if (entry?.format !== format) {
-        entry = { format, file: format === 'cjs' ? cjsEntryOf(name) : esmEntryOf(name) };
-        this.entries.set(name, entry);
-      }
-      if (entry.file !== undefined) files.push(entry.file);
+    return [...this.configured, ...this.learned].slice(0, this.max).flatMap((name) => this.entryOf(name).file ?? []);
+  }
+
+  /**
+   * Of files(), those a startup snapshot holds (harness-snapshot.ts): the configured packages' CommonJS entries. Not
+   * the learned ones, which change with the tools run lately: each change would be a new snapshot to build.
+   */
+  snapshotFiles(): string[] {
+    return this.configured.slice(0, this.max).flatMap((name) => {
+      const entry = this.entryOf(name);
+      return entry.format === 'cjs' && entry.file !== undefined ? [entry.file] : [];
+    });
+  }
+
+  private entryOf(name: string): { format: ModuleFormat; file: string | undefined } {
+    const format = this.formats.get(name) ?? 'cjs';
+    let entry = this.entries.get(name);
+    if (entry?.format !== format) {
+      entry = { format, file: format === 'cjs' ? cjsEntryOf(name) : esmEntryOf(name) };
+      this.entries.set(name, entry);
     }
-    return files;
+    return entry;
   }
 }

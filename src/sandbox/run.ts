@@ -7,6 +7,7 @@ import { FrameChannel } from './frames';
 import { resolveLimits, type SandboxLimits } from './limits';
 import { INTERNET, planNetwork } from './network';
 import { runnableModule, type RunnableModule } from './module-format';
+import { harnessNodeFlags } from './harness-snapshot';
 import { harnessPath, projectNodeModules, sandboxTempRoot } from './paths';
 import { removeRunDir } from './remove-run-dir';
 import { runDirPrefix, sweepOrphanedRunDirs } from './run-dirs';
@@ -108,13 +109,20 @@ async function runInChild(request: SandboxRequest, code: RunnableModule, limits:
     // fresh process instead of a verdict about someone else's death.
     if (outcome !== 'lost') return outcome;
   }
+  // Its own process from the pool's snapshot, unless a spare from it was just lost. One from a snapshot that ends before
+  // it reads the run (a blob damaged since it was checked) is lost the same way, and the run gets a plain process.
+  const own = spare?.snapshot ? {} : (pool?.ownBoot?.(limits) ?? {});
+  if (own.snapshot) {
+    const outcome = await runOn(await bootHarness(limits, own), true, request, code, limits);
+    if (outcome !== 'lost') return outcome;
+  }
   return (await runOn(await bootHarness(limits), false, request, code, limits)) as Outcome;
 }
 
 /** One run on one harness; its directory is removed afterwards. */
 async function runOn(
   harness: BootedHarness,
-  spare: boolean,
+  mayBeLost: boolean,
   request: SandboxRequest,
   module: RunnableModule,
   limits: SandboxLimits,
@@ -125,7 +133,7 @@ async function runOn(
     // sent once this is done.
     // 'wx': created here, never through something already at that path (a symlink planted by a tool that shares the
     // run's uid by chance would otherwise have root write through it).
-    return await superviseRun(harness, spare, request, modulePath, writeFile(modulePath, module.code, { flag: 'wx' }), limits);
+    return await superviseRun(harness, mayBeLost, request, modulePath, writeFile(modulePath, module.code, { flag: 'wx' }), limits);
   } finally {
     await releaseHarness(harness);
   }
@@ -143,6 +151,8 @@ export interface BootedHarness {
   dir: string;
   /** The user the harness switches to before loading the tool (undefined: it keeps Forge's). */
   uid?: number;
+  /** The startup snapshot it started from (harness-snapshot.ts), if any. */
+  snapshot?: string;
 }
 
 /**
@@ -154,13 +164,16 @@ export interface SpareHarnesses {
   learn(code: string, format: RunnableModule['format']): void;
   /** A started harness for a run with these limits, or undefined (none ready, or other boot-time limits). */
   take(limits: SandboxLimits): BootedHarness | undefined;
+  /** How a run that got no spare starts its own process (a snapshot to start from), if the pool has a say. */
+  ownBoot?(limits: SandboxLimits): { snapshot?: string };
 }
 
 /**
  * Starts a harness (private directory, contained process) without a run; the run comes later on fd 3. `preload`: the
- * package entry files it loads while it waits (a pool's spares: src/sandbox/preload.ts).
+ * package entry files it loads while it waits (a pool's spares: src/sandbox/preload.ts). `snapshot`: a checked startup
+ * snapshot (harness-snapshot.ts) to start from, made for these limits' flags, holding packages already loaded.
  */
-export async function bootHarness(limits: SandboxLimits, options: { preload?: string[] } = {}): Promise<BootedHarness> {
+export async function bootHarness(limits: SandboxLimits, options: { preload?: string[]; snapshot?: string } = {}): Promise<BootedHarness> {
   const root = sandboxTempRoot(limits.tmpDir);
   void sweepOrphanedRunDirs(root); // once per process: what killed workers left here
   const dir = await mkdtemp(join(root, runDirPrefix()));
@@ -174,19 +187,9 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
     await writeFile(join(dir, 'package.json'), '{"private":true}\n', { flag: 'wx' });
     // The run's user owns its directory (mode 0700 from mkdtemp) and nothing else.
     if (uid !== undefined) await chown(dir, uid, uid);
-    // One V8 background thread, not one per core: sandboxes already run about one per core, and a tool's process
-    // lives for milliseconds to seconds, so more threads only cost start-up time and oversubscribe the machine.
-    // --disable-wasm-trap-handler: WebAssembly memory is then bounds-checked in code instead of by guard regions, which
-    // reserve ~10 GiB of address space per memory and so fail under the run's RLIMIT_AS; without it the global fetch
-    // (undici parses HTTP in WebAssembly) and any wasm package fail with "Cannot allocate Wasm memory".
-    const nodeArgs = [
-      `--max-old-space-size=${limits.memoryMb}`,
-      '--v8-pool-size=1',
-      '--disable-wasm-trap-handler',
-      '--enable-source-maps',
-      harnessPath(),
-      ...(options.preload ?? []),
-    ];
+    // From a snapshot, the harness is its main function (harness-snapshot-entry.cjs), with the same arguments.
+    const start = options.snapshot ? ['--snapshot-blob', options.snapshot] : [harnessPath()];
+    const nodeArgs = [...harnessNodeFlags(limits), ...start, ...(options.preload ?? [])];
     // All of the run's processes together get what one of them may address.
     const memoryBytes = (limits.memoryMb + limits.virtualOverheadMb) * 1024 * 1024;
     const contained = ContainedProcess.start({
@@ -204,13 +207,14 @@ export async function bootHarness(limits: SandboxLimits, options: { preload?: st
       // Its directory, the harness and the packages a tool may import: nothing else of the host's but the system.
       view: {
         writable: [dir],
-        readable: [dirname(harnessPath()), projectNodeModules(), ...(options.preload ?? [])],
+        // A snapshot's blob read-only, like the harness: every later run starts from it.
+        readable: [dirname(harnessPath()), projectNodeModules(), ...(options.preload ?? []), ...(options.snapshot ? [options.snapshot] : [])],
         cwd: dir,
         switchesUser: uid !== undefined,
       },
       network: await planNetwork(limits.network ?? INTERNET),
     });
-    return { contained, dir, uid };
+    return { contained, dir, uid, snapshot: options.snapshot };
   } catch (err) {
     releaseRunUser(uid);
     await rm(dir, { recursive: true, force: true });
@@ -276,19 +280,20 @@ type HarnessEnding =
   | { kind: 'unreadable-report'; message: string };
 
 /**
- * Hands one run to a started harness and supervises it to its verdict. 'lost' (spares only): the process ended before
- * it read the run (it never sent its `started` frame), so no tool code ran in it; a fresh harness that does the same
- * failed to launch, which is a `crashed` verdict saying what the launcher said.
+ * Hands one run to a started harness and supervises it to its verdict. 'lost' (`mayBeLost`: a spare, or a process
+ * started from a snapshot): the process ended before it read the run (it never sent its `started` frame), so no tool
+ * code ran in it; a plain fresh harness that does the same failed to launch, which is a `crashed` verdict saying what
+ * the launcher said.
  */
 function superviseRun(
   harness: BootedHarness,
-  spare: boolean,
+  mayBeLost: boolean,
   request: SandboxRequest,
   modulePath: string,
   moduleReady: Promise<unknown>,
   limits: SandboxLimits,
 ): Promise<Outcome | 'lost'> {
-  return new HarnessRun(harness, spare, request, limits).run(modulePath, moduleReady);
+  return new HarnessRun(harness, mayBeLost, request, limits).run(modulePath, moduleReady);
 }
 
 /**
@@ -308,7 +313,7 @@ class HarnessRun {
 
   constructor(
     private readonly harness: BootedHarness,
-    private readonly spare: boolean,
+    private readonly mayBeLost: boolean,
     private readonly request: SandboxRequest,
     private readonly limits: SandboxLimits,
   ) {
@@ -380,7 +385,7 @@ class HarnessRun {
    */
   private verdict({ ending, overOutputLimit }: Settled<HarnessEnding>): Outcome | 'lost' {
     // A spare that ended before it read the run never ran the tool: the run gets a fresh process instead.
-    if (ending.kind === 'exited' && this.spare && !this.started) return 'lost';
+    if (ending.kind === 'exited' && this.mayBeLost && !this.started) return 'lost';
     const outcome = this.outcomeOf(ending);
     const final = outcome.status !== 'output_limit' && overOutputLimit ? this.outputLimit() : this.blamingMemory(outcome);
     const tail = this.stderrTail.text();

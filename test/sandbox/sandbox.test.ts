@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { containment, runSandbox, SandboxPool, sandboxCleanupsDone, type SandboxLimits, type SandboxStatus, type SandboxVerdict } from '../../src/sandbox';
+import { harnessNodeFlags, HarnessSnapshots } from '../../src/sandbox/harness-snapshot';
+import { resolveLimits } from '../../src/sandbox/limits';
 import { PreloadSet } from '../../src/sandbox/preload';
 import { processesMarkedWith } from '../helpers/processes';
 import { runCgroupSupport } from '../../src/sandbox/run-cgroup';
@@ -16,6 +18,9 @@ const tempRoot = mkdtempSync(join(tmpdir(), 'forge-sandbox-test-'));
 chmodSync(tempRoot, 0o711);
 /** The limits of a run of this file: its private directory under tempRoot (the sandbox's `tmpDir` option). */
 const inTempRoot = (limits: Partial<SandboxLimits> = {}): Partial<SandboxLimits> => ({ tmpDir: tempRoot, ...limits });
+// Beside the run directories, not in them: the leftover check reads tempRoot's run root.
+const snapshotDir = mkdtempSync(join(tmpdir(), 'forge-sandbox-test-snapshots-'));
+afterAll(() => rmSync(snapshotDir, { recursive: true, force: true }));
 afterAll(async () => {
   await sandboxCleanupsDone(); // what runs clean up after their verdicts, before the root goes
   rmSync(tempRoot, { recursive: true, force: true });
@@ -51,11 +56,18 @@ async function until(condition: () => boolean, ms = 10_000): Promise<void> {
  * is closed before the leftover check, since its replacement spare carries the marker too; a process the run left
  * behind is not one of the pool's).
  */
-async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
+async function runCase(c: Case, pooled: false | 'spare' | 'snapshot' = false): Promise<SandboxVerdict> {
   const marker = `forge-test-${randomBytes(6).toString('hex')}`;
   process.env.FORGE_TEST_MARKER = marker;
   const limits = inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'], ...c.limits });
-  const pool = pooled ? new SandboxPool(limits, 1, { preload: new PreloadSet(['zod'], 8) }) : undefined;
+  const preload = new PreloadSet(['zod'], 8);
+  let snapshots: HarnessSnapshots | undefined;
+  if (pooled === 'snapshot') {
+    snapshots = new HarnessSnapshots(snapshotDir);
+    snapshots.blobFor(harnessNodeFlags(resolveLimits(limits)), preload.snapshotFiles());
+    await snapshots.settled();
+  }
+  const pool = pooled ? new SandboxPool(limits, 1, { preload, snapshots }) : undefined;
   if (pool) await until(() => pool.ready === 1);
   const started = Date.now();
   const verdict = await runSandbox(
@@ -65,6 +77,7 @@ async function runCase(c: Case, pooled = false): Promise<SandboxVerdict> {
   const wall = Date.now() - started;
   // A run refused before any process (compile error, request checks) leaves the spare unused.
   if (pool) expect(pool.served).toBe(verdict.diagnostics?.phase === 'compile' || verdict.diagnostics?.phase === 'request' ? 0 : 1);
+  if (snapshots) expect(pool?.servedFromSnapshot).toBe(pool?.served);
   await pool?.close();
   expect({ fixture: c.fixture, status: verdict.status, error: verdict.error }).toMatchObject({ fixture: c.fixture, status: c.status });
   expect(wall).toBeLessThan(c.maxMs);
@@ -270,7 +283,13 @@ describe('sandbox verdicts on hostile tools', () => {
 
 describe('the same verdicts from a harness started ahead of the run, with zod preloaded (SandboxPool)', () => {
   test.each(cases.map((c) => [c.title ?? `${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
-    await runCase(c, true);
+    await runCase(c, 'spare');
+  });
+});
+
+describe('the same verdicts from a harness started from a startup snapshot with zod loaded (HarnessSnapshots)', () => {
+  test.each(cases.map((c) => [c.title ?? `${c.fixture} → ${c.status}`, c] as const))('%s', async (_title, c) => {
+    await runCase(c, 'snapshot');
   });
 });
 
