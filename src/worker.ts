@@ -161,7 +161,7 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
           // processes loading zod) slowed a restarted worker's start by 0.2-0.3 s on two cores.
           startWhen: ahead.created,
           // zod already loaded in every spare, from a snapshot this user's workers share (built once, ~0.7 s of CPU).
-          snapshots: config.sandbox.snapshot ? new HarnessSnapshots() : undefined,
+          snapshots: config.sandbox.snapshot ? new HarnessSnapshots(undefined, log) : undefined,
         })
       : undefined;
   const sandboxSlots = new SandboxSlots(config.sandbox.concurrency);

@@ -53,7 +53,11 @@ export class HarnessSnapshots {
   /** Why the last build failed, for the operator and the tests; undefined while none has. */
   lastFailure: string | undefined;
 
-  constructor(readonly dir: string = defaultSnapshotDir()) {}
+  /** `log`: where a build's outcome is told (the worker's log); a build that fails leaves spares as they were. */
+  constructor(
+    readonly dir: string = defaultSnapshotDir(),
+    private readonly log?: (line: string) => void,
+  ) {}
 
   /**
    * The checked blob for a harness with these flags and package entries (CommonJS entry files, real paths), or
@@ -72,10 +76,12 @@ export class HarnessSnapshots {
     entry.building = this.build(flags, entries, blob).then(
       () => {
         entry.blob = blob;
+        this.log?.(`forge: sandbox spares start from a snapshot with ${entries.length} package(s) loaded: ${blob}`);
       },
       (err: Error) => {
         entry.failed = err.message;
         this.lastFailure = err.message;
+        this.log?.(`forge: no sandbox snapshot (spares load their packages as files instead): ${err.message}`);
       },
     );
     this.state.set(blob, entry);
