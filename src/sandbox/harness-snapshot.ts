@@ -13,10 +13,10 @@ import { harnessPath, packageRoot } from './paths';
  * a third of a small tool's run, and what kept re-verification above its CPU floor (BENCHMARKS.md).
  *
  * A blob is code every sandbox process runs, so it lives only in a directory of this user's that no one else can write
- * (checked before each use, as ssh checks its keys' directory), is made by this process from the installed files, and
- * is used only after a process started from it has answered. It is named by what it was made from (Node, the flags,
- * the harness, each package's entry and manifest): a change to any of them makes another name, never a stale hit.
- * Inside the sandbox it is bound read-only, like the harness itself.
+ * (checked before a blob in it is first used or built, as ssh checks its keys' directory), is made by this process
+ * from the installed files, and is used only after a process started from it has answered. It is named by what it was
+ * made from (Node, the flags, the harness, each package's entry and manifest): a change to any of them makes another
+ * name, never a stale hit. Inside the sandbox it is bound read-only, like the harness itself.
  */
 
 /** The Node and V8 flags a harness runs with. A snapshot is refused under any other V8 flags, so it is made with these. */
