@@ -29,14 +29,17 @@ async function until(condition: () => boolean, ms = 30_000): Promise<void> {
   }
 }
 
-/** A pool whose spares start from a snapshot in `dir`, once it is built; resolves with it once a spare from it is ready. */
-async function snapshotPool(snapshots: HarnessSnapshots, extra: Partial<SandboxLimits> = {}): Promise<SandboxPool> {
+/** Where `snapshots` keeps the blob of this file's runs (zod preloaded, the default memory size). */
+const blobOf = (snapshots: HarnessSnapshots) => snapshots.pathFor(harnessNodeFlags(resolveLimits(limits)), new PreloadSet(['zod'], 4).snapshotFiles())!;
+
+/** A pool of `size` spares that start from a snapshot in `snapshots`, built before it is returned. */
+async function snapshotPool(snapshots: HarnessSnapshots, extra: Partial<SandboxLimits> = {}, size = 1): Promise<SandboxPool> {
   const preload = new PreloadSet(['zod'], 4);
   const flags = harnessNodeFlags(resolveLimits(limits));
   snapshots.blobFor(flags, preload.snapshotFiles());
   await snapshots.settled();
   expect(snapshots.lastFailure).toBeUndefined();
-  return new SandboxPool({ ...limits, ...extra }, 1, { preload, snapshots });
+  return new SandboxPool({ ...limits, ...extra }, size, { preload, snapshots });
 }
 
 /** Returns what the tool saw of its own start (its snapshot blob, if any) and whether zod still validates. */
@@ -105,7 +108,7 @@ test.each<[string, Partial<SandboxLimits>]>([
     const proto = Object.getPrototypeOf(z.number());
     for (const key of ['parse', 'safeParse']) Object.defineProperty(proto, key, { value: () => ({ success: true, data: 0 }), configurable: true, writable: true });
     return { tried, blob };`;
-      const before = sha256(snapshots.pathFor(harnessNodeFlags(resolveLimits(limits)), new PreloadSet(['zod'], 4).snapshotFiles())!);
+      const before = sha256(blobOf(snapshots));
       const attacked = await runSandbox(
         { name: 'attacker', source: probeTool('attacker', attack), input: { n: 1 }, limits: { ...limits, ...runAs } },
         { pool },
@@ -141,7 +144,7 @@ test('a directory others can write is never used: a blob planted there under the
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { mode: 0o777 });
   chmodSync(dir, 0o777);
-  const planted = snapshots.pathFor(flags, preload.snapshotFiles())!;
+  const planted = blobOf(snapshots);
   // A working snapshot, made with the runs' own flags, whose main function leaves a mark and then runs the harness.
   const marker = join(tempRoot, 'planted-snapshot-ran');
   const evil = join(tempRoot, 'evil-snapshot.cjs');
@@ -183,7 +186,7 @@ test('a blob that no longer loads is dropped after its first spare dies, and run
   const pool = await snapshotPool(snapshots);
   try {
     await until(() => pool.ready === 1);
-    const blob = snapshots.pathFor(harnessNodeFlags(resolveLimits(limits)), new PreloadSet(['zod'], 4).snapshotFiles())!;
+    const blob = blobOf(snapshots);
     // Damaged on disk after it was checked: the spare already waiting was started before, the next ones die at start.
     writeFileSync(blob, 'damaged');
     await runSandbox({ name: 'probe', source: probeTool('probe', ''), input: { n: 4 }, limits }, { pool });
@@ -202,15 +205,11 @@ test('a blob that no longer loads is dropped after its first spare dies, and run
 test('a run that finds no spare starts its own process from the snapshot, and from a plain one when the blob fails', async () => {
   const dir = join(tempRoot, 'snapshots-e');
   const snapshots = new HarnessSnapshots(dir);
-  const preload = new PreloadSet(['zod'], 4);
-  const flags = harnessNodeFlags(resolveLimits(limits));
-  snapshots.blobFor(flags, preload.snapshotFiles());
-  await snapshots.settled();
   // No spares at all: every run starts its own process.
-  const pool = new SandboxPool(limits, 0, { preload, snapshots });
+  const pool = await snapshotPool(snapshots, {}, 0);
   try {
     const first = await runSandbox({ name: 'probe', source: probeTool('probe', ''), input: { n: 6 }, limits }, { pool });
-    const blob = snapshots.pathFor(flags, preload.snapshotFiles())!;
+    const blob = blobOf(snapshots);
     expect(first).toMatchObject({ status: 'passed', output: { n: 6, blob, rejectsText: true } });
     writeFileSync(blob, 'damaged');
     // The tool never ran in the process that could not start: it gets a plain one, and its own verdict.
