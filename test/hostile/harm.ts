@@ -184,6 +184,8 @@ const ATTACKER = '0x000000000000000000000000000000000000dEaD';
  * hostile tests' platform runs it hourly: a test that spans the hour sees one start, and the next test sees it run on).
  * Only the schedule sets TemporalScheduledById (a client cannot), and a manual trigger fires at the moment it is asked,
  * not on one of the spec's times, so a tool that reached the frontend and triggered or started anything is still harm.
+ * The server keeps the scheduled time to the whole second: a trigger within the first second of one of the schedule's
+ * times would pass as its own run, a window of one second an hour that a test cannot aim for.
  */
 export function firedByTheSchedule(d: WorkflowExecutionDescription, interval: { every: number; offset?: number } | undefined): boolean {
   const attrs = d.searchAttributes as Record<string, unknown[] | undefined>;
