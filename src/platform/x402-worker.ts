@@ -29,15 +29,23 @@ const DISCOVERY_TOKEN_FILE = 'x402-discovery.token';
 /** How often a worker asks the chain about payments left reserved: a decision within seconds of the chain's (issue 26). */
 const RECONCILE_EVERY_MS = 15_000;
 
+/**
+ * When a worker first asks, after its workers poll. The first sweep loads viem and asks the chain (~0.3 s of the main
+ * thread): at once, it ran beside the payments a restarted worker took over, whose steps and workflow tasks waited
+ * behind it (a signature 0.39 s instead of 0.04, measured 2026-11-30). A row left reserved is decided 2 s later.
+ */
+const RECONCILE_FIRST_AFTER_MS = 2_000;
+
 /** A worker's x402 side: the steps of PayWorkflow and SellToolWorkflow, what the read API says of it, and its servers. */
 export interface X402Worker {
   payActivities: PayActivities;
   sellActivities: SellActivities;
   info(): X402Info;
   /**
-   * Starts asking the chain about payments left reserved: at once, then every RECONCILE_EVERY_MS. Called once the
-   * workers poll: on a worker whose ledger exists the first sweep loads viem and queries the chain (~0.3 s of CPU,
-   * measured 2026-11-29), which a restarted worker's runs would otherwise wait behind. Idempotent.
+   * Starts asking the chain about payments left reserved: RECONCILE_FIRST_AFTER_MS after the call, then every
+   * RECONCILE_EVERY_MS. Called once the workers poll: on a worker whose ledger exists the first sweep loads viem and
+   * queries the chain (~0.3 s of CPU, measured 2026-11-29), which a restarted worker's runs would otherwise wait behind.
+   * Idempotent.
    */
   startReconciling(): void;
   stop(): Promise<void>;
@@ -137,12 +145,15 @@ export async function startX402Worker(input: {
     }),
     startReconciling: () => {
       if (sweeper) return;
-      sweep();
-      sweeper = setInterval(sweep, RECONCILE_EVERY_MS);
+      sweeper = setTimeout(() => {
+        sweep();
+        sweeper = setInterval(sweep, RECONCILE_EVERY_MS);
+        sweeper.unref();
+      }, RECONCILE_FIRST_AFTER_MS);
       sweeper.unref();
     },
     stop: async () => {
-      clearInterval(sweeper);
+      clearTimeout(sweeper); // the first sweep's timeout or the interval: Node clears either
       await unlisten?.().catch(() => undefined);
       await sales?.close();
       await registry?.close();
