@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { containment, runSandbox, sandboxCleanupsDone } from '../../src/sandbox';
 import { processesMarkedWith } from '../helpers/processes';
+import { testIf } from '../helpers/skip';
 
 /**
  * The fallback for machines that refuse PID namespaces: a process group plus a hunt for the run's marker in /proc.
@@ -59,3 +60,24 @@ test.each(cases)('$name ends $status and leaves nothing behind', async ({ name, 
   expect(processesMarkedWith(marker)).toEqual([]);
   expect(readdirSync(tempRoot)).toEqual([]);
 });
+
+// Without a filesystem view, a run's user can write to the host's shared directories (its uid is its own as root).
+// What it left there must be gone once its cleanup is done: here, and only here, Forge looks for it (run.ts).
+testIf(process.getuid?.() === 0, 'not root: runs keep Forge’s user, whose own files in /tmp are not the run’s to judge')(
+  'what a run left in the shared directories (/dev/shm, /tmp, /var/tmp) is removed after its verdict',
+  async () => {
+    const marker = `forge-test-${randomBytes(6).toString('hex')}`;
+    const verdict = await runSandbox({
+      name: 'leaves_files_outside',
+      source: source('leaves_files_outside'),
+      input: { marker },
+      limits: { containment: 'process-group', tmpDir: tempRoot },
+    });
+    expect(verdict.status).toBe('passed');
+    // It did leave them: each directory took its file and its nested directory.
+    expect((verdict.output as { left: string[] }).left).toEqual(['/dev/shm', '/tmp', '/var/tmp']);
+    await sandboxCleanupsDone();
+    const name = [...marker].reverse().join(''); // as the fixture names what it leaves
+    expect(['/dev/shm', '/tmp', '/var/tmp'].flatMap((dir) => readdirSync(dir).filter((e) => e.startsWith(name)))).toEqual([]);
+  },
+);
