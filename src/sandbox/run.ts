@@ -237,10 +237,11 @@ async function releaseHarness(harness: BootedHarness): Promise<void> {
   await harness.contained.release();
   const { uid } = harness;
   if (uid === undefined) return;
-  // The namespace modes run the tree in its filesystem view (filesystem-view.ts): its /tmp, /var/tmp and /dev/shm are
-  // its own, gone with it, and of the host's only its directory is writable. Nothing of its user's can be anywhere else,
-  // so there is nothing to look for: the scan below reads every entry of the shared directories after each run, and
-  // took 4.2 s of a worker's main thread over the reverify bench's ~700 runs here (~650 entries, 6 ms a run).
+  // The namespace modes run the tree in its filesystem view (filesystem-view.ts): its /tmp and /var/tmp are its own
+  // tmpfs, gone with it, the host's /dev/shm and /run/lock are not in it, and of the host's only its directory is
+  // writable. Nothing of its user's can be anywhere else, so there is nothing to look for: the scan below reads every
+  // entry of the shared directories after each run, and took 4.2 s of a worker's main thread over the reverify bench's
+  // ~700 runs here (~650 entries, 6 ms a run).
   if (harness.contained.launch.mode !== 'process-group') {
     releaseRunUser(uid);
     return;
