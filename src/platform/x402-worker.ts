@@ -42,10 +42,8 @@ export interface X402Worker {
   sellActivities: SellActivities;
   info(): X402Info;
   /**
-   * Starts asking the chain about payments left reserved: RECONCILE_FIRST_AFTER_MS after the call, then every
-   * RECONCILE_EVERY_MS. Called once the workers poll: on a worker whose ledger exists the first sweep loads viem and
-   * queries the chain (~0.3 s of CPU, measured 2026-11-29), which a restarted worker's runs would otherwise wait behind.
-   * Idempotent.
+   * Starts asking the chain about payments left reserved: RECONCILE_FIRST_AFTER_MS after the call (why: see there),
+   * then every RECONCILE_EVERY_MS. Called once the workers poll. Idempotent.
    */
   startReconciling(): void;
   stop(): Promise<void>;
