@@ -13,8 +13,9 @@ import { liveProcess } from '../process/live-process';
  * workflow task of each such run waits out the dead worker's sticky queue timeout on top. A worker restarted on the
  * same host need not wait: each worker process keeps, in a directory of its own under FORGE_HOME, one small file per
  * activity attempt it is running (the attempt's task token and its run); the next worker to start on the host finds
- * the directories of processes that are gone, fails each attempt at once (a retryable failure, so Temporal schedules
- * the next attempt right away) and moves each run's next workflow task off the dead worker's sticky queue. An attempt
+ * the directories of processes that are gone, fails each attempt at once (a retryable failure: Temporal schedules the
+ * next attempt no sooner than ~1 s later, whatever the step's retry interval or a failure's nextRetryDelay, measured on
+ * the dev server 2026-11-30) and moves each run's next workflow task off the dead worker's sticky queue. An attempt
  * that had already ended, or was already retried elsewhere, is refused by the server by its token and left alone.
  * The heartbeat timeout stays the bound for a host that does not come back.
  */
