@@ -293,6 +293,7 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
       }),
     ]);
     created.catch(() => undefined);
+    void x402.loadAheadForPaymentsInFlight();
     await schedule;
     [control, sandbox, promoteShared, promoteHost] = await created;
   } catch (err) {

@@ -8,6 +8,7 @@ import type { ForgeDatabase, ToolStore } from '../db';
 import { ToolRegistry } from '../registry';
 import { homeSecret } from '../process/home-secret';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
+import type * as PayerModule from '../x402/payer';
 import type * as ReconcileModule from '../x402/reconcile';
 import { salesUnavailable, startX402Runtime } from '../x402/runtime';
 import type * as SalesModule from '../x402/sales';
@@ -16,6 +17,9 @@ import type { Sales } from '../x402/sales';
 /** The selling side (hono, @x402/*), loaded only on a worker that sells (see x402/runtime.ts). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const salesModule = (): typeof SalesModule => require('../x402/sales');
+/** The paying side (viem, @x402/*), which a payment's steps load at their first use (pay-activities.ts). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const payerModule = (): typeof PayerModule => require('../x402/payer');
 /** What asks the chain about reserved payments, loaded only on a worker whose ledger exists (x402 was used). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const reconcileModule = (): typeof ReconcileModule => require('../x402/reconcile');
@@ -46,6 +50,14 @@ export interface X402Worker {
    * then every RECONCILE_EVERY_MS. Called once the workers poll. Idempotent.
    */
   startReconciling(): void;
+  /**
+   * Loads the paying side now if payments are in flight (rows reserved in the ledger) and this worker has a wallet:
+   * a restarted worker takes those runs over as soon as it polls, and their first step waited ~0.3 s for viem and
+   * @x402/* to load on the main thread. Called while the workflow thread loads the bundle, when the main thread has the
+   * time: in the fault matrix's payment cells, 0.2-0.4 s less from the restart to the run's end, the start no longer
+   * (measured 2026-11-30). Resolves whether it loaded it; never throws (the first step loads it then).
+   */
+  loadAheadForPaymentsInFlight(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -141,6 +153,15 @@ export async function startX402Worker(input: {
       sellingOff: sales ? undefined : off,
       devNetwork: runtime.local ? { rpcUrl: runtime.local.rpcUrl, chainId: runtime.local.chainId, token: runtime.local.token.address } : undefined,
     }),
+    loadAheadForPaymentsInFlight: async () => {
+      try {
+        if (!runtime.walletKey() || !(await ledger.isReady()) || (await ledger.reservedOlderThan(0)).length === 0) return false;
+        payerModule();
+        return true;
+      } catch {
+        return false;
+      }
+    },
     startReconciling: () => {
       if (sweeper) return;
       sweeper = setTimeout(() => {
