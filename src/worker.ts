@@ -293,6 +293,7 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
       }),
     ]);
     created.catch(() => undefined);
+    // Now, while the control worker's workflow thread loads the bundle: see loadAheadForPaymentsInFlight.
     void x402.loadAheadForPaymentsInFlight();
     await schedule;
     [control, sandbox, promoteShared, promoteHost] = await created;

@@ -71,7 +71,7 @@ describe.each(backendKinds())('the paying side loaded ahead, on $kind', ({ make 
     // Nothing to pay with: the run's steps refuse without the paying side.
     await expect(withoutWallet.loadAheadForPaymentsInFlight()).resolves.toBe(false);
 
-    // Settled: nothing in flight any more.
+    // Decided (failed here, settled alike): nothing in flight any more.
     await ledger.failOut('pay/in-flight', 'the test ends it');
     await expect(withWallet.loadAheadForPaymentsInFlight()).resolves.toBe(false);
   }, 60_000);
