@@ -22,9 +22,12 @@ import type { Hex } from '../x402/viem';
 
 export type { PaidExchange };
 
-/** The paying side (viem, @x402/evm, @x402/core), loaded by the first payment: see x402/runtime.ts. */
+/**
+ * The paying side (viem, @x402/evm, @x402/core), loaded by the first payment (see x402/runtime.ts), or ahead of it by a
+ * worker restarted with payments in flight (platform/x402-worker.ts).
+ */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const payingSide = (): typeof PayerModule => require('../x402/payer');
+export const payingSide = (): typeof PayerModule => require('../x402/payer');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const chainTruth = (): typeof ChainTruthModule => require('../x402/chain-truth');
 

@@ -1,14 +1,13 @@
 import path from 'node:path';
 import type { ForgeConfig } from '../config';
 import { saleFaults } from '../activities/fault-points';
-import { createPayActivities, type PayActivities } from '../activities/pay-activities';
+import { createPayActivities, payingSide, type PayActivities } from '../activities/pay-activities';
 import { createSellActivities, type SellActivities } from '../activities/sell-activities';
 import type { X402Info } from '../contract/pay-runs';
 import type { ForgeDatabase, ToolStore } from '../db';
 import { ToolRegistry } from '../registry';
 import { homeSecret } from '../process/home-secret';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../x402/ledger';
-import type * as PayerModule from '../x402/payer';
 import type * as ReconcileModule from '../x402/reconcile';
 import { salesUnavailable, startX402Runtime } from '../x402/runtime';
 import type * as SalesModule from '../x402/sales';
@@ -17,9 +16,6 @@ import type { Sales } from '../x402/sales';
 /** The selling side (hono, @x402/*), loaded only on a worker that sells (see x402/runtime.ts). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const salesModule = (): typeof SalesModule => require('../x402/sales');
-/** The paying side (viem, @x402/*), which a payment's steps load at their first use (pay-activities.ts). */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const payerModule = (): typeof PayerModule => require('../x402/payer');
 /** What asks the chain about reserved payments, loaded only on a worker whose ledger exists (x402 was used). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const reconcileModule = (): typeof ReconcileModule => require('../x402/reconcile');
@@ -156,7 +152,7 @@ export async function startX402Worker(input: {
     loadAheadForPaymentsInFlight: async () => {
       try {
         if (!runtime.walletKey() || !(await ledger.isReady()) || (await ledger.reservedOlderThan(0)).length === 0) return false;
-        payerModule();
+        payingSide();
         return true;
       } catch {
         return false;
