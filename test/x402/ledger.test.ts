@@ -1,17 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { createMigrationActivities } from '../../src/activities/migration-activities';
 import { postgresErrorOf, type ForgeDatabase } from '../../src/db';
-import { checkMigration, migrationChecksum } from '../../src/policy';
+import { checkMigration } from '../../src/policy';
 import { MIGRATION_NAME_PATTERN } from '../../src/contract/migration-runs';
 import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, PNL_NO_TOOL, type Ledger, type ReserveOutInput } from '../../src/x402/ledger';
 import { LedgerConflictError, LedgerInputError, LedgerNotReadyError, LedgerRowNotFoundError } from '../../src/x402/errors';
 import { backendKinds, type TestBackend } from '../db/backends';
+import { applyLedgerMigration } from '../helpers/x402-ledger';
 
 // The ledger on the real database, created the way Forge creates it: the migration activities' own validate (the
 // schema policy) and apply (one transaction, as the agent role on PostgreSQL), called without Temporal in front.
 
-const limits = { lockTimeoutMs: 2_000, statementTimeoutMs: 30_000 };
 const NETWORK = 'eip155:31337';
 const PAYEE = '0x00000000000000000000000000000000000000b0';
 const BUYER = '0x00000000000000000000000000000000000000c0';
@@ -19,14 +18,6 @@ const BUYER = '0x00000000000000000000000000000000000000c0';
 /** An asset of its own per test: budgets and P&L are per (asset, network), so tests do not see each other's rows. */
 const freshAsset = () => `0x${randomBytes(20).toString('hex')}`;
 const nonce = () => `0x${randomBytes(32).toString('hex')}`;
-
-async function applyLedgerMigration(database: ForgeDatabase, runId: string) {
-  const activities = createMigrationActivities({ database, schema: database.schema, limits });
-  const input = { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL, checksum: migrationChecksum(LEDGER_MIGRATION_SQL) };
-  const validated = await activities.validateMigration({ ...input, runId });
-  const applied = await activities.applyMigration({ ...input, workflowId: `schema-migrate/${LEDGER_MIGRATION_NAME}`, runId });
-  return { validated, applied };
-}
 
 async function rows<T>(database: ForgeDatabase, query: ReturnType<typeof sql>): Promise<T[]> {
   return ((await database.db.execute(query)) as unknown as { rows: T[] }).rows;

@@ -1,13 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createMigrationActivities } from '../../src/activities/migration-activities';
 import { loadConfig } from '../../src/config';
 import { createToolStore, type ForgeDatabase } from '../../src/db';
 import { startX402Worker, type X402Worker } from '../../src/platform/x402-worker';
-import { migrationChecksum } from '../../src/policy';
-import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL } from '../../src/x402/ledger';
+import { createLedger } from '../../src/x402/ledger';
 import { backendKinds, type TestBackend } from '../db/backends';
+import { applyLedgerMigration } from '../helpers/x402-ledger';
 
 /*
  * A restarted worker loads the paying side (viem, @x402/*) before it polls only when it is about to take payments over:
@@ -50,10 +49,7 @@ describe.each(backendKinds())('the paying side loaded ahead, on $kind', ({ make 
     // x402 never used here: no ledger at all.
     await expect(withWallet.loadAheadForPaymentsInFlight()).resolves.toBe(false);
 
-    const activities = createMigrationActivities({ database, schema: database.schema, limits: { lockTimeoutMs: 2_000, statementTimeoutMs: 30_000 } });
-    const migration = { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL, checksum: migrationChecksum(LEDGER_MIGRATION_SQL) };
-    await activities.validateMigration({ ...migration, runId: 'setup' });
-    await activities.applyMigration({ ...migration, workflowId: `schema-migrate/${LEDGER_MIGRATION_NAME}`, runId: 'setup' });
+    await applyLedgerMigration(database);
     await expect(withWallet.loadAheadForPaymentsInFlight()).resolves.toBe(false);
 
     const ledger = createLedger(database);

@@ -7,10 +7,8 @@ import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
 import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { paymentMiddleware } from '@x402/hono';
-import { createMigrationActivities } from '../../src/activities/migration-activities';
 import type { ForgeDatabase } from '../../src/db';
-import { migrationChecksum } from '../../src/policy';
-import { createLedger, LEDGER_MIGRATION_NAME, LEDGER_MIGRATION_SQL, type Ledger } from '../../src/x402/ledger';
+import { createLedger, type Ledger } from '../../src/x402/ledger';
 import { authorizationOnChain, probePayment, sendPaidRequest, signPayment } from '../../src/x402/payer';
 import { reconcileReserved } from '../../src/x402/reconcile';
 import { cancelAuthorization } from '../../src/x402/chain-truth';
@@ -20,6 +18,7 @@ import { startSeller } from '../../src/x402/seller';
 import { startLocalX402Network, type LocalWallet, type LocalX402Network } from '../../src/x402';
 import { backendKinds, type TestBackend } from '../db/backends';
 import { localBuyerClient, signedPayment } from '../helpers/x402-buyer';
+import { applyLedgerMigration } from '../helpers/x402-ledger';
 
 // Reconciliation of payments a crash left `reserved`: the chain decides. A real chain and seller make the three cases:
 // never signed, signed and settled (the answer lost), signed and never sent; and for sales (rows `in`), Forge's own
@@ -42,10 +41,7 @@ describe.each(backendKinds())('x402 reconciliation on $kind', ({ make }) => {
     backend = make();
     database = await backend.open();
     ledger = createLedger(database);
-    const activities = createMigrationActivities({ database, schema: database.schema, limits: { lockTimeoutMs: 2_000, statementTimeoutMs: 30_000 } });
-    const migration = { name: LEDGER_MIGRATION_NAME, sql: LEDGER_MIGRATION_SQL, checksum: migrationChecksum(LEDGER_MIGRATION_SQL) };
-    await activities.validateMigration({ ...migration, runId: 'setup' });
-    await activities.applyMigration({ ...migration, workflowId: `schema-migrate/${LEDGER_MIGRATION_NAME}`, runId: 'setup' });
+    await applyLedgerMigration(database);
     net = await startLocalX402Network();
     [wallet, seller] = await Promise.all([net.newWallet(1_000_000n), net.newWallet()]);
     const resourceServer = new x402ResourceServer(net.facilitatorClient).register(net.network, new ExactEvmServerScheme());
