@@ -8,7 +8,7 @@ import { createMigrationActivities } from './activities/migration-activities';
 import { createPromotionActivities } from './activities/promotion-activities';
 import { createReverifyActivities, createReverifySandboxActivities } from './activities/reverify-activities';
 import { createSandboxActivities } from './activities/sandbox-activities';
-import { createDeployHereActivities, DEPLOY_HERE_INNER_STEPS } from './activities/deploy-here';
+import { createDeployHereActivities, DEPLOY_HERE_INNER_STEPS, firstStepFinisher } from './activities/deploy-here';
 import { SandboxSlots } from './sandbox/slots';
 import { createToolActivities, createToolInnerSteps, TOOL_INNER_STEPS, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
@@ -182,6 +182,8 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     typechecker: config.typecheck === 'off' ? undefined : sharedTypechecker({ passesDir: path.join(config.home, TYPECHECK_PASSES_DIR) }),
     checkpoint: faults?.checkpoint,
     startTestEarly: sandboxActivities.startTestEarly,
+    // deployHereActivities, made below from these very activities, exist by the time a deployment calls this.
+    finishHere: (input) => finishInFirstStep(input),
   };
   const toolInnerSteps = createToolInnerSteps(toolDeps);
   const toolActivities = createToolActivities(toolDeps, toolInnerSteps);
@@ -192,6 +194,7 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     ownCommit: toolInnerSteps,
     checkpoint: faults?.checkpoint,
   });
+  const finishInFirstStep = firstStepFinisher(sandboxActivities, deployHereActivities);
   const reverifyResults = createReverifyStore(database);
   const reverifySandboxActivities = createReverifySandboxActivities({
     tools: store,

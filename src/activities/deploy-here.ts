@@ -18,6 +18,15 @@ export type TestAndCommitInput = Omit<CommitInput, 'verdict' | 'runId'>;
 export type TestAndCommitHereResult = TestHereResult & { committed?: CommitAndPublishResult; commitError?: string };
 
 /**
+ * How long a deployment's first step waits, after its type check, for the test it began beside it (startTestEarly).
+ * A test that passes within it is committed in that step too: the deployment is then one local activity, without the
+ * hand-over to a second one (~5-10 ms, a marker and the `test` stage's upsert). A longer test goes on running and the
+ * second step takes it, so the wait never runs a test twice. Its cost: the run's progress shows `validate` up to this
+ * much longer, which no one outside the run can see before the workflow task's next heartbeat (1.6 s) anyway.
+ */
+export const FIRST_STEP_TEST_WAIT_MS = 250;
+
+/**
  * A deployment's last two steps as one local activity, where the workflow task runs. Each local activity costs the
  * run a hand-over through the SDK (~5 ms on an idle machine, ~8–10 ms under load, measured 2026-11-27), a marker and
  * its search-attribute upserts; a test that passed is followed by its commit at once.
@@ -62,3 +71,16 @@ export function createDeployHereActivities(groups: {
 }
 
 export type DeployHereActivities = ReturnType<typeof createDeployHereActivities>;
+
+/**
+ * What a deployment's first step (prepareDeployment, ToolActivityDeps.finishHere) calls once its type check passed:
+ * when the test that step began passes within FIRST_STEP_TEST_WAIT_MS, testAndCommitHere, in that step; otherwise
+ * undefined, and the test goes on for the next step to take. Not an activity of its own: the fault points it reaches
+ * are testAndCommitHere's inner steps'.
+ */
+export function firstStepFinisher(
+  sandbox: Pick<SandboxActivities, 'earlyTestPassedWithin'>,
+  here: Pick<DeployHereActivities, 'testAndCommitHere'>,
+): (input: TestAndCommitInput) => Promise<TestAndCommitHereResult | undefined> {
+  return async (input) => ((await sandbox.earlyTestPassedWithin(FIRST_STEP_TEST_WAIT_MS)) ? here.testAndCommitHere(input) : undefined);
+}

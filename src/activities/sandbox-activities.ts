@@ -134,6 +134,27 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     },
 
     /**
+     * Whether the test this run's first step began (startTestEarly) has passed, waiting for it at most `ms`. True lets
+     * the first step end the deployment itself (testAndCommitHere, which takes the verdict); false leaves the test
+     * running, unclaimed, for the next step. Nothing begun: false at once.
+     */
+    async earlyTestPassedWithin(ms: number): Promise<boolean> {
+      const current = currentRun();
+      const begun = current && early.get(runKey(current));
+      if (!begun) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), ms);
+      });
+      try {
+        const verdict = await Promise.race([begun.verdict.catch(() => undefined), waited]);
+        return verdict?.status === 'passed';
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    /**
      * The sandbox-queue activity: waits for a slot of this worker, then tests. Heartbeats while it waits and runs,
      * so a worker killed meanwhile is noticed within the heartbeat timeout.
      */

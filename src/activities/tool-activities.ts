@@ -10,6 +10,7 @@ import type { StepCheckpoint } from '../contract/fault-points';
 import { atCheckpoint } from '../contract/fault-points';
 import { currentRun } from './current-run';
 import { notFound, toolRejected } from './failures';
+import type { TestAndCommitHereResult, TestAndCommitInput } from './deploy-here';
 
 /**
  * The steps that prepareDeployment and commitAndPublish run inside themselves, not as activities of their own: each is
@@ -57,6 +58,11 @@ export interface ToolActivityDeps {
    * (SandboxActivities.startTestEarly); undefined when it began nothing. Only where the test runs here (`sandbox.here`).
    */
   startTestEarly?(input: { name: string; source: string; testInput: unknown }): { cancel(reason: string): void } | undefined;
+  /**
+   * Ends the deployment in its first step when the test begun early passes within a short wait: takes its verdict and
+   * commits (deploy-here.ts, firstStepFinisher); undefined leaves both to the next step.
+   */
+  finishHere?(input: TestAndCommitInput): Promise<TestAndCommitHereResult | undefined>;
 }
 
 export interface SandboxPlacement {
@@ -100,6 +106,12 @@ export interface PrepareResult extends ValidateResult {
   compile?: { compiledBytes: number; warnings: string[]; durationMs: number };
   /** Absent when the content is unchanged and with FORGE_TYPECHECK=off (the workflow then reports no such stage). */
   typecheck?: TypecheckSummary;
+  /**
+   * The test begun in this step passed within its short wait, and this step went on to commit (ToolActivityDeps.finishHere):
+   * the verdict, with the commit or the `commitError` that leaves the commit to a step of its own. Absent otherwise,
+   * and in every run recorded before it existed, which so replay as they ran.
+   */
+  finishedHere?: TestAndCommitHereResult & { verdict: VerdictSummary };
 }
 
 export interface CommitInput {
@@ -278,7 +290,9 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
      * workflow a few milliseconds of scheduling, a noticeable share of a deployment, and a stage inside an existing
      * step adds no command to the workflow's history. Reports each step's own time for the progress view. Where the
      * test runs here, it begins once the source compiles, beside the type check (deps.startTestEarly), and
-     * testAndCommitHere takes its verdict; a refusal kills it. Idempotent; nothing to compensate.
+     * testAndCommitHere takes its verdict: in this step when the test passes soon after the check (deps.finishHere,
+     * which commits: `finishedHere`), else in the next. A refusal kills it. Idempotent as testAndCommitHere is; the
+     * workflow compensates a commit made here as one made there.
      */
     async prepareDeployment(input: DeployToolWorkflowInput): Promise<PrepareResult> {
       const t0 = performance.now();
@@ -295,14 +309,27 @@ export function createToolActivities(deps: ToolActivityDeps, innerSteps: ToolInn
           ? deps.startTestEarly({ name: input.name, source: input.source, testInput: input.testInput })
           : undefined;
       const t2 = performance.now();
+      let typecheck: TypecheckSummary | undefined;
       try {
-        const typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input, validated.committedByThisRun));
-        return { ...validated, validateMs, compile, ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}) };
+        typecheck = await step('typecheckModule', () => innerSteps.typecheckModule(input, validated.committedByThisRun));
       } catch (err) {
         // Refused (or the check failed): the test begun for this content is killed now, not left to run out.
         early?.cancel(`the deployment's first step failed: ${(err as Error).message}`);
         throw err;
       }
+      const prepared: PrepareResult = {
+        ...validated,
+        validateMs,
+        compile,
+        ...(typecheck ? { typecheck: { ...typecheck, durationMs: Math.round(performance.now() - t2) } } : {}),
+      };
+      // The test begun here may be about to pass: then this step ends the deployment (see finishHere).
+      const finishHere = early ? deps.finishHere : undefined;
+      const run = currentRun();
+      if (!finishHere || !run) return prepared;
+      const { name, source, testInput, description, contentHash } = input;
+      const finished = await finishHere({ name, source, testInput, description, contentHash, workflowId: run.workflowId });
+      return finished?.verdict ? { ...prepared, finishedHere: { ...finished, verdict: finished.verdict } } : prepared;
     },
 
     /**

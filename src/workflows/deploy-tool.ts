@@ -16,9 +16,11 @@ import type { TestAndCommitInput } from '../activities/deploy-here';
  * commit). Validate+compile+typecheck and commit+notify each run as one local activity (their stages are still
  * reported apart), because every step costs the run scheduling time that, for millisecond-long steps, would outweigh
  * the work. The test runs where the workflow task runs when that worker has a free sandbox slot, followed by the
- * commit in the same local activity (testAndCommitHere): two steps in all, one workflow task. Otherwise it goes to the
- * sandbox queue and the commit is a step of its own (testTool below). Only a stage that starts a step upserts
- * ForgeStage; the last one reached goes with the outcome.
+ * commit in the same local activity (testAndCommitHere): two steps in all, one workflow task. It begins inside the
+ * first step, beside the type check, and when it passes soon after that (FIRST_STEP_TEST_WAIT_MS), the first step
+ * commits too and the run is one step (`finishedHere` in its result). Otherwise it goes to the sandbox queue and the
+ * commit is a step of its own (testTool below). Only a stage that starts a step upserts ForgeStage; the last one
+ * reached goes with the outcome.
  *
  * The typecheck stage is reported only when the first step's result says it ran (not with FORGE_TYPECHECK=off, nor
  * for unchanged content).
@@ -68,9 +70,11 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     const typeErrors = typecheck && typecheck.errors.length > 0 ? typecheck.errors : undefined;
 
     stage = 'test';
+    // The first step began the test beside its type check and, the test having passed soon after, committed too.
+    const finishedHere = validated.finishedHere;
     // A test here and its commit are one step (testTool below): the test shows running until both are done, and says so.
     const oneStep = validated.sandbox.here === true;
-    progress.start('test', oneStep ? 'here, then the commit in the same step' : undefined);
+    if (!finishedHere) progress.start('test', oneStep ? 'here, then the commit in the same step' : undefined);
     // Registered before the step that may commit (testAndCommitHere, or commitAndPublish): if the commit lands and
     // anything after it fails, the previous version comes back (only while ours is still the active one: a newer
     // deployment that committed since is left alone; with `ours` not yet known, the store looks for this run's own
@@ -91,9 +95,11 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
       workflowId,
     };
     if (oneStep) restore();
-    const tested = await testTool(input, validated.sandbox, commitInput);
+    const tested = finishedHere ? { ...finishedHere, queued: false } : await testTool(input, validated.sandbox, commitInput);
     const { verdict } = tested;
-    progress.done('test', `passed in ${verdict.durationMs} ms${tested.queued ? ' (on the sandbox queue)' : ''}`);
+    const tookTest = `passed in ${verdict.durationMs} ms${tested.queued ? ' (on the sandbox queue)' : ''}`;
+    if (finishedHere) progress.ran('test', verdict.durationMs, tookTest);
+    else progress.done('test', tookTest);
 
     stage = 'commit';
     let committed = tested.committed;

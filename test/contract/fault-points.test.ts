@@ -1,6 +1,6 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { armFaultPoints, checkFaultPoints, saleFaults } from '../../src/activities/fault-points';
-import { createDeployHereActivities, DEPLOY_HERE_INNER_STEPS } from '../../src/activities/deploy-here';
+import { createDeployHereActivities, DEPLOY_HERE_INNER_STEPS, firstStepFinisher } from '../../src/activities/deploy-here';
 import { createMigrationActivities } from '../../src/activities/migration-activities';
 import { createPayActivities } from '../../src/activities/pay-activities';
 import { createPromotionActivities } from '../../src/activities/promotion-activities';
@@ -73,13 +73,23 @@ function deploymentActivities(checkpoint: StepCheckpoint | undefined, log: Log) 
     typecheckModule: effect('typecheck', undefined),
     commitVersion: effect('commit', { version: 2, previousVersion: 1, created: true }),
   } as unknown as ToolInnerSteps;
-  const tools = createToolActivities({ publish: effect('publish', { generation: 1, tools: 1 }), checkpoint } as unknown as ToolActivityDeps, steps);
+  const deps = { publish: effect('publish', { generation: 1, tools: 1 }), checkpoint, sandbox: { here: true } } as unknown as ToolActivityDeps;
+  const tools = createToolActivities(deps, steps);
   const here = createDeployHereActivities({
     sandbox: { testToolHere: effect('test', { verdict: { status: 'passed' } as VerdictSummary }) },
     tools,
     checkpoint,
   });
-  return { ...tools, ...here };
+  // The first step as it runs when the test it began passes within its wait: it goes on into testAndCommitHere.
+  const finishing = createToolActivities(
+    {
+      ...deps,
+      startTestEarly: () => ({ cancel: () => undefined }),
+      finishHere: firstStepFinisher({ earlyTestPassedWithin: async () => true }, here),
+    },
+    steps,
+  );
+  return { ...tools, ...here, prepareDeploymentFinishingHere: finishing.prepareDeployment };
 }
 
 const DEPLOY_INPUT = { name: 'chaos_tool', source: 'export default 1', testInput: {}, contentHash: 'h', workflowId: 'tool-deploy/chaos_tool/h' };
@@ -88,7 +98,7 @@ const DEPLOY_INPUT = { name: 'chaos_tool', source: 'export default 1', testInput
  * Each combined activity of a deployment with every point of it armed: the order in which its points fire around
  * the side effects of its steps. A worker armed at one of these points dies exactly where its name stands here.
  */
-const COMBINED: Record<'testAndCommitHere' | 'commitAndPublish' | 'prepareDeployment', string[]> = {
+const COMBINED: Record<'testAndCommitHere' | 'commitAndPublish' | 'prepareDeployment' | 'prepareDeploymentFinishingHere', string[]> = {
   testAndCommitHere: [
     'testAndCommitHere.before',
     'testToolHere.before',
@@ -127,6 +137,32 @@ const COMBINED: Record<'testAndCommitHere' | 'commitAndPublish' | 'prepareDeploy
     'typecheckModule.after',
     'prepareDeployment.after',
   ],
+  // A test that passed within the first step's wait: testAndCommitHere's inner steps fire inside prepareDeployment
+  // (testAndCommitHere itself is then no activity of the run's, and no point of its own fires).
+  prepareDeploymentFinishingHere: [
+    'prepareDeployment.before',
+    'validateDeployment.before',
+    'validate',
+    'validateDeployment.after',
+    'compileCheck.before',
+    'compile',
+    'compileCheck.after',
+    'typecheckModule.before',
+    'typecheck',
+    'typecheckModule.after',
+    'testToolHere.before',
+    'test',
+    'testToolHere.after',
+    'commitAndPublish.before',
+    'commitVersion.before',
+    'commit',
+    'commitVersion.after',
+    'publishTools.before',
+    'publish',
+    'publishTools.after',
+    'commitAndPublish.after',
+    'prepareDeployment.after',
+  ],
 };
 const isPoint = (entry: string) => entry.includes('.');
 
@@ -134,8 +170,10 @@ async function runCombined(activity: keyof typeof COMBINED, points: string): Pro
   const log: Log = [];
   const { faults, run } = armed(points, log);
   const activities = deploymentActivities(faults?.checkpoint, log);
-  const input = activity === 'prepareDeployment' ? DEPLOY_INPUT : { ...DEPLOY_INPUT, verdict: { status: 'passed' } as VerdictSummary };
-  await run('deployToolWorkflow', activity, activities[activity] as (i: unknown) => Promise<unknown>, input);
+  const first = activity.startsWith('prepareDeployment');
+  const input = first ? DEPLOY_INPUT : { ...DEPLOY_INPUT, verdict: { status: 'passed' } as VerdictSummary };
+  // The worker registers the first step as prepareDeployment, whichever way it ends.
+  await run('deployToolWorkflow', first ? 'prepareDeployment' : activity, activities[activity] as (i: unknown) => Promise<unknown>, input);
   return log;
 }
 

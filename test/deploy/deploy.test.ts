@@ -6,6 +6,7 @@ import { ForgeInputError, type RunProgress } from '../../src/client';
 import { readActiveIndex, ToolRegistry } from '../../src/registry';
 import { databaseKinds, startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
 import { adderTool } from '../helpers/tools';
+import { DEPLOY_SHAPES, runShape } from '../helpers/run-shape';
 
 const fixture = (name: string) => readFileSync(path.join(__dirname, '..', 'fixtures', 'tools', `${name}.ts`), 'utf8');
 
@@ -89,6 +90,24 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(missing.message).toMatch(/no version 9; stored versions: 1, 2/);
   });
 
+
+  test('a quick test passes within the first step, which commits too: the whole deployment is one local activity', async () => {
+    // The test begins beside the type check, on a spare, and the first step waits a little for it
+    // (FIRST_STEP_TEST_WAIT_MS). A machine loaded enough to make one run outlast the wait gets the two-step shape
+    // instead, so one deployment of three must be one step, and none may be anything but one of the two shapes.
+    const shapes = [];
+    for (const variant of ['one', 'two', 'three']) {
+      const result = await platform.forge.deployTool({ name: 'one_step', source: adderTool(variant, 'one_step'), testInput: { a: 1, b: 2 } });
+      expect(result).toMatchObject({ status: 'active', verdict: 'passed' });
+      expect(result.diagnostics.stages.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done', 'done', 'done']);
+      shapes.push(await runShape(platform.env.client, result.workflowId));
+    }
+    for (const shape of shapes) expect([DEPLOY_SHAPES.oneStep, DEPLOY_SHAPES.twoSteps]).toContainEqual(shape);
+    expect(shapes).toContainEqual(DEPLOY_SHAPES.oneStep);
+    // What a caller sees is the same either way: the latest version active, and the files on disk say so.
+    await registry.waitFor('one_step', 3, 10_000);
+    expect(await registry.invoke('one_step', { a: 2, b: 3 })).toMatchObject({ ok: true, version: 3, output: { variant: 'three' } });
+  }, 60_000);
   test('a hostile tool is rejected with its verdict and leaves v1 active, with no file of it on disk', async () => {
     await platform.forge.deployTool({
       name: 'steady',

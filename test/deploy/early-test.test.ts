@@ -1,6 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { createDeployHereActivities, firstStepFinisher, type TestAndCommitHereResult } from '../../src/activities/deploy-here';
 import { createSandboxActivities } from '../../src/activities/sandbox-activities';
-import { createToolActivities, type ToolActivityDeps } from '../../src/activities/tool-activities';
+import { createToolActivities, type PrepareResult, type ToolActivityDeps } from '../../src/activities/tool-activities';
 import { toolContentHash } from '../../src/contract/hashes';
 import { SandboxSlots } from '../../src/sandbox/slots';
 import { sharedTypechecker } from '../../src/sandbox/typecheck';
@@ -37,7 +38,7 @@ afterEach(async () => {
 const running = () => processesMarkedWith(runs.marker).length > 0;
 
 /** A worker's two deployment groups over one slot, the checker answering only once a run of the tool is under way. */
-function worker(options: { earlyClaimMs?: number } = {}) {
+function worker(options: { earlyClaimMs?: number; finishInFirstStep?: boolean; checkOnceTestEnded?: boolean } = {}) {
   const slots = new SandboxSlots(1);
   const taken = jest.spyOn(slots, 'tryTake');
   let sawRunDuringCheck = false;
@@ -54,12 +55,20 @@ function worker(options: { earlyClaimMs?: number } = {}) {
       async check(source, name) {
         await until(running, 15_000, 'the test to be under way while the type check runs').catch(() => undefined);
         sawRunDuringCheck ||= running();
+        // The run's processes gone: the verdict settles within milliseconds, well inside the first step's wait, on
+        // however loaded a machine.
+        if (options.checkOnceTestEnded) await until(() => !running(), 15_000, 'the test to end while the check waits');
         return checker.check(source, name);
       },
     },
     startTestEarly: sandbox.startTestEarly,
+    // As the worker wires it (src/worker.ts): the deploy-here activities are made from these tool activities below.
+    finishHere: options.finishInFirstStep ? (input) => finishInFirstStep(input) : undefined,
   };
-  return { slots, taken, sandbox, tools: createToolActivities(deps), sawRunDuringCheck: () => sawRunDuringCheck };
+  const tools = createToolActivities(deps);
+  const here = createDeployHereActivities({ sandbox, tools });
+  const finishInFirstStep = firstStepFinisher(sandbox, here);
+  return { slots, taken, sandbox, tools, here, sawRunDuringCheck: () => sawRunDuringCheck };
 }
 
 const stepOf = (runId: string) => new MockActivityEnvironment({ workflowExecution: { workflowId: 'tool-deploy/early', runId }, isLocal: true });
@@ -128,5 +137,55 @@ describe("a deployment's test begun beside its type check", () => {
     await stepOf('run-3').run(w.tools.prepareDeployment, input);
     // The run's next step never comes (the run was cancelled, or its task moved elsewhere).
     await until(() => !running() && w.slots.busy === 0, 10_000, 'the unclaimed test to be killed');
+  }, 60_000);
+});
+
+describe('the first step waits a little for that test, and commits when it passed', () => {
+  const commitInput = (input: ReturnType<typeof deployment>) => ({ ...input, workflowId: 'tool-deploy/early' });
+
+  test('a test that passes within the wait: the first step returns its verdict and the commit, and the version is active', async () => {
+    const w = worker({ finishInFirstStep: true, checkOnceTestEnded: true });
+    const input = deployment('first_quick', adderTool('one', 'first_quick'), { a: 1, b: 2 });
+    const prepared = (await stepOf('run-q').run(w.tools.prepareDeployment, input)) as PrepareResult;
+    expect(prepared.finishedHere).toMatchObject({ verdict: { status: 'passed' }, committed: { version: 1, created: true } });
+    expect((await db.store.getActive('first_quick'))?.version).toBe(1);
+    expect(w.taken).toHaveBeenCalledTimes(1);
+    expect(w.slots.busy).toBe(0);
+  }, 60_000);
+
+  test('a test that outlasts the wait goes on running, and the next step takes it and commits: one run, not two', async () => {
+    const w = worker({ finishInFirstStep: true });
+    const input = deployment('first_long', sleepyTool('first_long'), { ms: 1_500 });
+    const step = stepOf('run-l');
+    const prepared = (await step.run(w.tools.prepareDeployment, input)) as PrepareResult;
+    expect(prepared.finishedHere).toBeUndefined();
+    expect(await db.store.getActive('first_long')).toBeUndefined();
+    expect(running()).toBe(true);
+    const here = (await step.run(w.here.testAndCommitHere, commitInput(input))) as TestAndCommitHereResult;
+    expect(here).toMatchObject({ verdict: { status: 'passed' }, committed: { version: 1 } });
+    expect(here.verdict!.durationMs).toBeGreaterThanOrEqual(1_500);
+    expect(w.taken).toHaveBeenCalledTimes(1);
+    expect((await db.store.getActive('first_long'))?.version).toBe(1);
+  }, 60_000);
+
+  test('a test that fails within the wait commits nothing there: the next step judges it, a rejection at test', async () => {
+    const w = worker({ finishInFirstStep: true, checkOnceTestEnded: true });
+    const failing = `import { z } from 'zod';
+export default {
+  name: 'first_failing',
+  inputSchema: z.object({ n: z.number() }),
+  async execute() { throw new Error('this tool always fails'); },
+};
+`;
+    const input = deployment('first_failing', failing, { n: 1 });
+    const step = stepOf('run-f');
+    const prepared = (await step.run(w.tools.prepareDeployment, input)) as PrepareResult;
+    expect(prepared.finishedHere).toBeUndefined();
+    await expect(step.run(w.here.testAndCommitHere, commitInput(input))).rejects.toMatchObject({
+      type: 'ToolRejected',
+      details: [expect.objectContaining({ stage: 'test', verdict: 'failed' })],
+    });
+    expect(await db.store.listVersions('first_failing')).toEqual([]);
+    expect(w.taken).toHaveBeenCalledTimes(1);
   }, 60_000);
 });

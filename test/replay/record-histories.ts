@@ -156,16 +156,19 @@ function start(workflow: string, workflowId: string, args: unknown[]) {
 test('records one history of each released workflow shape', async () => {
   const { forge } = platform;
   const tool = 'replayed';
-  const deploy = async (label: string | undefined, source: string, testInput: unknown, expected: Record<string, unknown>) => {
+  const deploy = async (label: string | undefined, source: string, testInput: unknown, expected: Record<string, unknown>, steps?: string[]) => {
     const handle = await forge.startDeployTool({ name: tool, source, testInput });
     expect(await handle.result()).toMatchObject(expected);
-    if (label) await save(label, handle.workflowId, handle.runId);
+    const history = label ? await save(label, handle.workflowId, handle.runId) : undefined;
+    if (history && steps) expect(localActivitiesOf(history)).toEqual(steps);
   };
 
-  // deployToolWorkflow. The same content twice is two runs under one workflow ID: their run IDs tell them apart.
-  await deploy('deploy-active', adderTool('a', tool), { a: 1, b: 2 }, { status: 'active', version: 1 });
+  // deployToolWorkflow. The same content twice is two runs under one workflow ID: their run IDs tell them apart. A
+  // quick test passes within the first step's wait for it, and that step commits too: one local activity. A longer one
+  // is taken, still running, by the second step, which commits.
+  await deploy('deploy-active-one-step', adderTool('a', tool), { a: 1, b: 2 }, { status: 'active', version: 1 }, ['prepareDeployment']);
   await deploy('deploy-unchanged', adderTool('a', tool), { a: 1, b: 2 }, { status: 'active', version: 1, unchanged: true });
-  await deploy(undefined, adderTool('b', tool), { a: 1, b: 2 }, { status: 'active', version: 2 });
+  await deploy('deploy-active', slowTool('b', tool), { ms: 1_500 }, { status: 'active', version: 2 }, ['prepareDeployment', 'testAndCommitHere']);
   await deploy('deploy-rejected-compile', 'export default {', {}, { status: 'rejected', diagnostics: { stage: 'compile' } });
   await deploy('deploy-rejected-typecheck', typeErrorTool(tool), { n: 1 }, { status: 'rejected', diagnostics: { stage: 'typecheck' } });
   await deploy('deploy-rejected-test', failingTool(tool), { n: 1 }, { status: 'rejected', diagnostics: { stage: 'test' } });

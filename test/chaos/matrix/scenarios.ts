@@ -74,19 +74,31 @@ export const SCENARIOS: Scenario[] = [
     points: [
       'prepareDeployment.before',
       'prepareDeployment.after',
-      // The test runs in the workflow task (FORGE_SANDBOX_TEST_HERE, on by default): a slot is free. Its commit
-      // follows in the same step (testAndCommitHere), whose end is a point of its own.
+      // The test runs in the workflow task (FORGE_SANDBOX_TEST_HERE, on by default): a slot is free. It begins inside
+      // the first step, beside the type check, and a quick one passes within that step's wait for it
+      // (FIRST_STEP_TEST_WAIT_MS), so the same step commits and publishes too and these points fire inside
+      // prepareDeployment. (On a machine slow enough for the test to outlast the wait, the next step, testAndCommitHere,
+      // takes the test and commits: the same points, the same end state.)
       'testToolHere.before',
       'testToolHere.after',
       'commitVersion.before',
       'commitVersion.after',
       'publishTools.before',
       'publishTools.after',
-      'testAndCommitHere.after',
     ],
     fastPoint: 'commitVersion.after',
     setup: (forge) => expectActive(forge, 'v1'),
-    run: async (forge) => (await deploy(forge, 'v2', 300)) as unknown as RunResult,
+    run: async (forge) => (await deploy(forge, 'v2', 10)) as unknown as RunResult,
+    outcome: (r) => pick(r, ['status', 'version', 'previousVersion', 'verdict', 'unchanged']),
+  },
+  {
+    workflowType: 'deployToolWorkflow',
+    label: 'deploy v2 over v1, its test outlasting the first step',
+    // A test of 5 s outlasts the first step's wait even behind a restarted worker's cold type checker (1-3 s): the
+    // second step (testAndCommitHere) takes the running test and commits, and its end is a point of its own.
+    points: ['testToolHere.after', 'commitVersion.after', 'testAndCommitHere.after'],
+    setup: (forge) => expectActive(forge, 'v1'),
+    run: async (forge) => (await deploy(forge, 'v2', 5_000)) as unknown as RunResult,
     outcome: (r) => pick(r, ['status', 'version', 'previousVersion', 'verdict', 'unchanged']),
   },
   {

@@ -1,0 +1,47 @@
+import type { temporal as proto } from '@temporalio/proto';
+import type { Client } from '@temporalio/client';
+
+/** A deployment's shape as its history records it: the local activities it ran and its search-attribute upserts. */
+export interface RunShape {
+  localActivities: string[];
+  upserts: Record<string, unknown>[];
+  /** The ForgeStage the client set at the start. */
+  firstStage: unknown;
+  /** `patched()` markers (none expected: a patch costs a marker and an upsert per run). */
+  patches: number;
+}
+
+const json = (p?: proto.api.common.v1.IPayload | null) => JSON.parse(Buffer.from(p?.data ?? []).toString()) as unknown;
+
+export async function runShape(client: Client, workflowId: string): Promise<RunShape> {
+  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  // A local activity's marker names its activity type in its `data` detail.
+  const localActivities = events
+    .map((e) => e.markerRecordedEventAttributes)
+    .filter((m) => m?.markerName === 'core_local_activity')
+    .map((m) => (json(m!.details!.data!.payloads![0]) as { activity_type: string }).activity_type);
+  const upserts = events
+    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields)
+    .filter((f) => f)
+    .map((f) => Object.fromEntries(Object.entries(f!).map(([k, v]) => [k, json(v)])));
+  const startedWith = events[0].workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ?? {};
+  const patches = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+  return { localActivities, upserts, firstStage: json(startedWith.ForgeStage), patches };
+}
+
+/**
+ * The two shapes of a deployment tested where its workflow task runs. The client set the first stage at the start, so
+ * the run upserts none for it and calls no patch. Stages run inside a step upsert nothing of their own; the last goes
+ * with the outcome, so the Web UI's list ends as it did with an upsert per stage.
+ * - one step: the test passed within the first step's wait for it, and that step committed too;
+ * - two steps: the second (testAndCommitHere) took the running test and committed, and `test` was upserted as it began.
+ */
+export const DEPLOY_SHAPES = {
+  oneStep: { localActivities: ['prepareDeployment'], upserts: [{ ForgeStage: 'notify', ForgeOutcome: 'active' }], firstStage: 'validate', patches: 0 },
+  twoSteps: {
+    localActivities: ['prepareDeployment', 'testAndCommitHere'],
+    upserts: [{ ForgeStage: 'test' }, { ForgeStage: 'notify', ForgeOutcome: 'active' }],
+    firstStage: 'validate',
+    patches: 0,
+  },
+} satisfies Record<string, RunShape>;
