@@ -97,7 +97,7 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     if (oneStep) restore();
     const tested = finishedHere ? { ...finishedHere, queued: false } : await testTool(input, validated.sandbox, commitInput);
     const { verdict } = tested;
-    const tookTest = `passed in ${verdict.durationMs} ms${tested.queued ? ' (on the sandbox queue)' : ''}`;
+    const tookTest = `passed in ${verdict.durationMs} ms${tested.queued ? ' (on the sandbox queue)' : finishedHere ? ' (in the first step)' : ''}`;
     if (finishedHere) progress.ran('test', verdict.durationMs, tookTest);
     else progress.done('test', tookTest);
 

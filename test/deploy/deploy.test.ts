@@ -100,7 +100,10 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
       const result = await platform.forge.deployTool({ name: 'one_step', source: adderTool(variant, 'one_step'), testInput: { a: 1, b: 2 } });
       expect(result).toMatchObject({ status: 'active', verdict: 'passed' });
       expect(result.diagnostics.stages.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done', 'done', 'done']);
-      shapes.push(await runShape(platform.env.client, result.workflowId));
+      const shape = await runShape(platform.env.client, result.workflowId);
+      const testStage = result.diagnostics.stages.find((s) => s.name === 'test');
+      expect(testStage?.summary?.endsWith('(in the first step)')).toBe(shape.localActivities.length === 1);
+      shapes.push(shape);
     }
     for (const shape of shapes) expect([DEPLOY_SHAPES.oneStep, DEPLOY_SHAPES.twoSteps]).toContainEqual(shape);
     expect(shapes).toContainEqual(DEPLOY_SHAPES.oneStep);
