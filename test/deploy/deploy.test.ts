@@ -90,7 +90,6 @@ describe.each(databaseKinds())('tool deployment on %s', (kind) => {
     expect(missing.message).toMatch(/no version 9; stored versions: 1, 2/);
   });
 
-
   test('a quick test passes within the first step, which commits too: the whole deployment is one local activity', async () => {
     // The test begins beside the type check, on a spare, and the first step waits a little for it
     // (FIRST_STEP_TEST_WAIT_MS). A machine loaded enough to make one run outlast the wait gets the two-step shape
