@@ -98,7 +98,7 @@ const DEPLOY_INPUT = { name: 'chaos_tool', source: 'export default 1', testInput
  * Each combined activity of a deployment with every point of it armed: the order in which its points fire around
  * the side effects of its steps. A worker armed at one of these points dies exactly where its name stands here.
  */
-const COMBINED: Record<'testAndCommitHere' | 'commitAndPublish' | 'prepareDeployment' | 'prepareDeploymentFinishingHere', string[]> = {
+const STEPS: Record<'testAndCommitHere' | 'commitAndPublish' | 'prepareDeployment', string[]> = {
   testAndCommitHere: [
     'testAndCommitHere.before',
     'testToolHere.before',
@@ -137,30 +137,14 @@ const COMBINED: Record<'testAndCommitHere' | 'commitAndPublish' | 'prepareDeploy
     'typecheckModule.after',
     'prepareDeployment.after',
   ],
-  // A test that passed within the first step's wait: testAndCommitHere's inner steps fire inside prepareDeployment
-  // (testAndCommitHere itself is then no activity of the run's, and no point of its own fires).
+};
+const COMBINED = {
+  ...STEPS,
+  // A test that passed within the first step's wait: testAndCommitHere's inner steps fire inside prepareDeployment,
+  // before its end (testAndCommitHere itself is then no activity of the run's, and no point of its own fires).
   prepareDeploymentFinishingHere: [
-    'prepareDeployment.before',
-    'validateDeployment.before',
-    'validate',
-    'validateDeployment.after',
-    'compileCheck.before',
-    'compile',
-    'compileCheck.after',
-    'typecheckModule.before',
-    'typecheck',
-    'typecheckModule.after',
-    'testToolHere.before',
-    'test',
-    'testToolHere.after',
-    'commitAndPublish.before',
-    'commitVersion.before',
-    'commit',
-    'commitVersion.after',
-    'publishTools.before',
-    'publish',
-    'publishTools.after',
-    'commitAndPublish.after',
+    ...STEPS.prepareDeployment.slice(0, -1),
+    ...STEPS.testAndCommitHere.filter((e) => !e.startsWith('testAndCommitHere.')),
     'prepareDeployment.after',
   ],
 };
