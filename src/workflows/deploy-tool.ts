@@ -75,10 +75,12 @@ export async function deployToolWorkflow(input: DeployToolWorkflowInput): Promis
     // A test here and its commit are one step (testTool below): the test shows running until both are done, and says so.
     const oneStep = validated.sandbox.here === true;
     if (!finishedHere) progress.start('test', oneStep ? 'here, then the commit in the same step' : undefined);
-    // Registered before the step that may commit (testAndCommitHere, or commitAndPublish): if the commit lands and
-    // anything after it fails, the previous version comes back (only while ours is still the active one: a newer
-    // deployment that committed since is left alone; with `ours` not yet known, the store looks for this run's own
-    // activation).
+    // Registered before the step that may commit (testAndCommitHere, or commitAndPublish), or, when the first step
+    // committed, before anything after it: if the commit lands and anything after it fails, the previous version comes
+    // back (only while ours is still the active one: a newer deployment that committed since is left alone; with `ours`
+    // not yet known, the store looks for this run's own activation). A first step that committed has returned: after
+    // its commit nothing in it throws (a failed commit comes back as `commitError`), and a cancellation requested
+    // meanwhile waits for it (WAIT_CANCELLATION_COMPLETED), so the check below still undoes it.
     const pointer: { previous?: number; ours?: number } = { previous: validated.activeVersion };
     const restore = () =>
       saga.add('restore the previously active version', () =>
