@@ -1,21 +1,12 @@
 import { Context } from '@temporalio/activity';
 import type { SandboxActivities } from './sandbox-activities';
-import type { CommitAndPublishResult, CommitInput, ToolActivities, ToolInnerSteps } from './tool-activities';
-import type { TestHereResult } from '../contract/tool-runs';
+import type { TestAndCommitHereResult, TestAndCommitInput, ToolActivities, ToolInnerSteps } from './tool-activities';
 import type { StepCheckpoint } from '../contract/fault-points';
 import { atCheckpoint } from '../contract/fault-points';
 
 /** The steps testAndCommitHere runs inside itself (fault points of their own; commitAndPublish's steps fire inside it). */
 export const DEPLOY_HERE_INNER_STEPS = ['testToolHere', 'commitAndPublish'] as const;
 export type DeployHereInnerStep = (typeof DEPLOY_HERE_INNER_STEPS)[number];
-
-export type TestAndCommitInput = Omit<CommitInput, 'verdict' | 'runId'>;
-
-/**
- * What testAndCommitHere did: `busy` (no free slot here: nothing ran), or the passing verdict with the commit it made,
- * or with `commitError` when the commit failed (the workflow then runs commitAndPublish as its own step).
- */
-export type TestAndCommitHereResult = TestHereResult & { committed?: CommitAndPublishResult; commitError?: string };
 
 /**
  * How long a deployment's first step waits, after its type check, for the test it began beside it (startTestEarly).
@@ -24,7 +15,7 @@ export type TestAndCommitHereResult = TestHereResult & { committed?: CommitAndPu
  * second step takes it, so the wait never runs a test twice. Its cost: the run's progress shows `validate` up to this
  * much longer, which no one outside the run can see before the workflow task's next heartbeat (1.6 s) anyway.
  */
-export const FIRST_STEP_TEST_WAIT_MS = 250;
+const FIRST_STEP_TEST_WAIT_MS = 250;
 
 /**
  * A deployment's last two steps as one local activity, where the workflow task runs. Each local activity costs the

@@ -5,12 +5,11 @@ import { TypecheckCrashedError, TypecheckTimeoutError } from '../sandbox/errors'
 import { sharedTypechecker, typeErrorsMessage, type TypecheckResult } from '../sandbox/typecheck';
 import type { TypeCheckError, TypecheckMode } from '../contract/sandbox-verdict';
 import { FORGE_OPERATION_NAMES, isToolName, toolNameMessage } from '../contract/tool-name';
-import { type DeployToolWorkflowInput, type ListToolsResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
+import { type DeployToolWorkflowInput, type ListToolsResult, type TestHereResult, type ToolSummary, type VerdictSummary } from '../contract/tool-runs';
 import type { StepCheckpoint } from '../contract/fault-points';
 import { atCheckpoint } from '../contract/fault-points';
 import { currentRun } from './current-run';
 import { notFound, toolRejected } from './failures';
-import type { TestAndCommitHereResult, TestAndCommitInput } from './deploy-here';
 
 /**
  * The steps that prepareDeployment and commitAndPublish run inside themselves, not as activities of their own: each is
@@ -138,6 +137,15 @@ export interface CommitAndPublishResult extends CommitResult {
   publishMs: number;
   generation: number;
 }
+
+/** What testAndCommitHere (deploy-here.ts) is given: a commit's input before the test gave it a verdict. */
+export type TestAndCommitInput = Omit<CommitInput, 'verdict' | 'runId'>;
+
+/**
+ * What testAndCommitHere did: `busy` (no free slot here: nothing ran), or the passing verdict with the commit it made,
+ * or with `commitError` when the commit failed (the workflow then runs commitAndPublish as its own step).
+ */
+export type TestAndCommitHereResult = TestHereResult & { committed?: CommitAndPublishResult; commitError?: string };
 
 /**
  * A deployment's inner steps (TOOL_INNER_STEPS): the single steps that the combined activities below run in one local

@@ -7,8 +7,7 @@ import { refused } from './refusal';
 import { Saga } from './saga';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
 import { DEPLOY_STAGES, type DeployToolResult, type DeployToolWorkflowInput, type VerdictSummary } from '../contract/tool-runs';
-import type { CommitAndPublishResult, SandboxPlacement, TypecheckSummary } from '../activities/tool-activities';
-import type { TestAndCommitInput } from '../activities/deploy-here';
+import type { CommitAndPublishResult, SandboxPlacement, TestAndCommitInput, TypecheckSummary } from '../activities/tool-activities';
 
 /**
  * Deploys one tool: validate → compile → typecheck (FORGE_TYPECHECK) → test in the sandbox → commit (persist the

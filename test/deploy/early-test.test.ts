@@ -1,7 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createDeployHereActivities, firstStepFinisher, type TestAndCommitHereResult } from '../../src/activities/deploy-here';
+import { createDeployHereActivities, firstStepFinisher } from '../../src/activities/deploy-here';
 import { createSandboxActivities } from '../../src/activities/sandbox-activities';
-import { createToolActivities, type PrepareResult, type ToolActivityDeps } from '../../src/activities/tool-activities';
+import { createToolActivities, type PrepareResult, type TestAndCommitHereResult, type ToolActivityDeps } from '../../src/activities/tool-activities';
 import { toolContentHash } from '../../src/contract/hashes';
 import { SandboxSlots } from '../../src/sandbox/slots';
 import { sharedTypechecker } from '../../src/sandbox/typecheck';
