@@ -5,10 +5,10 @@ import path from 'node:path';
 import { ACTIVE_INDEX_LOCK_FILE, readActiveIndex } from '../../src/registry/tool-files';
 import { lockLeftByKilledHolder } from '../registry/helpers';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { temporal } from '@temporalio/proto';
 import { ForgeClient } from '../../src/client';
 import { attemptsDirOf } from '../../src/platform/attempt-ledger';
 import { startTemporal } from '../helpers/platform';
+import { localActivityOf } from '../helpers/run-shape';
 import { processesMarkedWith } from '../helpers/processes';
 import { until, watchSandboxRuns } from './end-state';
 import { killWorkerHard, startForgeWorker } from './forge-worker';
@@ -194,13 +194,6 @@ test('What a killed worker left is gone once its successor starts, though that o
     runs.dispose();
   }
 }, 180_000);
-
-/** The activity type a local activity's marker names (in its `data` detail), or undefined for any other event. */
-function localActivityOf(event: temporal.api.history.v1.IHistoryEvent): string | undefined {
-  const marker = event.markerRecordedEventAttributes;
-  const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
-  return data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type : undefined;
-}
 
 /** A tool that passes its test until `deadline` (epoch ms) and fails it from then on: its verdict depends on when it runs. */
 const timeBombTool = (name: string, deadline: number) => `import { z } from 'zod';

@@ -13,13 +13,24 @@ export interface RunShape {
 
 const json = (p?: proto.api.common.v1.IPayload | null) => JSON.parse(Buffer.from(p?.data ?? []).toString()) as unknown;
 
+/** The activity type a local activity's marker names (in its `data` detail), or undefined for any other event. */
+export function localActivityOf(event: proto.api.history.v1.IHistoryEvent): string | undefined {
+  const marker = event.markerRecordedEventAttributes;
+  const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
+  if (!data) return undefined;
+  const named = json(data) as { activity_type?: string; activityType?: string };
+  return named.activity_type ?? named.activityType;
+}
+
+/** The activity types of the local activities a history recorded, in order. */
+export function localActivitiesOf(history: proto.api.history.v1.IHistory): string[] {
+  return (history.events ?? []).flatMap((e) => localActivityOf(e) ?? []);
+}
+
 export async function runShape(client: Client, workflowId: string): Promise<RunShape> {
-  const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  // A local activity's marker names its activity type in its `data` detail.
-  const localActivities = events
-    .map((e) => e.markerRecordedEventAttributes)
-    .filter((m) => m?.markerName === 'core_local_activity')
-    .map((m) => (json(m!.details!.data!.payloads![0]) as { activity_type: string }).activity_type);
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const localActivities = localActivitiesOf(history);
   const upserts = events
     .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields)
     .filter((f) => f)

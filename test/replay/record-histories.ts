@@ -25,6 +25,7 @@ import { startTemporal, startTestPlatform, type TestPlatform } from '../helpers/
 import { postgresBackend } from '../db/backends';
 import { agentRepo, FORGE_NODE_MODULES } from '../git/fixture';
 import { adderTool } from '../helpers/tools';
+import { localActivitiesOf } from '../helpers/run-shape';
 import { startLocalX402Network } from '../../src/x402';
 import { startFacilitatorServer } from '../../src/x402/facilitator-server';
 import { startHostileSeller } from '../helpers/hostile-seller';
@@ -62,19 +63,6 @@ export default {
   async execute(input: { n: number }) { const label: number = 'n is ' + input.n; return { label }; },
 };
 `;
-
-/** The activity types of the local activities a history recorded (their markers carry them). */
-function localActivitiesOf(history: temporal.api.history.v1.IHistory): string[] {
-  const types: string[] = [];
-  for (const event of history.events ?? []) {
-    const data = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
-    if (!data) continue;
-    const marker = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string; activityType?: string };
-    const type = marker.activity_type ?? marker.activityType;
-    if (type) types.push(type);
-  }
-  return types;
-}
 
 /**
  * Holds the embedded database's one session in a transaction while `during` runs: a step that needs the database
