@@ -7,6 +7,7 @@ import { createToolStore, openDatabase } from '../src/db';
 import { toolContentHash } from '../src/contract/hashes';
 import { materializeActiveTools, writeToolVersion } from '../src/registry/materialize';
 import { compileTool, runSandbox, SandboxPool } from '../src/sandbox';
+import { SPARE_REPLACEMENT_DELAY_MS } from '../src/sandbox/pool';
 import { PreloadSet } from '../src/sandbox/preload';
 import { byHandCpuMs } from './by-hand';
 import { floorRunner } from './floor';
@@ -113,13 +114,19 @@ export const deployBench: Bench = {
       // Each sample starts on a settled machine: the spare a deployment or a call took is replaced in the background,
       // and that boot would otherwise land on whichever sample comes next (the floor's, most of all).
       const settled = () => machineQuiet({ windowMs: 150, share: 0.15, maxMs: 3000 });
+      // A sample that took a spare has its replacement boot up to SPARE_REPLACEMENT_DELAY_MS ms later (src/sandbox/pool.ts): waited out, so
+      // that boot lands on no other sample.
+      const settledAfterSpare = async () => {
+        await new Promise((r) => setTimeout(r, SPARE_REPLACEMENT_DELAY_MS + 50));
+        await settled();
+      };
       inFirstStep = 0;
       for (let i = 0; i < RUNS; i++) {
-        await settled();
+        await settledAfterSpare();
         samples.durable.push(await timeMs(() => durable(i)));
-        await settled();
+        await settledAfterSpare();
         samples.direct.push(await timeMs(() => direct(i)));
-        await settled();
+        await settledAfterSpare();
         const reaped = reapedChildrenCpuMs();
         samples.floor.push(await timeMs(floor));
         floorCpu.push(reapedChildrenCpuMs() - reaped);

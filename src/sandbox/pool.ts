@@ -16,6 +16,15 @@ function bootKey(limits: SandboxLimits): string {
 }
 
 /**
+ * How long the replacement of a taken spare waits while another spare is still ready. A deployment takes a spare for
+ * its test beside its type check, on a machine of two cores: a replacement booting at once (~100-150 ms of CPU: Node,
+ * the harness, its snapshot) was a third process on those cores, in the middle of the very deployment the spare sped
+ * up, and added ~20-40 ms to it (BENCHMARKS.md, 2026-11-30, fourteenth session). A take that leaves no spare refills at once, so
+ * back-to-back runs never wait for this.
+ */
+export const SPARE_REPLACEMENT_DELAY_MS = 300;
+
+/**
  * Keeps `size` sandbox processes started ahead of demand, so a run does not wait for Node to boot (~30 ms of a
  * sandbox run's ~40 ms floor on the reference machine).
  *
@@ -23,7 +32,7 @@ function bootKey(limits: SandboxLimits): string {
  * directory) that has run no code but the harness and is blocked reading its one run from fd 3; it serves exactly one
  * run and is then killed like any other. A spare is only handed to a run whose boot-time limits (memory, environment
  * passthrough) equal the pool's; any other run starts its own process, as without a pool. Taking a spare starts its
- * replacement at once, in the background.
+ * replacement in the background: at once when it was the last one, else after {@link SPARE_REPLACEMENT_DELAY_MS}.
  */
 export class SandboxPool implements SpareHarnesses {
   private readonly limits: SandboxLimits;
@@ -31,6 +40,9 @@ export class SandboxPool implements SpareHarnesses {
   /** Spares being started; close() waits for them, so that nothing it started outlives it. */
   private readonly booting = new Set<Promise<void>>();
   private closed = false;
+  /** A replacement waiting for SPARE_REPLACEMENT_DELAY_MS (refillSoon). */
+  private refillTimer: NodeJS.Timeout | undefined;
+  private readonly replaceAfterMs: number;
   /** Spares handed out to runs. */
   served = 0;
   /** Of them, those started from a snapshot. */
@@ -43,13 +55,16 @@ export class SandboxPool implements SpareHarnesses {
    * spares with its own): a worker's start, whose workflow thread they would slow on a small machine.
    * @param options.snapshots where spares find startup snapshots holding the configured preloads already loaded
    * (harness-snapshot.ts); spares boot the usual way until one is built, and whenever none can be.
+   * @param options.replaceAfterMs how long a taken spare's replacement waits while another is ready
+   * ({@link SPARE_REPLACEMENT_DELAY_MS} by default; 0: at once).
    */
   constructor(
     limits: Partial<SandboxLimits>,
     readonly size: number,
-    private readonly options: { preload?: PreloadSet; startWhen?: Promise<unknown>; snapshots?: HarnessSnapshots } = {},
+    private readonly options: { preload?: PreloadSet; startWhen?: Promise<unknown>; snapshots?: HarnessSnapshots; replaceAfterMs?: number } = {},
   ) {
     this.limits = resolveLimits(limits);
+    this.replaceAfterMs = options.replaceAfterMs ?? SPARE_REPLACEMENT_DELAY_MS;
     if (options.startWhen) {
       void options.startWhen.catch(() => undefined).then(() => this.refill());
     } else this.refill();
@@ -74,10 +89,11 @@ export class SandboxPool implements SpareHarnesses {
       if (spare.harness.contained.exit && spare.harness.snapshot) this.options.snapshots?.distrust(spare.harness.snapshot);
       void disposeHarness(spare.harness);
     }
-    // At once: a replacement used to wait 250 ms while another spare was ready, because forking this (large) process
-    // blocked its event loop in the middle of the very deployment whose run the spare had just sped up. The spawn
-    // helper (src/process/spawner.ts) forks now, and the wait only slowed back-to-back runs (BENCHMARKS.md, 2026-11-26).
-    this.refill();
+    // A replacement used to wait 250 ms while another spare was ready, because forking this (large) process blocked
+    // its event loop; the spawn helper (src/process/spawner.ts) forks now. It waits again, for the cores this time
+    // (SPARE_REPLACEMENT_DELAY_MS), and only while another spare is ready.
+    if (this.spares.length > 0 && this.replaceAfterMs > 0) this.refillSoon();
+    else this.refill();
     if (spare) this.served++;
     if (spare?.harness.snapshot) this.servedFromSnapshot++;
     return spare?.harness;
@@ -91,6 +107,7 @@ export class SandboxPool implements SpareHarnesses {
   /** Kills every spare and removes its directory; runs already handed out are not affected. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.refillTimer);
     await Promise.all(this.booting);
     await Promise.all(this.spares.splice(0).map((s) => disposeHarness(s.harness)));
   }
@@ -117,7 +134,18 @@ export class SandboxPool implements SpareHarnesses {
     return this.options.snapshots?.blobFor(harnessNodeFlags(this.limits), entries);
   }
 
+  /** Refills after replaceAfterMs, unless a refill comes first (it clears this). Unref'd: it keeps no process alive. */
+  private refillSoon(): void {
+    if (this.refillTimer) return;
+    this.refillTimer = setTimeout(() => this.refill(), this.replaceAfterMs);
+    this.refillTimer.unref();
+  }
+
   private refill(): void {
+    if (this.refillTimer) {
+      clearTimeout(this.refillTimer);
+      this.refillTimer = undefined;
+    }
     while (!this.closed && this.spares.length + this.booting.size < this.size) {
       const key = bootKey(this.limits);
       const boot: Promise<void> = bootHarness(this.limits, this.bootOptions())

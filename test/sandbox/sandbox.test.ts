@@ -380,6 +380,44 @@ export default {
     expect(readdirSync(tempRoot)).toEqual([]);
   });
 
+  test('a taken spare is replaced only after a delay while another is ready, at once when it was the last; close() cancels the wait', async () => {
+    process.env.FORGE_TEST_MARKER = 'pool-replace';
+    const harnesses = () => processesMarkedWith('pool-replace').filter((p) => p.cmdline.startsWith(process.execPath));
+    const replaceAfterMs = 4000;
+    const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 2, { replaceAfterMs });
+    try {
+      await until(() => pool.ready === 2);
+      // One run: another spare is ready, so no third process boots beside the run (a deployment's test runs beside
+      // its type check; a boot then is a third process on two cores). It comes once the delay is over.
+      const taken = Date.now();
+      expect((await run(pool)).status).toBe('passed');
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(Date.now() - taken).toBeLessThan(replaceAfterMs);
+      expect(pool.ready).toBe(1);
+      expect(harnesses()).toHaveLength(1);
+      await until(() => pool.ready === 2);
+      expect(Date.now() - taken).toBeGreaterThanOrEqual(replaceAfterMs);
+
+      // Two runs at once: the second takes the last spare, and both replacements boot at once (back-to-back runs
+      // never wait for the delay).
+      const both = Date.now();
+      const verdicts = await Promise.all([run(pool, 200), run(pool, 200)]);
+      expect(verdicts.map((v) => v.status)).toEqual(['passed', 'passed']);
+      expect(pool.served).toBe(3);
+      await until(() => pool.ready === 2);
+      expect(Date.now() - both).toBeLessThan(replaceAfterMs);
+
+      // A replacement still waiting when the pool closes never boots.
+      expect((await run(pool)).status).toBe('passed');
+      expect(pool.ready).toBe(1);
+    } finally {
+      await pool.close();
+    }
+    await new Promise((r) => setTimeout(r, replaceAfterMs + 500));
+    expect(processesMarkedWith('pool-replace')).toEqual([]);
+    expect(readdirSync(tempRoot)).toEqual([]);
+  });
+
   test('a run with other boot-time limits starts its own process; after close() runs still work and nothing is left', async () => {
     process.env.FORGE_TEST_MARKER = 'pool-close';
     const pool = new SandboxPool(inTempRoot({ envPassthrough: ['FORGE_TEST_MARKER'] }), 2);
