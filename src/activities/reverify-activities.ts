@@ -63,9 +63,9 @@ const asResult = (row: ReverifyResultRow): ReverifyTestResult => ({
 export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
   return {
     /**
-     * Runs the stored test of one tool version (its source and test input from the database) in the bounded sandbox
-     * and records the verdict under (run, tool, version, attempt). Every verdict is a result, not a failure: what to
-     * do about it is the workflow's decision. Idempotent: a key already recorded is returned without testing again,
+     * Runs the stored test of one tool version (its compiled module and test input from the database) in the bounded
+     * sandbox and records the verdict under (run, tool, version, attempt). Every verdict is a result, not a failure:
+     * what to do about it is the workflow's decision. Idempotent: a key already recorded is returned without testing again,
      * which is what lets a run killed mid-batch resume without re-testing. Heartbeats; cancellation kills the tree.
      */
     async reverifyTest(input: ReverifyTestInput): Promise<ReverifyTestResult> {
@@ -87,7 +87,16 @@ export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
       try {
         const release = await deps.slots.take(ctx.cancellationSignal);
         const verdict = await runSandbox(
-          { name: input.name, source: row.sourceTs, input: row.testInput ?? {}, limits: deps.limits, signal: ctx.cancellationSignal },
+          // The stored module, the very code the registries run (agent-tools/ holds it), not the source compiled again:
+          // what is re-verified is what is served, and esbuild is not run once per tool.
+          {
+            name: input.name,
+            source: row.sourceTs,
+            compiledJs: row.compiledJs,
+            input: row.testInput ?? {},
+            limits: deps.limits,
+            signal: ctx.cancellationSignal,
+          },
           { pool: deps.pool },
         ).finally(release);
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? new Error('cancelled');

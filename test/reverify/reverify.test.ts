@@ -9,6 +9,7 @@ import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/pl
 import { startTestInternet, type TestInternet } from '../helpers/test-internet';
 import { projectNodeModules } from '../../src/sandbox/paths';
 import { describeIf } from '../helpers/skip';
+import { sql } from 'drizzle-orm';
 
 const temporal = useTemporal();
 
@@ -275,5 +276,24 @@ describeIf(process.getuid?.() === 0, "needs root: the test's own internet is a n
       for (const n of recordedBefore) expect(runsOf(n)).toBe(1);
       for (const r of rows) expect(runsOf(r.name)).toBeGreaterThanOrEqual(1);
     }, 180_000);
+
+    test('what is re-verified is the stored module the registries run, not the source compiled again', async () => {
+      const { forge } = platform;
+      const name = 'served_module';
+      const deployed = await forge.deployTool({ name, source: tool(name, 'v1'), testInput: { n: 3 } });
+      expect(deployed.status).toBe('active');
+      // The stored module no longer matches its source (as an esbuild upgrade, or a module changed at rest, would
+      // leave it): its source still compiles to a tool that passes, the module itself throws as it loads.
+      await platform.database.db.execute(
+        sql`UPDATE tool_versions SET compiled_js = compiled_js || ${'\nthrow new Error("the stored module, not the source");\n'} WHERE name = ${name}`,
+      );
+      writeFileSync(runLog, '');
+      const summary: ReverifySummary = await forge.reverifyNow();
+      const result = summary.tools.find((t) => t.name === name);
+      expect(result).toMatchObject({ version: 1, verdict: 'failed', action: 'quarantined' });
+      expect(result?.error).toMatch(/the stored module, not the source/);
+      expect(summary.quarantined).toEqual([name]);
+      expect(runsOf(name)).toBe(0); // its execute never ran: the module failed to load
+    }, 120_000);
   },
 );
