@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createToolActivities, createToolInnerSteps, type ToolActivityDeps } from '../src/activities/tool-activities';
 import { loadConfig } from '../src/config';
 import { createToolStore, openDatabase } from '../src/db';
@@ -114,10 +115,10 @@ export const deployBench: Bench = {
       // Each sample starts on a settled machine: the spare a deployment or a call took is replaced in the background,
       // and that boot would otherwise land on whichever sample comes next (the floor's, most of all).
       const settled = () => machineQuiet({ windowMs: 150, share: 0.15, maxMs: 3000 });
-      // A sample that took a spare has its replacement boot up to SPARE_REPLACEMENT_DELAY_MS ms later (src/sandbox/pool.ts): waited out, so
-      // that boot lands on no other sample.
+      // A sample that took a spare has its replacement boot up to SPARE_REPLACEMENT_DELAY_MS later
+      // (src/sandbox/pool.ts): waited out, so that boot lands on no other sample.
       const settledAfterSpare = async () => {
-        await new Promise((r) => setTimeout(r, SPARE_REPLACEMENT_DELAY_MS + 50));
+        await sleep(SPARE_REPLACEMENT_DELAY_MS + 50);
         await settled();
       };
       inFirstStep = 0;

@@ -65,8 +65,9 @@ export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
     /**
      * Runs the stored test of one tool version (its compiled module and test input from the database) in the bounded
      * sandbox and records the verdict under (run, tool, version, attempt). Every verdict is a result, not a failure:
-     * what to do about it is the workflow's decision. Idempotent: a key already recorded is returned without testing again,
-     * which is what lets a run killed mid-batch resume without re-testing. Heartbeats; cancellation kills the tree.
+     * what to do about it is the workflow's decision. Idempotent: a key already recorded is returned without testing
+     * again, which is what lets a run killed mid-batch resume without re-testing. Heartbeats; cancellation kills the
+     * tree.
      */
     async reverifyTest(input: ReverifyTestInput): Promise<ReverifyTestResult> {
       const earlier = await deps.results.find(input);

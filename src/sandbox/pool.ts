@@ -19,8 +19,8 @@ function bootKey(limits: SandboxLimits): string {
  * How long the replacement of a taken spare waits while another spare is still ready. A deployment takes a spare for
  * its test beside its type check, on a machine of two cores: a replacement booting at once (~100-150 ms of CPU: Node,
  * the harness, its snapshot) was a third process on those cores, in the middle of the very deployment the spare sped
- * up, and added ~20-40 ms to it (BENCHMARKS.md, 2026-11-30, fourteenth session). A take that leaves no spare refills at once, so
- * back-to-back runs never wait for this.
+ * up, and added ~20-40 ms to it (BENCHMARKS.md, 2026-11-30, fourteenth session). A take that leaves no spare refills
+ * at once, so back-to-back runs never wait for this.
  */
 export const SPARE_REPLACEMENT_DELAY_MS = 300;
 
