@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -143,7 +143,9 @@ export class HarnessSnapshots {
 
   private async build(flags: readonly string[], entries: readonly string[], blob: string): Promise<void> {
     if (!this.privateDir()) throw new Error(`${this.dir} is not a directory only this user can write: no harness snapshots`);
-    const temp = `${blob}.${process.pid}.tmp`;
+    // Its own temp file per build, not per process: two instances of this class in one process (a worker and a bench,
+    // two workers of `forge up`) may build the same blob at once, and one's rename or clean-up must not take the other's.
+    const temp = `${blob}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
     try {
       const built = await spawnThroughHelper({
         file: process.execPath,

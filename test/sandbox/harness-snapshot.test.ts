@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HarnessSnapshots, harnessNodeFlags } from '../../src/sandbox/harness-snapshot';
@@ -220,4 +220,28 @@ test('a run that finds no spare starts its own process from the snapshot, and fr
   } finally {
     await pool.close();
   }
+}, 120_000);
+
+test('two builders of the same blob at once in one process both end with it, and neither records a failure', async () => {
+  const dir = join(tempRoot, 'snapshots-f');
+  const [a, b] = [new HarnessSnapshots(dir), new HarnessSnapshots(dir)];
+  const preload = new PreloadSet(['zod'], 4);
+  const flags = harnessNodeFlags(resolveLimits(limits));
+  expect(a.blobFor(flags, preload.snapshotFiles())).toBeUndefined();
+  expect(b.blobFor(flags, preload.snapshotFiles())).toBeUndefined();
+  await Promise.all([a.settled(), b.settled()]);
+  expect([a.lastFailure, b.lastFailure]).toEqual([undefined, undefined]);
+  const blob = blobOf(a);
+  expect(a.blobFor(flags, preload.snapshotFiles())).toBe(blob);
+  expect(b.blobFor(flags, preload.snapshotFiles())).toBe(blob);
+  // What both handed out starts a spare that answers, and no build's temp file is left behind.
+  const pool = new SandboxPool(limits, 1, { preload, snapshots: b });
+  try {
+    await until(() => pool.ready === 1);
+    const verdict = await runSandbox({ name: 'probe', source: probeTool('probe', ''), input: { n: 9 }, limits }, { pool });
+    expect(verdict).toMatchObject({ status: 'passed', output: { n: 9, blob, rejectsText: true } });
+  } finally {
+    await pool.close();
+  }
+  expect(readdirSync(dir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
 }, 120_000);
