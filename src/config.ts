@@ -50,7 +50,8 @@ export interface ForgeConfig {
     spares: number;
     /**
      * FORGE_SANDBOX_TEST_HERE (default on): a deployment's test runs where its workflow task runs when that worker has
-     * a free slot, and goes to the sandbox queue only when it has none; off: always the sandbox queue.
+     * a free slot, and goes to the sandbox queue only when it has none; a re-verification run's tests run there too,
+     * waiting for its slots. Off: always the sandbox queue.
      */
     testHere: boolean;
     /**
@@ -149,8 +150,9 @@ export interface ForgeConfig {
      */
     schedule: boolean;
     /**
-     * Tests a run keeps in flight (FORGE_REVERIFY_PARALLELISM; default twice FORGE_SANDBOX_CONCURRENCY, which keeps the
-     * sandbox queue fed while results travel back). 1 makes a run strictly one test after another.
+     * Tests a run keeps in flight on the sandbox queue (FORGE_REVERIFY_PARALLELISM; default twice
+     * FORGE_SANDBOX_CONCURRENCY, which keeps the queue fed while results travel back). 1 makes a run strictly one test
+     * after another. A run that tests here (sandbox.testHere) keeps at most the worker's sandbox concurrency.
      */
     parallelism: number;
   };

@@ -207,7 +207,14 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
     tools: store,
     results: reverifyResults,
     publish,
-    sandbox: { ...toolDeps.sandbox, parallelism: config.reverify.parallelism },
+    // Here, a lane's next test starts without a server round trip, so more lanes than slots would only wait on the
+    // slots, ahead of a deployment's test that finds none free.
+    sandbox: {
+      taskQueue: config.taskQueues.sandbox,
+      maxTimeoutMs: config.sandbox.limits.maxTimeoutMs,
+      parallelism: config.sandbox.testHere ? Math.min(config.reverify.parallelism, config.sandbox.concurrency) : config.reverify.parallelism,
+      testsHere: config.sandbox.testHere,
+    },
     builtin: { repo: config.promotion.repo, promoteQueue: config.taskQueues.promote },
   });
   const promotionQueues = { shared: config.taskQueues.promote, host: `${config.taskQueues.promote}@${hostname()}` };
@@ -235,6 +242,8 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
       ...deployHereActivities,
       ...migrationActivities,
       ...reverifyActivities,
+      // reverifyTest among them: a re-verification's tests where its workflow task runs (FORGE_SANDBOX_TEST_HERE).
+      ...reverifySandboxActivities,
       ...payActivities,
       ...sellActivities,
     };

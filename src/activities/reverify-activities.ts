@@ -35,10 +35,22 @@ export interface ReverifyBatchTool {
 
 export interface ReverifyBatch {
   tools: ReverifyBatchTool[];
-  /** The sandbox queue, its time limit, and how many tests the run keeps in flight (recorded in the history). */
-  sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
+  /**
+   * The sandbox queue, its time limit, how many tests the run keeps in flight, and whether they run here, where the
+   * run's workflow task runs (FORGE_SANDBOX_TEST_HERE), as local activities: recorded in the history, so a replay
+   * follows it.
+   */
+  sandbox: ReverifyPlacement;
   /** The built-in repository and the shared promotion queue, when the worker has them (recorded in the history). */
   builtin?: { repo: string; promoteQueue: string };
+}
+
+/** Where and how a re-verification run tests (ReverifyBatch.sandbox). */
+interface ReverifyPlacement {
+  taskQueue: string;
+  maxTimeoutMs: number;
+  parallelism: number;
+  testsHere?: boolean;
 }
 
 /** What the sandbox-queue activity of re-verification needs. */
@@ -59,15 +71,18 @@ const asResult = (row: ReverifyResultRow): ReverifyTestResult => ({
   recorded: true,
 });
 
-/** The sandbox-queue activity of re-verification: a version's stored test, run again, its result recorded. */
+/**
+ * The test activity of re-verification: a version's stored test, run again, its result recorded. On the sandbox queue,
+ * or as a local activity of the control worker when the run tests here (ReverifyPlacement.testsHere).
+ */
 export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
   return {
     /**
      * Runs the stored test of one tool version (its compiled module and test input from the database) in the bounded
      * sandbox and records the verdict under (run, tool, version, attempt). Every verdict is a result, not a failure:
      * what to do about it is the workflow's decision. Idempotent: a key already recorded is returned without testing
-     * again, which is what lets a run killed mid-batch resume without re-testing. Heartbeats; cancellation kills the
-     * tree.
+     * again, which is what lets a run killed mid-batch resume without re-testing. Heartbeats (on the queue);
+     * cancellation kills the tree.
      */
     async reverifyTest(input: ReverifyTestInput): Promise<ReverifyTestResult> {
       const earlier = await deps.results.find(input);
@@ -84,7 +99,8 @@ export function createReverifySandboxActivities(deps: ReverifySandboxDeps) {
         });
       if (!row) return asResult(await record('error', 0, `v${input.version} of ${input.name} is no longer stored`));
       const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), 1000);
+      // A local activity (a run that tests here) cannot heartbeat: the workflow task's own heartbeats cover it.
+      const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), 1000);
       try {
         const release = await deps.slots.take(ctx.cancellationSignal);
         const verdict = await runSandbox(
@@ -120,7 +136,7 @@ export interface ReverifyActivityDeps {
   results: ReverifyStore;
   /** Makes agent-tools/ match the active pointers (the database's NOTIFY went out with the move). */
   publish(names?: readonly string[]): Promise<unknown>;
-  sandbox: { taskQueue: string; maxTimeoutMs: number; parallelism: number };
+  sandbox: ReverifyPlacement;
   /** Where the built-in branch is re-verified (config.promotion.repo, the shared promotion queue). */
   builtin?: { repo: string; promoteQueue: string };
 }

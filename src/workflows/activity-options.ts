@@ -2,6 +2,7 @@ import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type A
 import type { DeployHereActivities } from '../activities/deploy-here';
 import type { MigrationActivities } from '../activities/migration-activities';
 import type { PromotionActivities } from '../activities/promotion-activities';
+import type { ReverifySandboxActivities } from '../activities/reverify-activities';
 import type { SandboxActivities } from '../activities/sandbox-activities';
 import type { ToolActivities } from '../activities/tool-activities';
 import { FAILURE_TYPES, FailureType } from '../contract/failures';
@@ -36,7 +37,7 @@ export const FAST_STEP: LocalActivityOptions = {
  * Bounded steps (the sandbox test): a regular activity on the sandbox task queue, hard start-to-close above the
  * sandbox's own platform maximum, heartbeats, few attempts (a verdict is non-retryable anyway).
  */
-export function boundedStep(taskQueue: string, sandboxMaxTimeoutMs: number): ActivityOptions {
+function boundedStep(taskQueue: string, sandboxMaxTimeoutMs: number): ActivityOptions {
   return {
     taskQueue,
     startToCloseTimeout: sandboxMaxTimeoutMs + 30_000,
@@ -70,6 +71,18 @@ function hereStep(sandboxMaxTimeoutMs: number): LocalActivityOptions {
 
 export function deployHereSteps(sandboxMaxTimeoutMs: number) {
   return proxyLocalActivities<DeployHereActivities>(hereStep(sandboxMaxTimeoutMs));
+}
+
+/**
+ * Re-verification's tests: as local activities where the run's workflow task runs when its batch says so (`testsHere`,
+ * FORGE_SANDBOX_TEST_HERE), else on the sandbox queue. Here, a test's result reaches the workflow without the server's
+ * three events and two task dispatches per test, which cost the dev server ~13 ms of CPU a tool (BENCHMARKS.md); the
+ * run's tests then stay on the worker that holds the run, where the queue would spread them over every sandbox worker.
+ */
+export function reverifySandboxSteps(placement: { taskQueue: string; maxTimeoutMs: number; testsHere?: boolean }) {
+  return placement.testsHere
+    ? proxyLocalActivities<ReverifySandboxActivities>(hereStep(placement.maxTimeoutMs))
+    : proxyActivities<ReverifySandboxActivities>(boundedStep(placement.taskQueue, placement.maxTimeoutMs));
 }
 
 export const migrationSteps = proxyLocalActivities<MigrationActivities>(FAST_STEP);

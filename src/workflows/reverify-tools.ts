@@ -1,6 +1,6 @@
-import { continueAsNew, metricMeter, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { ReverifyActivities, ReverifyBatchTool, ReverifySandboxActivities, ReverifyTestResult } from '../activities/reverify-activities';
-import { boundedStep, FAST_STEP } from './activity-options';
+import { continueAsNew, metricMeter, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { ReverifyActivities, ReverifyBatchTool, ReverifyTestResult } from '../activities/reverify-activities';
+import { FAST_STEP, reverifySandboxSteps } from './activity-options';
 import { Progress } from './progress';
 import { reverifyBuiltin } from './reverify-builtin';
 import { ForgeOutcomeKey } from '../contract/search-attributes';
@@ -34,7 +34,8 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
   ]);
   progress.done('load', `batch ${batches}: ${batch.tools.length} tool(s) from ${batch.tools[0]?.name ?? '-'}`);
 
-  const sandbox = proxyActivities<ReverifySandboxActivities>(boundedStep(batch.sandbox.taskQueue, batch.sandbox.maxTimeoutMs));
+  // Here or on the sandbox queue, as the batch recorded it.
+  const sandbox = reverifySandboxSteps(batch.sandbox);
   const test = (tool: { name: string; version: number }, attempt: number, role: 'active' | 'retest' | 'candidate') =>
     sandbox.reverifyTest
       .executeWithOptions({ summary: `${role === 'retest' ? 'retest' : 'test'} ${tool.name} v${tool.version}` }, [
@@ -100,7 +101,7 @@ export async function reverifyToolsWorkflow(input: ReverifyToolsInput = {}): Pro
     }
   };
 
-  progress.start('test', `${batch.tools.length} tool(s), ${batch.sandbox.parallelism} at a time`);
+  progress.start('test', `${batch.tools.length} tool(s), ${batch.sandbox.parallelism} at a time, ${batch.sandbox.testsHere ? 'here' : 'on the sandbox queue'}`);
   const queue = [...batch.tools];
   const lane = async () => {
     for (let tool = queue.shift(); tool; tool = queue.shift()) {

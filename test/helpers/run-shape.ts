@@ -56,3 +56,24 @@ export const DEPLOY_SHAPES = {
     patches: 0,
   },
 } satisfies Record<string, RunShape>;
+
+/** Where a run chain's activities ran: the local activities' types, and the types and queues of those scheduled on the server. */
+export interface ActivityPlacement {
+  local: string[];
+  scheduled: { type: string; taskQueue: string }[];
+}
+
+/** The activities of a workflow's every run, from `firstRunId` through each continue-as-new, in order. */
+export async function activityPlacementOf(client: Client, workflowId: string, firstRunId: string): Promise<ActivityPlacement> {
+  const placement: ActivityPlacement = { local: [], scheduled: [] };
+  for (let runId: string | undefined = firstRunId; runId;) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    placement.local.push(...localActivitiesOf(history));
+    for (const e of history.events ?? []) {
+      const s = e.activityTaskScheduledEventAttributes;
+      if (s) placement.scheduled.push({ type: s.activityType?.name ?? '', taskQueue: s.taskQueue?.name ?? '' });
+    }
+    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  return placement;
+}

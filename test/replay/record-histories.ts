@@ -324,8 +324,12 @@ export default {
 };
 `;
 
-test('records the re-verification shapes (continued as new; quarantined, degraded, summarized)', async () => {
-  const { forge } = platform;
+/**
+ * One re-verification run that continues as new and quarantines, degrades and summarizes, on `on`; saved as
+ * `<label>-continued` (its first run) and `<label>-summarized` (its last).
+ */
+async function recordReverify(on: TestPlatform, label: string, workflowId: string, builtin: boolean): Promise<void> {
+  const { forge } = on;
   const deploy = async (name: string, variant: string, failsAfter?: number) =>
     expect(await forge.deployTool({ name, source: expiringTool(name, variant, failsAfter), testInput: { n: 1 } })).toMatchObject({ status: 'active' });
   await deploy('rv_degrades', 'v1');
@@ -336,14 +340,33 @@ test('records the re-verification shapes (continued as new; quarantined, degrade
   await deploy('rv_degrades', 'v2', expiry);
   await deploy('rv_quarantined', 'v1', expiry);
   await sleep(Math.max(0, expiry - Date.now() + 100));
-  const handle = await start('reverifyToolsWorkflow', 'tool-reverify/replay', [{ batchSize: 3 }]);
+  const handle = await env.client.workflow.start('reverifyToolsWorkflow', {
+    taskQueue: on.config.taskQueues.control,
+    workflowId,
+    args: [{ batchSize: 3, ...(builtin ? {} : { builtin: false }) }],
+  });
   const summary = (await handle.result()) as { quarantined: string[]; degraded: string[]; counts: { batches: number } };
   expect(summary).toMatchObject({ quarantined: ['rv_quarantined'], degraded: ['rv_degrades'] });
   expect(summary.counts.batches).toBeGreaterThanOrEqual(2);
-  expect(summary).toMatchObject({ builtin: expect.objectContaining({ status: 'passed' }) });
+  if (builtin) expect(summary).toMatchObject({ builtin: expect.objectContaining({ status: 'passed' }) });
   // The first run (its batch acted on, then continued as new) and the last (the summary).
-  await save('reverify-continued', handle.workflowId, handle.firstExecutionRunId);
-  await save('reverify-summarized', handle.workflowId);
+  await save(`${label}-continued`, handle.workflowId, handle.firstExecutionRunId);
+  await save(`${label}-summarized`, handle.workflowId);
+}
+
+// The tests as local activities where the workflow task runs (FORGE_SANDBOX_TEST_HERE, on by default).
+test('records the re-verification shapes (continued as new; quarantined, degraded, summarized)', async () => {
+  await recordReverify(platform, 'reverify', 'tool-reverify/replay', true);
+}, 120_000);
+
+// The tests on the sandbox queue (FORGE_SANDBOX_TEST_HERE=off).
+test('records the re-verification shapes whose tests go to the sandbox queue', async () => {
+  const queued = await startTestPlatform(env, 'pglite', { env: { FORGE_SANDBOX_TEST_HERE: 'off', FORGE_REVERIFY_INTERVAL: 'off' } });
+  try {
+    await recordReverify(queued, 'reverify-queued', 'tool-reverify/replay-queued', false);
+  } finally {
+    await queued.teardown();
+  }
 }, 120_000);
 
 test('records the x402 shapes (sell: refused, which makes the ledger through its migration child, and offered; pay: paid, refused, free, cancelled; the P&L read)', async () => {

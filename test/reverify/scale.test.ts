@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ReverifySummary } from '../../src/client';
 import { seedActiveTools, type SeedTool } from '../../bench/reverify-seed';
 import { startTestPlatform, useTemporal, type TestPlatform } from '../helpers/platform';
+import { activityPlacementOf } from '../helpers/run-shape';
 import { projectNodeModules } from '../../src/sandbox/paths';
 
 const temporal = useTemporal();
@@ -75,5 +76,10 @@ describe('re-verification of 500 tools', () => {
     expect((await platform.forge.listTools()).tools.filter((t) => t.status !== 'active').map((t) => [t.name, t.status])).toEqual(
       BROKEN.map((n) => [n, 'quarantined']),
     );
+    // Every test ran where the run's workflow task ran (FORGE_SANDBOX_TEST_HERE, on by default), as a local activity:
+    // the 493 that passed once, the 7 broken twice (test, retest), and nothing went to the server's task queues.
+    const placement = await activityPlacementOf(temporal().client, handle.workflowId, handle.firstExecutionRunId);
+    expect(placement.local.filter((type) => type === 'reverifyTest')).toHaveLength(TOTAL + BROKEN.length);
+    expect(placement.scheduled).toEqual([]);
   }, 600_000);
 });
