@@ -164,6 +164,18 @@ export const reverifyScenario: Scenario = {
 };
 
 /**
+ * The same run with its tests on the sandbox queue (FORGE_SANDBOX_TEST_HERE=off), as activities of their own, where the
+ * scenario above runs them as local activities of the workflow task's worker: a kill around a queued test.
+ */
+export const reverifyQueuedScenario: Scenario = {
+  ...reverifyScenario,
+  label: 'a package rots, its tests on the sandbox queue',
+  points: ['reverifyTest.before', 'reverifyTest.after'],
+  fastPoint: undefined,
+  env: () => ({ ...reverifyScenario.env!(''), FORGE_SANDBOX_TEST_HERE: 'off' }),
+};
+
+/**
  * The built-in branch's part of a run (issue 12), in the full matrix only: no tools, and a fresh copy of
  * examples/agent-repo as FORGE_BUILTIN_REPO, whose head every stage passes. A kill at any step of it (the promotion's
  * own steps, run by ReverifyToolsWorkflow) must end with the same report, the repository untouched, and no worktree,

@@ -2,7 +2,7 @@ import type { ForgeClient } from '../../../src/client';
 import type { LiveProcess } from './end-state';
 import { payCancelledScenario, payScenario } from './pay';
 import { movedBranchPromotionScenario, promotionScenario } from './promotion';
-import { reverifyBuiltinScenario, reverifyScenario } from './reverify';
+import { reverifyBuiltinScenario, reverifyQueuedScenario, reverifyScenario } from './reverify';
 import { sleepyTool } from '../../helpers/tools';
 
 /**
@@ -157,6 +157,7 @@ export const SCENARIOS: Scenario[] = [
   promotionScenario,
   movedBranchPromotionScenario,
   reverifyScenario,
+  reverifyQueuedScenario,
   reverifyBuiltinScenario,
   payScenario,
   payCancelledScenario,
