@@ -13,7 +13,7 @@ import { SandboxSlots } from './sandbox/slots';
 import { createToolActivities, createToolInnerSteps, TOOL_INNER_STEPS, type ToolActivityDeps } from './activities/tool-activities';
 import type { ForgeConfig } from './config';
 import { createReverifyStore, createToolStore, TOOLS_CHANNEL, type ForgeDatabase, type ToolStore } from './db';
-import { checkedOutBuiltinToolNames } from './git';
+import { checkedOutBuiltinToolNames, headSignature } from './git';
 import { sweepDeadWritersTempFiles } from './registry/atomic-file';
 import { removeOrphanedLock } from './registry/file-lock';
 import { ACTIVE_INDEX_LOCK_FILE } from './registry/tool-files';
@@ -32,19 +32,31 @@ import { MAX_DEPLOY_SOURCE_BYTES } from './contract/limits';
 import { startX402Worker } from './platform/x402-worker';
 import { createControlWorkerAhead, type ControlWorkerAhead } from './platform/control-worker';
 
-/** How long the built-in names read from the agent repository's plan are reused (a deployment reads them). */
+/**
+ * How long the built-in names read from the agent repository's plan are reused (a deployment reads them) where its
+ * HEAD cannot be told without git (headSignature).
+ */
 const PLAN_NAMES_TTL_MS = 2_000;
 
-/** `load`, called at most once per `ttlMs`; a failed load is not kept. */
-function cachedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
-  let cached: { at: number; value: Promise<T> } | undefined;
+/**
+ * `load`, called again only once `version()` has changed since the last load, or, where it says nothing (undefined),
+ * once `ttlMs` has passed; a failed load is not kept. The version is read before the load it goes with, so a change
+ * made while a load runs is seen by the next call.
+ */
+function cachedWhile<T>(version: () => string | undefined, ttlMs: number, load: () => Promise<T>): () => Promise<T> {
+  let cached: { at: number; version?: string; value: Promise<T> } | undefined;
   return () => {
-    if (!cached || performance.now() - cached.at > ttlMs) {
-      const value = load();
-      cached = { at: performance.now(), value };
-      value.catch(() => (cached = undefined));
+    const now = performance.now();
+    const current = version();
+    const fresh = cached && (current !== undefined ? cached.version === current : cached.version === undefined && now - cached.at <= ttlMs);
+    if (!fresh) {
+      const entry = { at: now, version: current, value: load() };
+      entry.value.catch(() => {
+        if (cached === entry) cached = undefined;
+      });
+      cached = entry;
     }
-    return cached.value;
+    return cached!.value;
   };
 }
 
@@ -169,7 +181,13 @@ async function createWorkersAround(ahead: ControlWorkerAhead, options: ForgeWork
   const toolDeps: ToolActivityDeps = {
     store,
     builtinTools: config.builtinTools,
-    planBuiltinTools: cachedFor(PLAN_NAMES_TTL_MS, () => checkedOutBuiltinToolNames(config.promotion.repo)),
+    // Read again only when the repository's HEAD moved (its refs, stat-ed: no git process on a deployment's path),
+    // so a built-in name the plan gains is reserved from the next deployment on.
+    planBuiltinTools: cachedWhile(
+      () => headSignature(config.promotion.repo),
+      PLAN_NAMES_TTL_MS,
+      () => checkedOutBuiltinToolNames(config.promotion.repo),
+    ),
     maxSourceBytes: Math.min(config.sandbox.limits.sourceBytes, MAX_DEPLOY_SOURCE_BYTES),
     writeVersionFiles: async (row) => {
       await writeToolVersion(dir, row);

@@ -34,6 +34,7 @@ export {
   WorktreeRootError,
 } from './errors';
 export { compileGlob, globSyntaxError } from './glob';
+export { headSignature } from './head-signature';
 export { type CommitIdentity } from './identity';
 export { advanceLiveCheckout, inspectLiveCheckout, mergeIntoBranch } from './live-checkout';
 export { compareAndSwapBranch } from './merge';

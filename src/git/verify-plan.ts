@@ -244,7 +244,8 @@ export async function trackedFiles(repo: string, commit: string): Promise<string
 export async function checkedOutBuiltinToolNames(repo: string): Promise<string[] | undefined> {
   const head = await revParse(repo, 'HEAD^{commit}').catch(() => null);
   if (!head) return undefined;
-  const { exitCode } = await git(['cat-file', '-e', `${head}:${VERIFY_PLAN_FILE}`], { cwd: repo, okExitCodes: [1, 128] });
+  // Two git processes, not four: the commit just resolved needs no second check before its file is read.
+  const { stdout, exitCode } = await git(['cat-file', 'blob', `${head}:${VERIFY_PLAN_FILE}`], { cwd: repo, okExitCodes: [128] });
   if (exitCode !== 0) return undefined;
-  return builtinToolNames(await readVerifyPlan(repo, head));
+  return builtinToolNames(parseVerifyPlanText(stdout, `${head}:${VERIFY_PLAN_FILE}`));
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   EmptyChangeError,
@@ -8,6 +8,7 @@ import {
   builtinToolNames,
   compileGlob,
   globSyntaxError,
+  headSignature,
   parseVerifyPlan,
   parseVerifyPlanText,
   planStages,
@@ -16,7 +17,7 @@ import {
   type VerifyPlan,
 } from '../../src/git';
 import { TOOL_NAME_RULE } from '../../src/contract/tool-name';
-import { EXAMPLE_REPO, agentRepo, commitByHand } from './fixture';
+import { EXAMPLE_REPO, agentRepo, commitByHand, sh } from './fixture';
 
 const examplePlan = (): VerifyPlan => parseVerifyPlanText(readFileSync(path.join(EXAMPLE_REPO, 'forge.verify.json'), 'utf8'));
 
@@ -212,6 +213,58 @@ describe('reading the plan of a commit', () => {
       await expect(readVerifyPlan(s.repo, s.base)).resolves.toEqual(first);
       await commitByHand(s.repo, { 'other.txt': 'x' });
       await expect(readVerifyPlan(s.repo, `${s.base}~0:nothing`)).rejects.toThrow(VerifyPlanError);
+    } finally {
+      await s.dispose();
+    }
+  });
+});
+
+describe("telling HEAD's commit without git (headSignature: when the plan's built-in names are read again)", () => {
+  it('changes with every move of HEAD, and with nothing else', async () => {
+    const s = await agentRepo();
+    try {
+      const seen = new Map<string, string>();
+      /** The signature now, checked against the commit git says HEAD is at: one signature never names two commits. */
+      const observe = async () => {
+        const signature = headSignature(s.repo);
+        expect(signature).toBeDefined();
+        const commit = await sh(s.repo, 'rev-parse', 'HEAD');
+        expect({ signature, commit: seen.get(signature!) ?? commit }).toEqual({ signature, commit });
+        seen.set(signature!, commit);
+        return signature;
+      };
+      const first = await observe();
+      // The working tree, the index and reads move nothing.
+      writeFileSync(path.join(s.repo, 'forge.verify.json'), '{ "version": 1 }');
+      await sh(s.repo, 'add', 'forge.verify.json');
+      await sh(s.repo, 'log', '--oneline');
+      expect(await observe()).toBe(first);
+      await sh(s.repo, 'checkout', '-q', '--', '.');
+      await sh(s.repo, 'reset', '-q');
+      const moves: [string, () => Promise<unknown>][] = [
+        ['a commit', () => commitByHand(s.repo, { 'a.txt': 'a' })],
+        ['a commit straight after', () => commitByHand(s.repo, { 'a.txt': 'b' })],
+        ['a reset', () => sh(s.repo, 'reset', '-q', '--hard', 'HEAD~1')],
+        ['a new branch checked out', () => sh(s.repo, 'checkout', '-q', '-b', 'other')],
+        ['a commit on it', () => commitByHand(s.repo, { 'b.txt': 'b' })],
+        ['the first branch checked out again', () => sh(s.repo, 'checkout', '-q', '-')],
+        ['every ref packed', () => sh(s.repo, 'pack-refs', '--all')],
+        ['a commit after that', () => commitByHand(s.repo, { 'c.txt': 'c' })],
+        ['the branch moved by update-ref, as a promotion moves it', () => sh(s.repo, 'update-ref', 'HEAD', 'other')],
+        ['a detached HEAD', () => sh(s.repo, 'checkout', '-q', '--detach', 'HEAD~1')],
+      ];
+      let before = await observe();
+      for (const [what, move] of moves) {
+        await move();
+        const after = await observe();
+        expect({ what, changed: after !== before }).toEqual({ what, changed: true });
+        expect(headSignature(s.repo)).toBe(after);
+        before = after;
+      }
+      // Where HEAD cannot be told this way, git is asked: a linked worktree's .git is a file.
+      await sh(s.repo, 'worktree', 'add', '-q', path.join(s.dir, 'linked'), 'other');
+      expect(headSignature(path.join(s.dir, 'linked'))).toBeUndefined();
+      expect(headSignature(path.join(s.dir, 'no-repository'))).toBeUndefined();
     } finally {
       await s.dispose();
     }
