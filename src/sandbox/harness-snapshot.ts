@@ -15,8 +15,8 @@ import { harnessPath, packageRoot } from './paths';
  * A blob is code every sandbox process runs, so it lives only in a directory of this user's that no one else can write
  * (checked before a blob in it is first used or built, as ssh checks its keys' directory), is made by this process
  * from the installed files, and is used only after a process started from it has answered. It is named by what it was
- * made from (Node, the flags, the harness, each package's entry and manifest): a change to any of them makes another
- * name, never a stale hit. Inside the sandbox it is bound read-only, like the harness itself.
+ * made from (Node, the flags, the harness and where it is, each package's entry and manifest): a change to any of them
+ * makes another name, never a stale hit. Inside the sandbox it is bound read-only, like the harness itself.
  */
 
 /** The Node and V8 flags a harness runs with. A snapshot is refused under any other V8 flags, so it is made with these. */
@@ -113,7 +113,10 @@ export class HarnessSnapshots {
     if (name === undefined) {
       try {
         const hash = createHash('sha256');
-        hash.update(JSON.stringify([process.version, process.execPath, flags, entries]));
+        // The harness's own location too: a blob holds the paths it was built from, and a second install of Forge of this
+        // user (another checkout, another version) whose files are the same must not take it up, die at start, and
+        // so delete it under the first, which then builds it again (and the second deletes it again).
+        hash.update(JSON.stringify([process.version, process.execPath, flags, entries, harnessPath(), snapshotBuilderPath()]));
         for (const file of [harnessPath(), snapshotBuilderPath(), join(dirname(harnessPath()), 'frame-mac.cjs')]) hash.update(readFileSync(file));
         // The entry and its package's manifest: an upgrade of the package changes its version, so its name.
         for (const entry of entries) hash.update(readFileSync(entry)).update(readFileSync(packageManifestOf(entry)));

@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HarnessSnapshots, harnessNodeFlags } from '../../src/sandbox/harness-snapshot';
 import { resolveLimits } from '../../src/sandbox/limits';
-import { harnessPath } from '../../src/sandbox/paths';
+import { harnessPath, packageRoot } from '../../src/sandbox/paths';
 import { runSandbox, SandboxPool, type SandboxLimits } from '../../src/sandbox';
 import { PreloadSet } from '../../src/sandbox/preload';
+import type * as SandboxModule from '../../src/sandbox';
+import type * as SnapshotModule from '../../src/sandbox/harness-snapshot';
+import type * as PreloadModule from '../../src/sandbox/preload';
 
 /**
  * Spares started from a startup snapshot of the harness with zod already loaded (src/sandbox/harness-snapshot.ts).
@@ -244,4 +247,45 @@ test('two builders of the same blob at once in one process both end with it, and
     await pool.close();
   }
   expect(readdirSync(dir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+}, 120_000);
+
+test('a second install of Forge of the same user builds a blob of its own, and both keep starting spares from theirs', async () => {
+  // The other install: this package's built files and harness at another path, its node_modules the same packages.
+  const root = join(tempRoot, 'second-install');
+  mkdirSync(join(root, 'src'), { recursive: true });
+  cpSync(join(packageRoot(), 'package.json'), join(root, 'package.json'));
+  cpSync(join(packageRoot(), 'src', 'sandbox'), join(root, 'src', 'sandbox'), { recursive: true, filter: (f) => !f.endsWith('.ts') || f.endsWith('.d.cts') });
+  cpSync(join(packageRoot(), 'dist', 'src'), join(root, 'dist', 'src'), { recursive: true });
+  symlinkSync(join(packageRoot(), 'node_modules'), join(root, 'node_modules'));
+  chmodSync(tempRoot, 0o755);
+  const load = async <T>(file: string) => (await import(join(root, 'dist', 'src', 'sandbox', file))) as T;
+  const other = await load<typeof SandboxModule>('index.js');
+  const otherSnapshots = await load<typeof SnapshotModule>('harness-snapshot.js');
+  const otherPreload = await load<typeof PreloadModule>('preload.js');
+
+  const dir = join(tempRoot, 'snapshots-g');
+  const ours = new HarnessSnapshots(dir);
+  const theirs = new otherSnapshots.HarnessSnapshots(dir);
+  const ourPool = await snapshotPool(ours);
+  const theirPreload = new otherPreload.PreloadSet(['zod'], 4);
+  theirs.blobFor(otherSnapshots.harnessNodeFlags(resolveLimits(limits)), theirPreload.snapshotFiles());
+  await theirs.settled();
+  expect(theirs.lastFailure).toBeUndefined();
+  const theirPool = new other.SandboxPool(limits, 1, { preload: theirPreload, snapshots: theirs });
+  try {
+    // Turn about, as two workers would: every run of each starts from its own blob, which stays in place.
+    for (let i = 0; i < 3; i++) {
+      for (const pool of [ourPool, theirPool]) {
+        await until(() => pool.ready === 1);
+        const run = pool === ourPool ? runSandbox : other.runSandbox;
+        expect(await run({ name: 'probe', source: probeTool('probe', ''), input: { n: i }, limits }, { pool })).toMatchObject({ status: 'passed' });
+      }
+    }
+    expect([ourPool.servedFromSnapshot, theirPool.servedFromSnapshot]).toEqual([3, 3]);
+    expect(existsSync(blobOf(ours))).toBe(true);
+    expect(theirs.pathFor(harnessNodeFlags(resolveLimits(limits)), new PreloadSet(['zod'], 4).snapshotFiles())).not.toBe(blobOf(ours));
+  } finally {
+    await ourPool.close();
+    await theirPool.close();
+  }
 }, 120_000);
