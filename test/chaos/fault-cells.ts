@@ -15,7 +15,8 @@ export const ONLINE_INDEX_KILL_CELLS: OnlineIndexKillCell[] = [
   { kill: 'migrateSchemaWorkflow:buildCoreIndex.before', outcomes: ['built'] },
   // The build done, its completion lost: the retry finds the valid index of that name and keeps it.
   { kill: 'migrateSchemaWorkflow:buildCoreIndex.after', outcomes: ['present', 'built'] },
-  { kill: 'during the build', outcomes: ['built'] },
+  // Killed from outside while it builds: built again by the retry, or kept when it finished before its session noticed.
+  { kill: 'during the build', outcomes: ['built', 'present'] },
   { kill: 'migrateSchemaWorkflow:completeMigration.before', outcomes: ['built'] },
   { kill: 'migrateSchemaWorkflow:completeMigration.after', outcomes: ['built'] },
 ];

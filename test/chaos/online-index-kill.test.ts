@@ -107,10 +107,13 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
       const index = `agent_orders_note_${n}_idx`;
       const external = !kill.includes(':');
       const writes = writeLoop(app);
+      let written!: Awaited<ReturnType<typeof writes.stop>>;
       let worker: ChildProcess | undefined;
       let result: MigrateSchemaResult | undefined;
       const started = performance.now();
       let restartedAt = 0;
+      // The killed build left a valid index of the name (external kill only).
+      let leftValid = false;
       try {
         worker = await startForgeWorker(external ? cell.env : { ...cell.env, FORGE_FAULT_KILL_AT: kill });
         const dying = worker;
@@ -155,8 +158,11 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
           process.stdout.write(
             `online-index-kill ${kill}: the build's backend ended ${Math.round(performance.now() - killedAt)} ms after the kill, leaving ${left.length === 0 ? 'no index' : left[0].valid ? 'a VALID index' : 'an INVALID index'}\n`,
           );
-          // What the retry must deal with: an INVALID index of the name (or none, killed before its catalog entry).
-          expect(left.filter((r) => r.valid)).toEqual([]);
+          // What the retry must deal with: an INVALID index of the name, none (killed before its catalog entry), or a
+          // VALID one when the build's last phase ended between the kill and its session noticing (seen on a fast
+          // machine: 939 ms after the kill), which the retry must find and keep.
+          expect(left.length).toBeLessThanOrEqual(1);
+          leftValid = left[0]?.valid === true;
         } else {
           expect(await within(60_000, `the worker's SIGKILL at ${kill}`, workerExit(dying))).toBe('SIGKILL');
         }
@@ -165,8 +171,10 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
         result = await within(RUN_WITHIN_MS, 'the run’s result on the fresh worker', run);
       } finally {
         if (worker) await stopWorker(worker);
+        // Stopped on a failure too: a write loop left running keeps jest from ever exiting (CI hung after one).
+        written = await writes.stop();
       }
-      const { maxMs, count, errors } = await writes.stop();
+      const { maxMs, count, errors } = written;
       process.stdout.write(
         `online-index-kill ${kill}: run ${Math.round(performance.now() - started)} ms, after the restart ${Math.round(performance.now() - restartedAt)} ms; ` +
           `${count} application writes, slowest ${Math.round(maxMs)} ms; online ${JSON.stringify(result.online)}\n`,
@@ -176,6 +184,8 @@ describePg('a SIGKILLed worker during a core index built CONCURRENTLY (PostgreSQ
       expect(result.online).toHaveLength(1);
       expect(result.online![0]).toMatchObject({ index, table: 'orders', statementIndex: 0 });
       expect(outcomes).toContain(result.online![0].outcome);
+      // A build that finished under the kill is kept, not built again; any other is built by the retry.
+      if (external) expect(result.online![0].outcome).toBe(leftValid ? 'present' : 'built');
 
       // The index: exactly one of that name, valid and ready; nothing INVALID left on the table.
       const { rows: indexes } = await watcher.query<{ valid: boolean; ready: boolean; table: string }>(
